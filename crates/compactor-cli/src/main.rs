@@ -1,0 +1,46 @@
+//! `compactor`: compact, plan, count, convert and replay LLM agent conversations.
+//!
+//! Exit codes: 0 success, 1 runtime failure, 2 usage error.
+
+mod cmd;
+mod error;
+mod io;
+
+use clap::{Parser, Subcommand};
+
+use crate::error::CliError;
+
+/// Keeps a tool-using LLM agent's conversation inside its context window.
+#[derive(Parser, Debug)]
+#[command(name = "compactor", version, about, long_about = None, propagate_version = true)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Convert a conversation between wire formats (OpenAI, Anthropic, mini-swe-agent).
+    Convert(cmd::convert::Args),
+    /// Count a conversation's tokens.
+    Count(cmd::count::Args),
+}
+
+fn main() {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(err) => {
+            let code = if err.use_stderr() { 2 } else { 0 };
+            let _ = err.print();
+            std::process::exit(code);
+        }
+    };
+    let outcome: Result<(), CliError> = match cli.command {
+        Command::Convert(args) => cmd::convert::run(args),
+        Command::Count(args) => cmd::count::run(args),
+    };
+    if let Err(err) = outcome {
+        eprintln!("compactor: {err}");
+        std::process::exit(err.exit_code());
+    }
+}

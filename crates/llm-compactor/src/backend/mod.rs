@@ -1,0 +1,2 @@
+//! Summarizer backends: the world-facing implementations of
+//! [`crate::summarize::Summarizer`].

@@ -1,0 +1,189 @@
+//! [`CompactorConfig`]: the numbers of a compactor, validated once at construction.
+
+use serde::{Deserialize, Serialize};
+
+/// An invalid configuration. Construction never panics; it says which setting is wrong.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConfigError {
+    /// `context_budget` must be positive.
+    #[error("context_budget must be greater than 0")]
+    ZeroBudget,
+    /// A ratio outside (0, 1].
+    #[error("{name} must be in (0, 1], got {value}")]
+    RatioOutOfRange {
+        /// The setting.
+        name: &'static str,
+        /// Its value.
+        value: f64,
+    },
+    /// `target_ratio` must be below `trigger_ratio`, or a compaction would be triggered
+    /// again by its own result.
+    #[error("target_ratio ({target}) must be less than trigger_ratio ({trigger})")]
+    TargetNotBelowTrigger {
+        /// target_ratio.
+        target: f64,
+        /// trigger_ratio.
+        trigger: f64,
+    },
+    /// A count that must be at least 1.
+    #[error("{name} must be at least 1")]
+    Zero {
+        /// The setting.
+        name: &'static str,
+    },
+}
+
+/// The compactor's settings (defaults from the spec).
+///
+/// ```
+/// use llm_compactor::CompactorConfig;
+/// let config = CompactorConfig::builder(128_000).keep_recent(8).build().unwrap();
+/// assert_eq!(config.trigger(), 102_400);
+/// assert_eq!(config.target(), 51_200);
+/// assert!(CompactorConfig::builder(0).build().is_err());
+/// ```
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CompactorConfig {
+    /// The context window in tokens.
+    pub context_budget: usize,
+    /// Compaction is needed when tokens > ceil(budget x trigger_ratio). Default 0.8.
+    pub trigger_ratio: f64,
+    /// A compaction aims at ceil(budget x target_ratio). Default 0.4.
+    pub target_ratio: f64,
+    /// Messages kept verbatim at the end (before pair extension). Default 6.
+    pub keep_recent: usize,
+    /// Cap in chars on each tool result and each tool call's arguments in the
+    /// summarizer's input (never in the conversation). Default 2000.
+    pub tool_result_cap: usize,
+    /// Summarizer attempts in total. Default 3.
+    pub max_attempts: u32,
+    /// Stub fat old tool results before summarizing. Default false.
+    pub age_observations: bool,
+    /// A result must be longer than this (chars) to be stubbed. Default 2048.
+    pub age_min_chars: usize,
+    /// The epoch size in chars: the reclaimable-pool floor and the trailing grace.
+    /// Default 49152.
+    pub age_reclaim_min: usize,
+    /// Output budget of a summary request, in tokens. Default 2048.
+    pub summary_max_tokens: u32,
+}
+
+impl CompactorConfig {
+    /// A builder with every default and this budget.
+    pub fn builder(context_budget: usize) -> CompactorConfigBuilder {
+        CompactorConfigBuilder {
+            config: CompactorConfig {
+                context_budget,
+                trigger_ratio: 0.8,
+                target_ratio: 0.4,
+                keep_recent: 6,
+                tool_result_cap: 2000,
+                max_attempts: 3,
+                age_observations: false,
+                age_min_chars: 2048,
+                age_reclaim_min: 49_152,
+                summary_max_tokens: 2048,
+            },
+        }
+    }
+
+    /// `ceil(budget x trigger_ratio)`.
+    pub fn trigger(&self) -> usize {
+        ceil_ratio(self.context_budget, self.trigger_ratio)
+    }
+
+    /// `ceil(budget x target_ratio)`.
+    pub fn target(&self) -> usize {
+        ceil_ratio(self.context_budget, self.target_ratio)
+    }
+
+    /// Checks every rule; the builder calls it.
+    ///
+    /// # Errors
+    /// The first rule broken.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        if self.context_budget == 0 {
+            return Err(ConfigError::ZeroBudget);
+        }
+        for (name, value) in [
+            ("trigger_ratio", self.trigger_ratio),
+            ("target_ratio", self.target_ratio),
+        ] {
+            if !(value > 0.0 && value <= 1.0) {
+                return Err(ConfigError::RatioOutOfRange { name, value });
+            }
+        }
+        if self.target_ratio >= self.trigger_ratio {
+            return Err(ConfigError::TargetNotBelowTrigger {
+                target: self.target_ratio,
+                trigger: self.trigger_ratio,
+            });
+        }
+        if self.max_attempts == 0 {
+            return Err(ConfigError::Zero { name: "max_attempts" });
+        }
+        if self.tool_result_cap == 0 {
+            return Err(ConfigError::Zero {
+                name: "tool_result_cap",
+            });
+        }
+        if self.summary_max_tokens == 0 {
+            return Err(ConfigError::Zero {
+                name: "summary_max_tokens",
+            });
+        }
+        Ok(())
+    }
+}
+
+fn ceil_ratio(budget: usize, ratio: f64) -> usize {
+    (budget as f64 * ratio).ceil() as usize
+}
+
+/// Builds a validated [`CompactorConfig`].
+#[derive(Clone, Debug)]
+#[must_use]
+pub struct CompactorConfigBuilder {
+    config: CompactorConfig,
+}
+
+macro_rules! setter {
+    ($(#[$doc:meta])* $name:ident: $ty:ty) => {
+        $(#[$doc])*
+        pub fn $name(mut self, value: $ty) -> Self {
+            self.config.$name = value;
+            self
+        }
+    };
+}
+
+impl CompactorConfigBuilder {
+    setter!(/// See [`CompactorConfig::trigger_ratio`].
+        trigger_ratio: f64);
+    setter!(/// See [`CompactorConfig::target_ratio`].
+        target_ratio: f64);
+    setter!(/// See [`CompactorConfig::keep_recent`].
+        keep_recent: usize);
+    setter!(/// See [`CompactorConfig::tool_result_cap`].
+        tool_result_cap: usize);
+    setter!(/// See [`CompactorConfig::max_attempts`].
+        max_attempts: u32);
+    setter!(/// See [`CompactorConfig::age_observations`].
+        age_observations: bool);
+    setter!(/// See [`CompactorConfig::age_min_chars`].
+        age_min_chars: usize);
+    setter!(/// See [`CompactorConfig::age_reclaim_min`].
+        age_reclaim_min: usize);
+    setter!(/// See [`CompactorConfig::summary_max_tokens`].
+        summary_max_tokens: u32);
+
+    /// The validated configuration.
+    ///
+    /// # Errors
+    /// See [`CompactorConfig::validate`].
+    pub fn build(self) -> Result<CompactorConfig, ConfigError> {
+        self.config.validate()?;
+        Ok(self.config)
+    }
+}

@@ -1,0 +1,116 @@
+//! What a compaction pass reports: [`CompactionResult`] and its parts.
+
+use serde::{Deserialize, Serialize};
+
+use crate::message::Message;
+use crate::summarize::FailureClass;
+use crate::usage::Usage;
+
+/// One elided tool result: its position in the INPUT conversation and the stub that
+/// replaced its content.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Elision {
+    /// Index into the conversation given to `compact`.
+    pub index: usize,
+    /// The stub text now in its content.
+    pub stub: String,
+}
+
+/// Which request an attempt was.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum AttemptKind {
+    /// A summary of the whole middle (or the last chunk of it).
+    Summary,
+    /// A summary of one chunk of a middle too big for the summarizer's input room.
+    Chunk,
+    /// The single retry after a summary that did not shrink the conversation enough.
+    Tighten,
+    /// A retry with a doubled output budget after a truncated summary.
+    Expand,
+}
+
+/// How an attempt ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum AttemptOutcome {
+    /// Its summary was taken.
+    Accepted,
+    /// It produced text, but the text was not taken (too long, truncated, a chunk
+    /// summary that fed the next chunk, ...). See [`Attempt::note`].
+    Rejected,
+    /// A chunk summary that was carried into the next chunk's request.
+    Carried,
+    /// The call failed. See [`Attempt::class`].
+    Failed,
+}
+
+/// One summarizer request made during a pass, failed or not.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Attempt {
+    /// Which request this was.
+    pub kind: AttemptKind,
+    /// How it ended.
+    pub outcome: AttemptOutcome,
+    /// The failure class, for a failed call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub class: Option<FailureClass>,
+    /// The HTTP status, when a failure carried one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<u16>,
+    /// Milliseconds waited before this attempt was sent.
+    pub wait_ms: u64,
+    /// What this attempt was billed (failed attempts included).
+    pub usage: Usage,
+    /// Why it was rejected or failed, in words.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+/// What `compact` did.
+///
+/// The shape is the seed's: the sticky prefix kept where it was, the middle replaced by
+/// one summary message (or, with aging, only its fat tool results stubbed), the recent
+/// window verbatim. `cut_index` and `elisions` are what a session transcript stores so
+/// that replay gives back exactly `messages`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CompactionResult {
+    /// The conversation to use from now on.
+    pub messages: Vec<Message>,
+    /// The whole content of the inserted summary (or hard-trim notice) message, header
+    /// included; empty when none was inserted.
+    pub summary: String,
+    /// How many input messages were replaced by the summary or dropped by the trim.
+    pub dropped: usize,
+    /// Every non-sticky input message at or before this index was replaced by the
+    /// summary message; -1 for a no-op or an elision-only pass.
+    pub cut_index: i64,
+    /// The conversation's tokens before the pass (with the pass's counter).
+    pub tokens_before: usize,
+    /// The conversation's tokens after the pass (with the pass's counter).
+    pub tokens_after: usize,
+    /// True when the summarizer could not produce an accepted summary and the oldest
+    /// messages were dropped unsummarized (the hard trim).
+    pub fallback: bool,
+    /// True when even the best result does not fit the budget (or the per-call target):
+    /// the next request is expected to fail, and the caller should say so.
+    pub exhausted: bool,
+    /// Tool results whose content was replaced by a stub, by index into the input.
+    pub elisions: Vec<Elision>,
+    /// Everything the summarizer was billed during this pass, failed calls included.
+    pub usage: Usage,
+    /// Every summarizer request of this pass, in order.
+    pub attempts: Vec<Attempt>,
+}
+
+impl CompactionResult {
+    /// True when the conversation came back unchanged.
+    pub fn is_noop(&self) -> bool {
+        self.dropped == 0 && self.elisions.is_empty()
+    }
+
+    /// True for a pass that only stubbed tool results (no summary, nothing dropped).
+    pub fn is_elision_only(&self) -> bool {
+        self.dropped == 0 && !self.elisions.is_empty()
+    }
+}

@@ -1,0 +1,37 @@
+//! # llm-compactor
+//!
+//! Keeps a tool-using LLM agent inside its context window without losing what matters,
+//! without breaking the conversation, and without throwing away the provider's prompt
+//! cache.
+//!
+//! The shape of a compaction is fixed and deliberately boring:
+//!
+//! ```text
+//! [ system prompt + anything sticky ]   kept, always, wherever it was
+//! [ ...the middle... ]                  replaced by ONE summary message
+//! [ the last keep_recent turns ]        kept verbatim
+//! ```
+//!
+//! Layout: [`message`] (model, canonical JSON, digest), [`format`] (wire formats),
+//! [`count`] (token counters), [`plan`] (the pure planning core), [`summarize`] (the
+//! summarizer port), [`compactor`] (the async shell), [`backend`] (summarizer backends),
+//! [`session`] (the replayable transcript), [`simulate`] (the cost simulator).
+
+#![warn(missing_docs)]
+
+pub mod backend;
+pub mod compactor;
+pub mod count;
+pub mod format;
+pub mod message;
+pub mod plan;
+pub mod session;
+pub mod simulate;
+pub mod summarize;
+mod usage;
+
+pub use compactor::{CompactError, CompactOptions, CompactionResult, Compactor, CompactorConfig, ConfigError};
+pub use count::TokenCounter;
+pub use message::{Content, Message, Part, Role, ToolCall};
+pub use summarize::{Summarizer, SummarizerError};
+pub use usage::Usage;

@@ -1,0 +1,1 @@
+//! The session transcript: an append-only JSONL record that replays byte-identically.

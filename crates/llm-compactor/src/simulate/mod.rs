@@ -1,0 +1,1 @@
+//! The cache-aware cost simulator.

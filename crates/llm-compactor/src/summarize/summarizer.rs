@@ -1,0 +1,91 @@
+//! The [`Summarizer`] port: the one thing the compactor needs from a language model.
+//!
+//! Summarization is a different job from the agent's own turns: it is not
+//! latency-sensitive, needs no tools, and a small cheap model does it well. So the
+//! summarizer is its own object, not "the loop's first backend".
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+use tokio_util::sync::CancellationToken;
+
+use super::failure::SummarizerError;
+use crate::usage::Usage;
+
+/// One summarization request.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SummaryRequest {
+    /// The fixed instruction (with any tighten note and focus appended).
+    pub system: String,
+    /// The rendered transcript of the middle (or of one chunk of it).
+    pub transcript: String,
+    /// The output budget in tokens.
+    pub max_output_tokens: u32,
+}
+
+/// Why the model stopped writing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum StopReason {
+    /// It finished.
+    Complete,
+    /// It ran out of output budget: the summary is cut short.
+    Truncated,
+}
+
+/// A successful summarizer call.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SummaryReply {
+    /// The summary text.
+    pub text: String,
+    /// Why it stopped.
+    pub stop: StopReason,
+    /// What the call was billed.
+    pub usage: Usage,
+}
+
+/// A language model that can summarize a transcript.
+///
+/// Object-safe (through `async_trait`) so it can be shared as `Arc<dyn Summarizer>`.
+/// Implementations must stop promptly when `cancel` fires, returning a
+/// [`crate::summarize::FailureKind::Cancelled`] error.
+///
+/// ```
+/// use async_trait::async_trait;
+/// use llm_compactor::summarize::{StopReason, Summarizer, SummarizerError, SummaryReply, SummaryRequest};
+/// use llm_compactor::Usage;
+/// use tokio_util::sync::CancellationToken;
+///
+/// /// Answers with the first line of the transcript.
+/// struct FirstLine;
+///
+/// #[async_trait]
+/// impl Summarizer for FirstLine {
+///     fn name(&self) -> &str { "first-line" }
+///     async fn summarize(&self, request: SummaryRequest, _cancel: &CancellationToken)
+///         -> Result<SummaryReply, SummarizerError> {
+///         let text = request.transcript.lines().next().unwrap_or_default().to_owned();
+///         Ok(SummaryReply { text, stop: StopReason::Complete, usage: Usage::default() })
+///     }
+/// }
+/// let shared: std::sync::Arc<dyn Summarizer> = std::sync::Arc::new(FirstLine);
+/// assert_eq!(shared.input_room(), None);
+/// ```
+#[async_trait]
+pub trait Summarizer: Send + Sync {
+    /// A short name for reports and events (`openai:gpt-4o-mini`, `exec`, `local`, ...).
+    fn name(&self) -> &str;
+
+    /// How many input tokens (instruction plus transcript) one request may carry, if the
+    /// backend knows. When the rendered middle does not fit, the compactor summarizes it
+    /// in pair-aligned chunks that do.
+    fn input_room(&self) -> Option<usize> {
+        None
+    }
+
+    /// Summarize one transcript.
+    async fn summarize(
+        &self,
+        request: SummaryRequest,
+        cancel: &CancellationToken,
+    ) -> Result<SummaryReply, SummarizerError>;
+}
