@@ -47,3 +47,7 @@ pub trait TokenCounter: Send + Sync {
         self.count_messages(messages) + tools_tokens + context_tokens
     }
 }
+
+mod heuristic;
+
+pub use heuristic::{HeuristicCounter, MESSAGE_OVERHEAD, message_chars};
