@@ -1,2 +1,5 @@
 //! Summarizer backends: the world-facing implementations of
 //! [`crate::summarize::Summarizer`].
+
+#[cfg(feature = "http")]
+pub mod http;
