@@ -15,7 +15,8 @@ fn compactor(args: &[&str], stdin: Option<&[u8]>) -> Output {
         .spawn()
         .expect("the binary starts");
     let mut pipe = child.stdin.take().expect("stdin");
-    pipe.write_all(stdin.unwrap_or_default()).expect("stdin accepts the input");
+    pipe.write_all(stdin.unwrap_or_default())
+        .expect("stdin accepts the input");
     drop(pipe);
     child.wait_with_output().expect("the binary ends")
 }
@@ -35,7 +36,10 @@ fn trajectory() -> Option<PathBuf> {
     if path.is_file() {
         Some(path)
     } else {
-        eprintln!("NOTICE: skipping: {} not found (set LLM_COMPACTOR_DATA)", path.display());
+        eprintln!(
+            "NOTICE: skipping: {} not found (set LLM_COMPACTOR_DATA)",
+            path.display()
+        );
         None
     }
 }
@@ -55,7 +59,14 @@ fn a_real_trajectory_converts_to_anthropic_in_a_file_and_to_openai_on_stdout() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("run.anthropic.json");
     let output = compactor(
-        &["convert", path.to_str().unwrap(), "--to", "anthropic", "-o", out.to_str().unwrap()],
+        &[
+            "convert",
+            path.to_str().unwrap(),
+            "--to",
+            "anthropic",
+            "-o",
+            out.to_str().unwrap(),
+        ],
         None,
     );
     assert!(output.status.success(), "{}", stderr(&output));
@@ -98,7 +109,10 @@ fn stdin_converts_and_the_same_format_gives_the_input_back() {
             ]
         })
     );
-    let same = compactor(&["convert", "-", "--to", "openai", "--from", "openai"], Some(CHAT.as_bytes()));
+    let same = compactor(
+        &["convert", "-", "--to", "openai", "--from", "openai"],
+        Some(CHAT.as_bytes()),
+    );
     assert!(same.status.success(), "{}", stderr(&same));
     let back: Value = serde_json::from_slice(&same.stdout).unwrap();
     assert_eq!(back, serde_json::from_str::<Value>(CHAT).unwrap());
@@ -123,7 +137,11 @@ fn a_malformed_file_fails_with_exit_1_naming_the_file_and_the_message() {
 
     let output = compactor(&["convert", "-", "--to", "openai"], Some(b"\xff\xfe"));
     assert_eq!(output.status.code(), Some(1));
-    assert!(stderr(&output).contains("<stdin>: not valid UTF-8"), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("<stdin>: not valid UTF-8"),
+        "{}",
+        stderr(&output)
+    );
 
     let missing = dir.path().join("missing.json");
     let output = compactor(&["convert", missing.to_str().unwrap(), "--to", "openai"], None);
@@ -135,7 +153,10 @@ fn a_malformed_file_fails_with_exit_1_naming_the_file_and_the_message() {
 fn a_failed_conversion_leaves_no_output_file() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out.json");
-    let output = compactor(&["convert", "-", "--to", "openai", "-o", out.to_str().unwrap()], Some(b"{}"));
+    let output = compactor(
+        &["convert", "-", "--to", "openai", "-o", out.to_str().unwrap()],
+        Some(b"{}"),
+    );
     assert_eq!(output.status.code(), Some(1));
     assert!(!out.exists());
 }

@@ -39,17 +39,50 @@ fn invalid_json_gives_line_and_column() {
         "conv.json: invalid JSON at line 3, column 20: trailing comma"
     );
     let err = error(b"", None);
-    assert!(err.problem.starts_with("invalid JSON at line 1, column 0: EOF"), "{err}");
+    assert!(
+        err.problem.starts_with("invalid JSON at line 1, column 0: EOF"),
+        "{err}"
+    );
 }
 
 #[test]
 fn shapes_that_are_no_conversation() {
-    assert_error("\"hello\"", None, None, "not a conversation: expected an array of messages or an object with `messages`, found a string");
-    assert_error(r#"{"prompt": "hi", "n": 1}"#, None, None, "found an object with keys [prompt, n]");
-    assert_error(r#"{"messages": {"role": "user"}}"#, None, None, "`messages` must be an array, not an object");
-    assert_error(r#"[{"role": "user"}]"#, Some(Format::Anthropic), None, "an Anthropic conversation is an object with `messages`, not an array");
-    assert_error("[]", Some(Format::MiniSweAgent), None, "a mini-swe-agent trajectory is an object");
-    assert_error(r#"{"model": "x"}"#, Some(Format::OpenAi), None, "an OpenAI conversation object has no `messages` array");
+    assert_error(
+        "\"hello\"",
+        None,
+        None,
+        "not a conversation: expected an array of messages or an object with `messages`, found a string",
+    );
+    assert_error(
+        r#"{"prompt": "hi", "n": 1}"#,
+        None,
+        None,
+        "found an object with keys [prompt, n]",
+    );
+    assert_error(
+        r#"{"messages": {"role": "user"}}"#,
+        None,
+        None,
+        "`messages` must be an array, not an object",
+    );
+    assert_error(
+        r#"[{"role": "user"}]"#,
+        Some(Format::Anthropic),
+        None,
+        "an Anthropic conversation is an object with `messages`, not an array",
+    );
+    assert_error(
+        "[]",
+        Some(Format::MiniSweAgent),
+        None,
+        "a mini-swe-agent trajectory is an object",
+    );
+    assert_error(
+        r#"{"model": "x"}"#,
+        Some(Format::OpenAi),
+        None,
+        "an OpenAI conversation object has no `messages` array",
+    );
     assert_error("3", Some(Format::OpenAi), None, "not a number");
 }
 
@@ -65,7 +98,12 @@ fn a_message_without_a_role() {
 
 #[test]
 fn a_role_that_is_not_a_string() {
-    assert_error(r#"[{"role": 7, "content": "a"}]"#, None, Some(0), "role must be a string, not a number");
+    assert_error(
+        r#"[{"role": 7, "content": "a"}]"#,
+        None,
+        Some(0),
+        "role must be a string, not a number",
+    );
     assert_error(
         r#"{"system": "s", "messages": [{"role": "user", "content": "a"}, {"role": null}]}"#,
         None,
@@ -76,8 +114,18 @@ fn a_role_that_is_not_a_string() {
 
 #[test]
 fn a_message_that_is_not_an_object() {
-    assert_error(r#"[{"role": "user", "content": "a"}, "b"]"#, None, Some(1), "a message must be an object, not a string");
-    assert_error(r#"{"system": "s", "messages": [[1]]}"#, None, Some(0), "a message must be an object, not an array");
+    assert_error(
+        r#"[{"role": "user", "content": "a"}, "b"]"#,
+        None,
+        Some(1),
+        "a message must be an object, not a string",
+    );
+    assert_error(
+        r#"{"system": "s", "messages": [[1]]}"#,
+        None,
+        Some(0),
+        "a message must be an object, not an array",
+    );
 }
 
 #[test]
@@ -94,43 +142,140 @@ fn a_tool_call_without_an_id() {
 #[test]
 fn malformed_tool_calls() {
     let call = |c: &str| format!(r#"[{{"role": "assistant", "content": null, "tool_calls": [{c}]}}]"#);
-    assert_error(&call(r#"{"id": 3, "function": {"name": "f", "arguments": "{}"}}"#), None, Some(0), "tool call 0: id must be a string, not a number");
+    assert_error(
+        &call(r#"{"id": 3, "function": {"name": "f", "arguments": "{}"}}"#),
+        None,
+        Some(0),
+        "tool call 0: id must be a string, not a number",
+    );
     assert_error(&call(r#"{"id": "a"}"#), None, Some(0), "tool call 0 has no function");
-    assert_error(&call(r#"{"id": "a", "function": "f"}"#), None, Some(0), "tool call 0: function must be an object, not a string");
-    assert_error(&call(r#"{"id": "a", "function": {"arguments": "{}"}}"#), None, Some(0), "tool call 0: function has no name");
-    assert_error(&call(r#"{"id": "a", "function": {"name": "f"}}"#), None, Some(0), "tool call 0: function has no arguments");
-    assert_error(&call(r#"{"id": "a", "function": {"name": "f", "arguments": {}}}"#), None, Some(0), "tool call 0: function.arguments must be a string, not an object");
-    assert_error(&call(r#"7"#), None, Some(0), "tool call 0 must be an object, not a number");
-    assert_error(r#"[{"role": "assistant", "tool_calls": {}}]"#, None, Some(0), "tool_calls must be an array, not an object");
+    assert_error(
+        &call(r#"{"id": "a", "function": "f"}"#),
+        None,
+        Some(0),
+        "tool call 0: function must be an object, not a string",
+    );
+    assert_error(
+        &call(r#"{"id": "a", "function": {"arguments": "{}"}}"#),
+        None,
+        Some(0),
+        "tool call 0: function has no name",
+    );
+    assert_error(
+        &call(r#"{"id": "a", "function": {"name": "f"}}"#),
+        None,
+        Some(0),
+        "tool call 0: function has no arguments",
+    );
+    assert_error(
+        &call(r#"{"id": "a", "function": {"name": "f", "arguments": {}}}"#),
+        None,
+        Some(0),
+        "tool call 0: function.arguments must be a string, not an object",
+    );
+    assert_error(
+        &call(r#"7"#),
+        None,
+        Some(0),
+        "tool call 0 must be an object, not a number",
+    );
+    assert_error(
+        r#"[{"role": "assistant", "tool_calls": {}}]"#,
+        None,
+        Some(0),
+        "tool_calls must be an array, not an object",
+    );
     let anthropic = |b: &str| format!(r#"{{"system": "s", "messages": [{{"role": "assistant", "content": [{b}]}}]}}"#);
-    assert_error(&anthropic(r#"{"type": "tool_use", "id": "a", "input": {}}"#), None, Some(0), "content block 0: a tool_use block has no name");
-    assert_error(&anthropic(r#"{"type": "tool_use", "id": "a", "name": "f"}"#), None, Some(0), "content block 0: a tool_use block has no input");
-    assert_error(&anthropic(r#"{"type": "tool_use", "id": ["a"], "name": "f", "input": {}}"#), None, Some(0), "content block 0: tool_use id must be a string, not an array");
+    assert_error(
+        &anthropic(r#"{"type": "tool_use", "id": "a", "input": {}}"#),
+        None,
+        Some(0),
+        "content block 0: a tool_use block has no name",
+    );
+    assert_error(
+        &anthropic(r#"{"type": "tool_use", "id": "a", "name": "f"}"#),
+        None,
+        Some(0),
+        "content block 0: a tool_use block has no input",
+    );
+    assert_error(
+        &anthropic(r#"{"type": "tool_use", "id": ["a"], "name": "f", "input": {}}"#),
+        None,
+        Some(0),
+        "content block 0: tool_use id must be a string, not an array",
+    );
 }
 
 #[test]
 fn a_tool_message_without_tool_call_id() {
     let input = r#"[{"role": "user", "content": "a"}, {"role": "tool", "content": "out"}]"#;
     assert_error(input, None, Some(1), "a tool message has no tool_call_id");
-    assert_error(r#"[{"role": "tool", "tool_call_id": 5, "content": "out"}]"#, None, Some(0), "tool_call_id must be a string, not a number");
-    let input = r#"{"system": "s", "messages": [{"role": "user", "content": [{"type": "tool_result", "content": "out"}]}]}"#;
-    assert_error(input, None, Some(0), "content block 0: a tool_result block has no tool_use_id");
+    assert_error(
+        r#"[{"role": "tool", "tool_call_id": 5, "content": "out"}]"#,
+        None,
+        Some(0),
+        "tool_call_id must be a string, not a number",
+    );
+    let input =
+        r#"{"system": "s", "messages": [{"role": "user", "content": [{"type": "tool_result", "content": "out"}]}]}"#;
+    assert_error(
+        input,
+        None,
+        Some(0),
+        "content block 0: a tool_result block has no tool_use_id",
+    );
     // mini-swe-agent's older trajectories do not require it.
-    let input = r#"{"info": {}, "trajectory_format": "mini-swe-agent-1.0", "messages": [{"role": "tool", "content": "out"}]}"#;
+    let input =
+        r#"{"info": {}, "trajectory_format": "mini-swe-agent-1.0", "messages": [{"role": "tool", "content": "out"}]}"#;
     assert!(Document::from_bytes(input.as_bytes(), None, "conv.json").is_ok());
 }
 
 #[test]
 fn content_of_the_wrong_type() {
-    assert_error(r#"[{"role": "user", "content": 42}]"#, None, Some(0), "content must be a string, null or an array of parts, not a number");
-    assert_error(r#"[{"role": "user", "content": {"text": "a"}}]"#, None, Some(0), "content must be a string, null or an array of parts, not an object");
-    assert_error(r#"[{"role": "user", "content": ["a"]}]"#, None, Some(0), "content part 0: a content part must be an object, not a string");
-    assert_error(r#"[{"role": "user", "content": "a", "name": 1}]"#, None, Some(0), "name must be a string, not a number");
-    assert_error(r#"{"system": 5, "messages": []}"#, None, None, "system: content must be a string, null or an array of parts, not a number");
+    assert_error(
+        r#"[{"role": "user", "content": 42}]"#,
+        None,
+        Some(0),
+        "content must be a string, null or an array of parts, not a number",
+    );
+    assert_error(
+        r#"[{"role": "user", "content": {"text": "a"}}]"#,
+        None,
+        Some(0),
+        "content must be a string, null or an array of parts, not an object",
+    );
+    assert_error(
+        r#"[{"role": "user", "content": ["a"]}]"#,
+        None,
+        Some(0),
+        "content part 0: a content part must be an object, not a string",
+    );
+    assert_error(
+        r#"[{"role": "user", "content": "a", "name": 1}]"#,
+        None,
+        Some(0),
+        "name must be a string, not a number",
+    );
+    assert_error(
+        r#"{"system": 5, "messages": []}"#,
+        None,
+        None,
+        "system: content must be a string, null or an array of parts, not a number",
+    );
     let input = r#"{"system": "s", "messages": [{"role": "user", "content": [{"type": "tool_result", "tool_use_id": "a", "content": 3}]}]}"#;
-    assert_error(input, None, Some(0), "content block 0: content must be a string, null or an array of parts, not a number");
+    assert_error(
+        input,
+        None,
+        Some(0),
+        "content block 0: content must be a string, null or an array of parts, not a number",
+    );
     let input = r#"{"system": "s", "messages": [{"role": "assistant", "content": [{"type": "tool_use", "id": "a", "name": "f", "input": {}}, 3]}]}"#;
-    assert_error(input, None, Some(0), "content block 1: a content part must be an object, not a number");
+    assert_error(
+        input,
+        None,
+        Some(0),
+        "content block 1: a content part must be an object, not a number",
+    );
 }
 
 #[test]

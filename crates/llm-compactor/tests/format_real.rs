@@ -49,11 +49,27 @@ fn every_mini_swe_agent_trajectory_converts_to_valid_openai_and_anthropic() {
         let reread = Document::from_value(anthropic.clone(), None, &name).unwrap();
         assert_eq!(reread.format(), Format::Anthropic);
         assert_eq!(reread.to_value(), anthropic);
-        assert_eq!(reread.messages().iter().map(|m| m.tool_calls.len()).sum::<usize>(), calls);
-        assert_eq!(reread.messages().iter().filter(|m| m.role == Role::Tool).count(), results);
+        assert_eq!(
+            reread.messages().iter().map(|m| m.tool_calls.len()).sum::<usize>(),
+            calls
+        );
+        assert_eq!(
+            reread.messages().iter().filter(|m| m.role == Role::Tool).count(),
+            results
+        );
         // The texts survive the trip: every tool result's text is found again.
-        let texts: Vec<String> = doc.messages().iter().filter(|m| m.role == Role::Tool).map(|m| m.text()).collect();
-        let back: Vec<String> = reread.messages().iter().filter(|m| m.role == Role::Tool).map(|m| m.text()).collect();
+        let texts: Vec<String> = doc
+            .messages()
+            .iter()
+            .filter(|m| m.role == Role::Tool)
+            .map(|m| m.text())
+            .collect();
+        let back: Vec<String> = reread
+            .messages()
+            .iter()
+            .filter(|m| m.role == Role::Tool)
+            .map(|m| m.text())
+            .collect();
         assert_eq!(texts, back, "{name}");
 
         // And back to OpenAI from the converted Anthropic document.
@@ -98,7 +114,13 @@ fn tau_bench_converts_to_anthropic_and_back_keeping_the_conversation() {
             let calls = |m: &llm_compactor::Message| {
                 m.tool_calls
                     .iter()
-                    .map(|c| (c.id.clone(), c.name.clone(), serde_json::from_str::<Value>(&c.arguments).ok()))
+                    .map(|c| {
+                        (
+                            c.id.clone(),
+                            c.name.clone(),
+                            serde_json::from_str::<Value>(&c.arguments).ok(),
+                        )
+                    })
                     .collect::<Vec<_>>()
             };
             assert_eq!(calls(a), calls(b), "{name}");

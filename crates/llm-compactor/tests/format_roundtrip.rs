@@ -15,7 +15,9 @@ fn any_json() -> impl Strategy<Value = Value> {
         Just(Value::Null),
         any::<bool>().prop_map(Value::Bool),
         any::<i64>().prop_map(Value::from),
-        any::<f64>().prop_filter("finite", |f| f.is_finite()).prop_map(Value::from),
+        any::<f64>()
+            .prop_filter("finite", |f| f.is_finite())
+            .prop_map(Value::from),
         "\\PC{0,12}".prop_map(Value::String),
     ];
     leaf.prop_recursive(3, 24, 4, |inner| {
@@ -113,7 +115,10 @@ fn openai_message(require_tool_call_id: bool) -> impl Strategy<Value = Value> {
             1 => Just(Some(json!([]))),
             3 => vec(openai_tool_call(), 1..3).prop_map(|c| Some(Value::Array(c))),
         ],
-        option::of(prop_oneof![Just(Value::Null), "call_[a-z0-9]{1,6}".prop_map(Value::String)]),
+        option::of(prop_oneof![
+            Just(Value::Null),
+            "call_[a-z0-9]{1,6}".prop_map(Value::String)
+        ]),
         option::of(prop_oneof![Just(Value::Null), "[a-z]{1,6}".prop_map(Value::String)]),
         extras(),
         any::<bool>(),
@@ -228,9 +233,12 @@ fn anthropic_message() -> impl Strategy<Value = Value> {
             let content = match shape % 4 {
                 0 => text().prop_map(|t| Some(json!(t))).boxed(),
                 1 => Just(None).boxed(),
-                _ => vec(anthropic_block(if role == "assistant" { "assistant" } else { "user" }), 0..5)
-                    .prop_map(|b| Some(Value::Array(b)))
-                    .boxed(),
+                _ => vec(
+                    anthropic_block(if role == "assistant" { "assistant" } else { "user" }),
+                    0..5,
+                )
+                .prop_map(|b| Some(Value::Array(b)))
+                .boxed(),
             };
             content.prop_map(move |c| {
                 let mut m = obj(json!({"role": role}));
@@ -279,9 +287,15 @@ fn round_trip(value: &Value, format: Format) -> Result<(), TestCaseError> {
     let detected = Document::from_bytes(&bytes, None, "generated.json").map(|d| d.format());
     // (An OpenAI conversation holding Anthropic-only block types reads as Anthropic; an
     // Anthropic one without `system` or such blocks reads as OpenAI: both by design.)
-    let anthropic_blocks = ["\"tool_use\"", "\"tool_result\"", "\"thinking\"", "\"redacted_thinking\"", "\"image\""]
-        .iter()
-        .any(|t| String::from_utf8_lossy(&bytes).contains(t));
+    let anthropic_blocks = [
+        "\"tool_use\"",
+        "\"tool_result\"",
+        "\"thinking\"",
+        "\"redacted_thinking\"",
+        "\"image\"",
+    ]
+    .iter()
+    .any(|t| String::from_utf8_lossy(&bytes).contains(t));
     let expect_detected = match format {
         Format::OpenAi => !anthropic_blocks,
         Format::Anthropic => value.get("system").is_some(),
@@ -348,7 +362,10 @@ fn lossless_anthropic_document() -> impl Strategy<Value = Value> {
         .prop_map(|(id, name, input)| json!({"type": "tool_use", "id": id, "name": name, "input": input}));
     let assistant = prop_oneof![
         nonempty().prop_map(Value::String),
-        (vec(nonempty().prop_map(|t| json!({"type": "text", "text": t})), 0..3), vec(tool_use, 0..3))
+        (
+            vec(nonempty().prop_map(|t| json!({"type": "text", "text": t})), 0..3),
+            vec(tool_use, 0..3)
+        )
             .prop_filter("non-empty", |(t, u)| !t.is_empty() || !u.is_empty())
             .prop_map(|(t, u)| Value::Array(t.into_iter().chain(u).collect())),
     ];
@@ -356,8 +373,13 @@ fn lossless_anthropic_document() -> impl Strategy<Value = Value> {
         nonempty().prop_map(Value::String),
         vec(nonempty().prop_map(|t| json!({"type": "text", "text": t})), 1..3).prop_map(Value::Array),
     ]);
-    (system, vec((user, assistant), 0..4), option::of(Just(())), any::<bool>()).prop_map(
-        |(system, turns, params, end_with_user)| {
+    (
+        system,
+        vec((user, assistant), 0..4),
+        option::of(Just(())),
+        any::<bool>(),
+    )
+        .prop_map(|(system, turns, params, end_with_user)| {
             let mut messages = Vec::new();
             for (u, a) in turns {
                 messages.push(json!({"role": "user", "content": u}));
@@ -376,8 +398,7 @@ fn lossless_anthropic_document() -> impl Strategy<Value = Value> {
             }
             o.insert("messages".into(), Value::Array(messages));
             Value::Object(o)
-        },
-    )
+        })
 }
 
 proptest! {

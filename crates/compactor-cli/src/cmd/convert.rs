@@ -66,8 +66,10 @@ impl FromArg {
 
 /// Convert a conversation between wire formats.
 #[derive(clap::Args, Debug)]
-#[command(after_help = "Examples:\n  compactor convert run.traj.json --to anthropic -o run.anthropic.json\n  \
-                        cat chat.json | compactor convert - --to openai")]
+#[command(
+    after_help = "Examples:\n  compactor convert run.traj.json --to anthropic -o run.anthropic.json\n  \
+                        cat chat.json | compactor convert - --to openai"
+)]
 pub struct Args {
     /// The conversation file, or `-` for stdin.
     pub input: String,

@@ -34,7 +34,8 @@ pub(super) fn import_document(value: Value, source_name: &str) -> Result<(Vec<Me
     let (items, envelope) = take_messages(object, source_name, "an Anthropic conversation")?;
     let mut messages = Vec::with_capacity(items.len() + 1);
     if let Some(system) = system {
-        let content = Content::from_value(system).map_err(|p| FormatError::whole(source_name, format!("system: {p}")))?;
+        let content =
+            Content::from_value(system).map_err(|p| FormatError::whole(source_name, format!("system: {p}")))?;
         let mut message = bare_message(Role::System);
         message.content = content;
         messages.push(message);
@@ -123,7 +124,9 @@ fn split_tool_results(
     for (j, block) in blocks.into_iter().enumerate() {
         if block_type(&block) == Some("tool_result") {
             let mut message = import_tool_result(j, block)?;
-            message.extras.insert(ANTHROPIC_HINT_KEY.into(), group_hint(index, &[j]));
+            message
+                .extras
+                .insert(ANTHROPIC_HINT_KEY.into(), group_hint(index, &[j]));
             pieces.push(message);
         } else {
             rest.push(Part::from_value(block).map_err(|e| format!("content block {j}: {e}"))?);
@@ -133,7 +136,9 @@ fn split_tool_results(
     if !rest.is_empty() {
         let mut message = bare_message(Role::User);
         message.content = Content::Parts(rest);
-        message.extras.insert(ANTHROPIC_HINT_KEY.into(), group_hint(index, &rest_positions));
+        message
+            .extras
+            .insert(ANTHROPIC_HINT_KEY.into(), group_hint(index, &rest_positions));
         pieces.push(message);
     }
     if !turn_extras.is_empty()
@@ -148,7 +153,10 @@ fn split_tool_results(
 fn group_hint(turn: usize, blocks: &[usize]) -> Value {
     let mut hint = Map::new();
     hint.insert("turn".into(), Value::from(turn));
-    hint.insert("blocks".into(), Value::Array(blocks.iter().map(|&b| Value::from(b)).collect()));
+    hint.insert(
+        "blocks".into(),
+        Value::Array(blocks.iter().map(|&b| Value::from(b)).collect()),
+    );
     Value::Object(hint)
 }
 
@@ -206,7 +214,9 @@ fn import_tool_result(j: usize, block: Value) -> Result<Message, String> {
                     kind_of(&other)
                 ));
             }
-            ("content", value) => content = Content::from_value(value).map_err(|e| format!("content block {j}: {e}"))?,
+            ("content", value) => {
+                content = Content::from_value(value).map_err(|e| format!("content block {j}: {e}"))?
+            }
             (_, value) => {
                 extras.insert(key, value);
             }
@@ -287,7 +297,9 @@ fn system_value(system: &[&Message]) -> Option<Value> {
             Content::Parts(parts) => Some(Value::Array(part_values(parts))),
             other => Some(other.to_value()),
         },
-        many => Some(Value::Array(many.iter().flat_map(|m| content_blocks(&m.content)).collect())),
+        many => Some(Value::Array(
+            many.iter().flat_map(|m| content_blocks(&m.content)).collect(),
+        )),
     }
 }
 
@@ -368,7 +380,10 @@ fn export_group(pieces: &[&Message]) -> Value {
     blocks.sort_by_key(|(at, _)| *at);
     let mut turn = Map::new();
     turn.insert("role".into(), Value::String("user".into()));
-    turn.insert("content".into(), Value::Array(blocks.into_iter().map(|(_, b)| b).collect()));
+    turn.insert(
+        "content".into(),
+        Value::Array(blocks.into_iter().map(|(_, b)| b).collect()),
+    );
     for (key, value) in turn_extras.unwrap_or_default() {
         if !turn.contains_key(&key) {
             turn.insert(key, value);

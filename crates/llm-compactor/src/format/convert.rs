@@ -87,7 +87,11 @@ fn anthropic_content(content: &Content, role: &Role, has_calls: bool) -> Content
         Content::Absent | Content::Null => empty(),
         Content::Parts(parts) => {
             let parts: Vec<Part> = parts.iter().filter_map(anthropic_part).collect();
-            if parts.is_empty() { empty() } else { Content::Parts(parts) }
+            if parts.is_empty() {
+                empty()
+            } else {
+                Content::Parts(parts)
+            }
         }
     }
 }
@@ -121,9 +125,7 @@ fn image_from_url(part: &Value) -> Value {
         .and_then(Value::as_str)
         .unwrap_or_default();
     let mut source = Map::new();
-    let data_url = url
-        .strip_prefix("data:")
-        .and_then(|rest| rest.split_once(";base64,"));
+    let data_url = url.strip_prefix("data:").and_then(|rest| rest.split_once(";base64,"));
     match data_url {
         Some((media_type, data)) => {
             source.insert("type".into(), Value::String("base64".into()));
@@ -193,7 +195,11 @@ fn openai_content(content: &Content, role: &Role, has_calls: bool) -> Content {
         Content::Absent | Content::Null => empty(),
         Content::Parts(parts) => {
             let parts: Vec<Part> = parts.iter().filter_map(|p| openai_part(p, role)).collect();
-            if parts.is_empty() { empty() } else { Content::Parts(parts) }
+            if parts.is_empty() {
+                empty()
+            } else {
+                Content::Parts(parts)
+            }
         }
     }
 }
@@ -210,6 +216,41 @@ fn openai_part(part: &Part, role: &Role) -> Option<Part> {
             "refusal" if *role == Role::Assistant => Some(part.clone()),
             other => Some(marker(other)),
         },
+    }
+}
+
+/// Merges consecutive Anthropic turns of the same role into one, tool results first, so
+/// that a converted conversation alternates as the API expects.
+pub(super) fn merge_consecutive_turns(document: &mut Value) {
+    let Some(Value::Array(turns)) = document.get_mut("messages") else {
+        return;
+    };
+    let mut merged: Vec<Value> = Vec::with_capacity(turns.len());
+    for turn in std::mem::take(turns) {
+        let same = merged
+            .last()
+            .is_some_and(|last| last.get("role").is_some() && last.get("role") == turn.get("role"));
+        if !same {
+            merged.push(turn);
+            continue;
+        }
+        let Some(last) = merged.last_mut() else { continue };
+        let mut blocks = turn_blocks(last);
+        blocks.extend(turn_blocks(&turn));
+        let (mut results, rest): (Vec<Value>, Vec<Value>) = blocks
+            .into_iter()
+            .partition(|b| b.get("type").and_then(Value::as_str) == Some("tool_result"));
+        results.extend(rest);
+        last["content"] = Value::Array(results);
+    }
+    *turns = merged;
+}
+
+fn turn_blocks(turn: &Value) -> Vec<Value> {
+    match turn.get("content") {
+        Some(Value::String(text)) if !text.is_empty() => vec![Part::text(text.clone()).to_value()],
+        Some(Value::Array(blocks)) => blocks.clone(),
+        _ => Vec::new(),
     }
 }
 
@@ -234,7 +275,11 @@ pub(super) fn map_envelope(source: Format, target: Format, envelope: &Value) -> 
             if let Some(choice) = from.get("tool_choice").and_then(openai_tool_choice) {
                 out.insert("tool_choice".into(), choice);
             }
-            if out.len() == 1 { Value::Null } else { Value::Object(out) }
+            if out.len() == 1 {
+                Value::Null
+            } else {
+                Value::Object(out)
+            }
         }
         (Format::OpenAi, Format::Anthropic) => {
             let mut out = Map::new();

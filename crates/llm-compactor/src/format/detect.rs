@@ -56,7 +56,10 @@ pub fn detect(value: &Value) -> Result<Format, DetectError> {
         Some(Value::Array(messages)) => messages,
         Some(other) => {
             return Err(DetectError {
-                problem: format!("not a conversation: `messages` must be an array, not {}", kind_of(other)),
+                problem: format!(
+                    "not a conversation: `messages` must be an array, not {}",
+                    kind_of(other)
+                ),
             });
         }
         None => {
@@ -83,9 +86,11 @@ fn has_anthropic_block(message: &Value) -> bool {
     let Some(blocks) = message.get("content").and_then(Value::as_array) else {
         return false;
     };
-    blocks.iter().any(|block| match block.get("type").and_then(Value::as_str) {
-        Some("tool_use" | "tool_result" | "thinking" | "redacted_thinking") => true,
-        Some("image") => block.get("source").is_some(),
-        _ => false,
-    })
+    blocks
+        .iter()
+        .any(|block| match block.get("type").and_then(Value::as_str) {
+            Some("tool_use" | "tool_result" | "thinking" | "redacted_thinking") => true,
+            Some("image") => block.get("source").is_some(),
+            _ => false,
+        })
 }

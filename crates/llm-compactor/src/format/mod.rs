@@ -48,7 +48,8 @@
 //!   JSON object are wrapped as `{"arguments": "<raw>"}`. `image_url` parts become
 //!   `image` blocks (data URLs as base64 sources). A tool message's `name` is dropped; a
 //!   tool message without `tool_call_id` becomes a user message. Empty text parts are
-//!   dropped (Anthropic rejects them).
+//!   dropped (Anthropic rejects them). Consecutive turns of one role are merged into one
+//!   turn (tool results first), so turns alternate.
 //! - Anthropic → OpenAI: `thinking`/`redacted_thinking` blocks and tool-use placeholders
 //!   are dropped; `image` blocks become `image_url` parts (in user turns; elsewhere a text
 //!   marker); a tool result's `is_error` is dropped; a user turn's block order becomes
@@ -287,7 +288,11 @@ impl Document {
         }
         let messages = convert::normalize(&self.messages, target);
         let envelope = convert::map_envelope(self.format, target, &self.envelope);
-        Ok(write(target, &messages, &envelope))
+        let mut value = write(target, &messages, &envelope);
+        if target == Format::Anthropic {
+            convert::merge_consecutive_turns(&mut value);
+        }
+        Ok(value)
     }
 }
 

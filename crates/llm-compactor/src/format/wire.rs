@@ -54,7 +54,10 @@ pub(super) fn take_messages(
             source_name,
             format!("`messages` must be an array, not {}", kind_of(other)),
         )),
-        None => Err(FormatError::whole(source_name, format!("{what} has no `messages` array"))),
+        None => Err(FormatError::whole(
+            source_name,
+            format!("{what} has no `messages` array"),
+        )),
     }
 }
 

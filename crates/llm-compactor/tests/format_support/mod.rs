@@ -8,7 +8,9 @@ use std::collections::HashSet;
 use serde_json::Value;
 
 fn keys_within(object: &Value, allowed: &[&str], what: &str) {
-    let object = object.as_object().unwrap_or_else(|| panic!("{what}: not an object: {object}"));
+    let object = object
+        .as_object()
+        .unwrap_or_else(|| panic!("{what}: not an object: {object}"));
     for key in object.keys() {
         assert!(allowed.contains(&key.as_str()), "{what}: unexpected key `{key}`");
     }
@@ -27,7 +29,16 @@ pub fn assert_valid_openai(value: &Value, name: &str) {
         let what = format!("{name}: message {i}");
         keys_within(
             m,
-            &["role", "content", "tool_calls", "tool_call_id", "name", "refusal", "audio", "annotations"],
+            &[
+                "role",
+                "content",
+                "tool_calls",
+                "tool_call_id",
+                "name",
+                "refusal",
+                "audio",
+                "annotations",
+            ],
             &what,
         );
         let role = m["role"].as_str().unwrap_or_else(|| panic!("{what}: no role"));
@@ -73,7 +84,9 @@ pub fn assert_valid_openai(value: &Value, name: &str) {
             }
             "tool" => {
                 assert!(after_assistant, "{what}: tool message not after an assistant turn");
-                let id = m["tool_call_id"].as_str().unwrap_or_else(|| panic!("{what}: no tool_call_id"));
+                let id = m["tool_call_id"]
+                    .as_str()
+                    .unwrap_or_else(|| panic!("{what}: no tool_call_id"));
                 assert!(open_calls.remove(id), "{what}: tool_call_id {id} answers no open call");
             }
             _ => {
@@ -92,7 +105,10 @@ pub fn assert_valid_anthropic(value: &Value, name: &str) {
         Some(Value::Array(blocks)) => {
             for block in blocks {
                 assert_eq!(block["type"], "text", "{name}: system block");
-                assert!(!block["text"].as_str().unwrap_or_default().is_empty(), "{name}: empty system block");
+                assert!(
+                    !block["text"].as_str().unwrap_or_default().is_empty(),
+                    "{name}: empty system block"
+                );
             }
         }
         Some(other) => panic!("{name}: system {other}"),
@@ -117,7 +133,9 @@ pub fn assert_valid_anthropic(value: &Value, name: &str) {
                 assert!(!blocks.is_empty(), "{what}: empty content");
                 let mut seen_other = false;
                 for block in blocks {
-                    let kind = block["type"].as_str().unwrap_or_else(|| panic!("{what}: untyped block"));
+                    let kind = block["type"]
+                        .as_str()
+                        .unwrap_or_else(|| panic!("{what}: untyped block"));
                     match (role, kind) {
                         (_, "text") => {
                             keys_within(block, &["type", "text"], &what);
