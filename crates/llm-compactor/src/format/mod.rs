@@ -61,6 +61,8 @@
 //!   dropped. An OpenAI target without any such parameter is a bare messages array. A
 //!   mini-swe-agent target is a fresh trajectory (`info` empty).
 //!
+//! [`openhands`] reads OpenHands event streams (import only) into messages.
+//!
 //! Anthropic → OpenAI → Anthropic is lossless for conversations that only use text,
 //! base64 images, tool use with object inputs and tool results of text, with tool
 //! results first in their user turn and no extras.
@@ -70,6 +72,7 @@ mod convert;
 mod detect;
 mod mini_swe_agent;
 mod openai;
+pub mod openhands;
 mod wire;
 
 use std::fmt;
