@@ -9,7 +9,9 @@ mod http_support;
 
 use std::time::{Duration, Instant};
 
-use http_support::{Canned, Fault, KEY, PROTOCOLS, RawServer, Server, backend, builder, dead_addr, error, success};
+use http_support::{
+    Canned, Fault, KEY, PROTOCOLS, RawServer, SHORT_TIMEOUT, Server, backend, builder, dead_addr, error, short, success,
+};
 use llm_compactor::Usage;
 use llm_compactor::backend::http::{HttpBackend, HttpConfigError, MaxTokensField, Protocol};
 use llm_compactor::message::Message;
@@ -207,9 +209,11 @@ async fn server_errors_retry_same() {
 async fn a_server_that_never_answers_times_out() {
     for protocol in PROTOCOLS {
         let server = RawServer::start(Fault::Silent).await;
-        let error = summarize(&backend(protocol, &server.base_url(protocol)))
+        let started = Instant::now();
+        let error = summarize(&short(protocol, &server.base_url(protocol)))
             .await
             .unwrap_err();
+        assert!(started.elapsed() >= SHORT_TIMEOUT);
         assert_eq!(error.kind, FailureKind::Timeout, "{}", error.message);
         assert_eq!(error.class(), FailureClass::Advance);
         assert_eq!(server.count(), 1);
@@ -245,7 +249,7 @@ async fn a_reset_mid_body_retries_the_same() {
 async fn a_slow_body_runs_into_the_overall_timeout() {
     for protocol in PROTOCOLS {
         let server = RawServer::start(Fault::Trickle).await;
-        let error = summarize(&backend(protocol, &server.base_url(protocol)))
+        let error = summarize(&short(protocol, &server.base_url(protocol)))
             .await
             .unwrap_err();
         assert_eq!(error.kind, FailureKind::Timeout, "{}", error.message);

@@ -137,7 +137,11 @@ pub fn base_url(protocol: Protocol, addr: SocketAddr) -> String {
     }
 }
 
-/// A builder for `protocol` aimed at `base`, with the test key and short timeouts.
+/// The overall timeout of the tests that make a request run out of time.
+pub const SHORT_TIMEOUT: Duration = Duration::from_millis(400);
+
+/// A builder for `protocol` aimed at `base`, with the test key and timeouts generous
+/// enough for a loaded machine (the timeout tests shorten it with [`short`]).
 pub fn builder(protocol: Protocol, base: &str) -> HttpBackendBuilder {
     let builder = match protocol {
         Protocol::OpenAi => HttpBackend::openai("gpt-4o-mini"),
@@ -146,8 +150,13 @@ pub fn builder(protocol: Protocol, base: &str) -> HttpBackendBuilder {
     builder
         .base_url(base)
         .api_key(Secret::new(KEY))
-        .connect_timeout(Duration::from_millis(300))
-        .timeout(Duration::from_millis(400))
+        .connect_timeout(Duration::from_secs(5))
+        .timeout(Duration::from_secs(20))
+}
+
+/// A backend whose requests time out after [`SHORT_TIMEOUT`].
+pub fn short(protocol: Protocol, base: &str) -> HttpBackend {
+    builder(protocol, base).timeout(SHORT_TIMEOUT).build().unwrap()
 }
 
 pub fn backend(protocol: Protocol, base: &str) -> HttpBackend {
