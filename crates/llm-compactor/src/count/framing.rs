@@ -20,7 +20,7 @@
 //!   compact JSON, which is only an approximation of what a provider bills for it);
 //!   absent and `null` content are nothing.
 //! - `tokens(tool calls JSON)`: the compact JSON array
-//!   `[{"arguments":..,"id":..,"name":..}]` of the message's calls, the same rendering
+//!   `[{"id":..,"name":..,"arguments":..}]` of the message's calls, the same rendering
 //!   the heuristic counts chars of ([`tool_calls_json`]).
 //! - `tool_call_id` and wire extras are not counted (the cookbook does not count them).
 //! - `tools`: the compact JSON array of the declarations; `context`: its text.
@@ -41,18 +41,33 @@ pub const TOKENS_PER_NAME: usize = 1;
 /// Tokens that prime the reply, once per request.
 pub const REPLY_PRIMING: usize = 3;
 
-/// The compact JSON of a message's tool calls (`[{"arguments":..,"id":..,"name":..}]`),
-/// or `None` when it has none.
+/// The compact JSON of a message's tool calls (`[{"id":..,"name":..,"arguments":..}]`,
+/// keys in that order whatever serde_json's map ordering), or `None` when it has none.
+///
+/// ```
+/// use llm_compactor::count::framing::tool_calls_json;
+/// use llm_compactor::message::{Message, ToolCall};
+/// let m = Message::assistant("").with_tool_calls(vec![ToolCall::new("c1", "bash", r#"{"cmd":"ls"}"#)]);
+/// assert_eq!(tool_calls_json(&m).unwrap(), r#"[{"id":"c1","name":"bash","arguments":"{\"cmd\":\"ls\"}"}]"#);
+/// ```
 pub fn tool_calls_json(message: &Message) -> Option<String> {
     if message.tool_calls.is_empty() {
         return None;
     }
-    let calls: Vec<serde_json::Value> = message
+    let quote = |s: &str| serde_json::to_string(s).unwrap_or_else(|_| String::from("\"\""));
+    let calls: Vec<String> = message
         .tool_calls
         .iter()
-        .map(|c| serde_json::json!({"id": c.id, "name": c.name, "arguments": c.arguments}))
+        .map(|c| {
+            format!(
+                r#"{{"id":{},"name":{},"arguments":{}}}"#,
+                quote(&c.id),
+                quote(&c.name),
+                quote(&c.arguments)
+            )
+        })
         .collect();
-    serde_json::to_string(&calls).ok()
+    Some(format!("[{}]", calls.join(",")))
 }
 
 /// Tokens of a content under `count_text`, as the rule above says.
