@@ -236,3 +236,24 @@ impl TokenCounter for CalibratedCounter {
         false
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_poisoned_lock_is_recovered() {
+        let counter = Arc::new(CalibratedCounter::new());
+        let messages = [Message::user("hi")];
+        counter.record(&messages, "m", Some(42));
+        let c = counter.clone();
+        let joined = std::thread::spawn(move || {
+            let _guard = c.record.lock();
+            panic!("poison the record while holding it");
+        })
+        .join();
+        assert!(joined.is_err() && counter.record.is_poisoned());
+        assert_eq!(counter.count_messages(&messages), 42);
+        assert!(!counter.record.is_poisoned());
+    }
+}

@@ -300,3 +300,65 @@ fn hash_value(value: &Value, hasher: &mut impl Hasher) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::count::HeuristicCounter;
+
+    #[test]
+    fn a_poisoned_cache_is_recovered() {
+        let memo = Arc::new(MemoCounter::new(HeuristicCounter));
+        let messages = [Message::user("hello"), Message::assistant("world")];
+        assert_eq!(
+            memo.count_messages(&messages),
+            HeuristicCounter.count_messages(&messages)
+        );
+        let m = memo.clone();
+        let joined = std::thread::spawn(move || {
+            let _guard = m.cache.lock();
+            panic!("poison the cache while holding it");
+        })
+        .join();
+        assert!(joined.is_err() && memo.cache.is_poisoned());
+        assert_eq!(
+            memo.count_messages(&messages),
+            HeuristicCounter.count_messages(&messages)
+        );
+        assert_eq!(memo.stats().entries, 2);
+    }
+
+    #[test]
+    fn every_field_changes_the_fingerprint() {
+        let memo = MemoCounter::new(HeuristicCounter);
+        let base = Message::user("same text");
+        let mut variants = vec![
+            base.clone(),
+            base.clone().with_id("x"),
+            base.clone().sticky(),
+            base.clone().at_depth(2),
+        ];
+        let mut named = base.clone();
+        named.name = Some("n".into());
+        variants.push(named);
+        let mut extra = base.clone();
+        extra.extras.insert("k".into(), Value::from(1));
+        variants.push(extra);
+        let mut parts = base.clone();
+        parts.content = Content::Parts(vec![Part::text("same text")]);
+        variants.push(parts);
+        let mut null = base.clone();
+        null.content = Content::Null;
+        variants.push(null);
+        let mut absent = base.clone();
+        absent.content = Content::Absent;
+        variants.push(absent);
+        let mut keys: Vec<Key> = variants.iter().map(|m| memo.key(m)).collect();
+        keys.sort_by_key(|k| (k.hash, k.len));
+        keys.dedup();
+        assert_eq!(keys.len(), variants.len());
+        assert_eq!(memo.key(&base), memo.key(&base.clone()));
+    }
+}
