@@ -1,7 +1,7 @@
 //! `compactor count`, run as the real binary.
 
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
 use llm_compactor::count::counter_by_name;
@@ -51,7 +51,7 @@ fn largest_trajectory() -> Option<PathBuf> {
     found
 }
 
-fn expected(path: &PathBuf, counter: &str) -> (usize, usize) {
+fn expected(path: &Path, counter: &str) -> (usize, usize) {
     let document = Document::read_path(path, Some(Format::MiniSweAgent)).expect("the trajectory reads");
     let counter = counter_by_name(counter).expect("a known counter");
     (document.messages().len(), counter.count_messages(document.messages()))

@@ -17,11 +17,12 @@
 //!   kept recent turns. The compactor's own candidate counts (aged, summarized, trimmed
 //!   variants of one conversation) share most messages and hit too.
 //!
-//! The fingerprint is SipHash (keyed randomly per memo) over every field of the message,
-//! plus the content's length; hashing runs at GB/s against tens of MB/s for BPE, so a
-//! round costs essentially one new message's tokenization. A 64-bit collision among the
-//! few thousand messages of one conversation has odds around 1e-12; a collision would
-//! cost a wrong count for one message, never a panic.
+//! The fingerprint is foldhash's quality variant (seeded randomly per memo) over every
+//! field of the message, plus the content's length. Hashing runs at GB/s against tens of
+//! MB/s for BPE, so a round costs one new message's tokenization plus a hash pass that is
+//! two orders of magnitude cheaper than a recount (see `benches/counting.rs`). A 64-bit
+//! collision among the few thousand messages of one conversation has odds around 1e-12;
+//! a collision would cost a wrong count for one message, never a panic.
 //!
 //! Memory is bounded: after each [`TokenCounter::count_messages`] the cache holds exactly
 //! the messages of that call (entries not seen in the last call are evicted). A single
@@ -31,10 +32,11 @@
 //! (see [`TokenCounter::additive`]) the memo delegates every call unchanged.
 
 use std::collections::HashMap;
-use std::hash::{BuildHasher, Hash, Hasher, RandomState};
+use std::hash::{BuildHasher, Hash, Hasher};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
+use foldhash::quality::RandomState;
 use serde_json::{Map, Value};
 
 use crate::count::TokenCounter;
@@ -94,7 +96,7 @@ impl<C: TokenCounter> MemoCounter<C> {
     pub fn new(inner: C) -> Self {
         MemoCounter {
             inner,
-            keys: RandomState::new(),
+            keys: RandomState::default(),
             cache: Mutex::new(HashMap::new()),
             hits: AtomicU64::new(0),
             misses: AtomicU64::new(0),

@@ -84,6 +84,13 @@ pub trait TokenCounter: Send + Sync {
     }
 }
 
+/// A shared counter shows its name (so `Arc<dyn TokenCounter>` fits in `Debug` types).
+impl std::fmt::Debug for dyn TokenCounter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TokenCounter").field("name", &self.name()).finish()
+    }
+}
+
 #[cfg(feature = "bpe")]
 mod bpe;
 mod by_name;
