@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use llm_compactor::count::{HeuristicCounter, TokenCounter};
+use llm_compactor::count::{TokenCounter, counter_by_name};
 use llm_compactor::format::Format;
 use llm_compactor::{CompactOptions, CompactorConfig};
 
@@ -157,12 +157,6 @@ impl CompactOpts {
     }
 }
 
-// TODO(counting): replace with `llm_compactor::count::counter_by_name` once it is merged.
 fn counter_named(name: &str) -> Result<Arc<dyn TokenCounter>, CliError> {
-    match name {
-        "heuristic" => Ok(Arc::new(HeuristicCounter)),
-        other => Err(CliError::Usage(format!(
-            "counter `{other}` is not available in this build"
-        ))),
-    }
+    counter_by_name(name).map_err(|e| CliError::Usage(e.to_string()))
 }
