@@ -238,3 +238,22 @@ fn a_real_trajectory_keeps_its_format() {
     assert_eq!(doc["info"], original["info"], "the trajectory envelope survives");
     assert!(doc["messages"].as_array().unwrap().len() < original["messages"].as_array().unwrap().len());
 }
+
+#[test]
+fn the_default_counter_is_o200k() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = write(dir.path(), "c.json", &conversation(10, 400));
+    let out = run(&[
+        "compact",
+        input.to_str().unwrap(),
+        "--budget",
+        "2000",
+        "--keep-recent",
+        "3",
+        "--json",
+    ]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("(o200k)"));
+    let r = stdout_json(&out);
+    assert!(r["tokens_after"].as_u64() < r["tokens_before"].as_u64());
+}
