@@ -1,4 +1,8 @@
 //! One module per subcommand.
 
+pub mod compact;
+pub mod compact_opts;
 pub mod convert;
 pub mod count;
+pub mod plan;
+pub mod summarizer;
