@@ -6,3 +6,4 @@ pub mod convert;
 pub mod count;
 pub mod plan;
 pub mod summarizer;
+pub mod summarizer_http;

@@ -19,16 +19,13 @@ pub struct HttpSummarizerArgs {
     #[arg(long, value_name = "NAME")]
     pub model: Option<String>,
     /// The server's base URL; for OpenAI-compatible servers it includes `/v1`
-    /// [default: https://api.openai.com/v1 or https://api.anthropic.com].
+    /// [default: `https://api.openai.com/v1` or `https://api.anthropic.com`].
     #[arg(long, value_name = "URL")]
     pub base_url: Option<String>,
     /// The environment variable holding the API key; when named it must be set
     /// [default: OPENAI_API_KEY, which may be unset for local servers, or ANTHROPIC_API_KEY].
     #[arg(long, value_name = "VAR")]
     pub api_key_env: Option<String>,
-    /// How long one summarizer request may take, body included, in seconds [default: 300].
-    #[arg(long, value_name = "SECS", value_parser = parse_seconds)]
-    pub summarizer_timeout: Option<Duration>,
     /// Input room of one summarizer request in tokens (a bigger middle is summarized in
     /// chunks) [default: by model family; 6000 for unknown models].
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
@@ -41,25 +38,35 @@ impl HttpSummarizerArgs {
         self.model.is_some()
             || self.base_url.is_some()
             || self.api_key_env.is_some()
-            || self.summarizer_timeout.is_some()
             || self.summarizer_context.is_some()
     }
-}
 
-fn parse_seconds(text: &str) -> Result<Duration, String> {
-    let seconds: f64 = text.parse().map_err(|_| format!("{text:?} is not a number of seconds"))?;
-    if !(seconds.is_finite() && seconds > 0.0 && seconds <= 86_400.0) {
-        return Err("the timeout must be between 0 and 86400 seconds".into());
+    /// A usage error when HTTP-only flags were given to another summarizer (a typo'd
+    /// `--summarizer` should not silently ignore `--model`).
+    ///
+    /// # Errors
+    /// As said.
+    pub fn check_unused(&self, http_summarizer: bool) -> Result<(), CliError> {
+        if !http_summarizer && self.any_given() {
+            return Err(CliError::Usage(
+                "--model, --base-url, --api-key-env and --summarizer-context need --summarizer openai|anthropic".into(),
+            ));
+        }
+        Ok(())
     }
-    Ok(Duration::from_secs_f64(seconds))
 }
 
-/// Builds the HTTP summarizer for `protocol` from the flags.
+/// Builds the HTTP summarizer for `protocol` from the flags (and the shared
+/// `--summarizer-timeout`, already validated).
 ///
 /// # Errors
 /// A usage error for a missing `--model`, an unset key variable, a bad URL; a runtime
 /// failure when the HTTP client cannot be created.
-pub fn build(protocol: Protocol, args: &HttpSummarizerArgs) -> Result<Arc<dyn Summarizer>, CliError> {
+pub fn build(
+    protocol: Protocol,
+    args: &HttpSummarizerArgs,
+    timeout: Option<Duration>,
+) -> Result<Arc<dyn Summarizer>, CliError> {
     let flag = match protocol {
         Protocol::OpenAi => "openai",
         Protocol::Anthropic => "anthropic",
@@ -78,7 +85,7 @@ pub fn build(protocol: Protocol, args: &HttpSummarizerArgs) -> Result<Arc<dyn Su
     if let Some(env) = &args.api_key_env {
         builder = builder.api_key_env(env);
     }
-    if let Some(timeout) = args.summarizer_timeout {
+    if let Some(timeout) = timeout {
         builder = builder.timeout(timeout);
     }
     if let Some(room) = args.summarizer_context {
