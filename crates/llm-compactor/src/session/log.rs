@@ -210,8 +210,17 @@ impl Session {
     }
 
     /// A fresh id from the session's id source (for a message the caller builds itself).
+    /// Ids the transcript already uses are skipped, so a deterministic source that starts
+    /// over after a reopen does not collide.
     pub fn next_id(&self) -> String {
-        self.options.ids.next_id()
+        let mut id = self.options.ids.next_id();
+        for _ in 0..10_000 {
+            if !self.replayer.is_used(&id) {
+                break;
+            }
+            id = self.options.ids.next_id();
+        }
+        id
     }
 
     /// Appends a message. A message without an id gets a fresh one; a message with one
@@ -222,7 +231,7 @@ impl Session {
     pub fn append_message(&mut self, message: Message) -> Result<&Message, SessionError> {
         let id = match &message.id {
             Some(id) => id.clone(),
-            None => self.options.ids.next_id(),
+            None => self.next_id(),
         };
         let sync = self.options.durability == Durability::Always;
         self.append(id, Record::Message(message), sync)?;
@@ -236,7 +245,7 @@ impl Session {
     /// # Errors
     /// An id that is not a message of the conversation ([`SessionError::Rejected`]), or I/O.
     pub fn append_elision(&mut self, items: Vec<ElisionItem>) -> Result<String, SessionError> {
-        let id = self.options.ids.next_id();
+        let id = self.next_id();
         self.append_elision_with_id(id.clone(), items)?;
         Ok(id)
     }
@@ -252,7 +261,7 @@ impl Session {
     /// # Errors
     /// `replaces_through_id` is not a message of the conversation, or I/O.
     pub fn append_compaction(&mut self, compaction: CompactionRecord) -> Result<String, SessionError> {
-        let id = self.options.ids.next_id();
+        let id = self.next_id();
         self.append_compaction_with_id(id.clone(), compaction)?;
         Ok(id)
     }
@@ -281,7 +290,7 @@ impl Session {
                 problem: format!("{kind:?} is a reserved line type"),
             });
         }
-        let id = self.options.ids.next_id();
+        let id = self.next_id();
         let sync = self.options.durability == Durability::Always;
         self.append(id.clone(), record, sync)?;
         Ok(id)
