@@ -23,7 +23,7 @@ const CHILD_MODE: &str = "LLM_COMPACTOR_CRASH_CHILD_MODE";
 /// message, every other op appends a message (every thirteenth a large one, so that a
 /// kill can land in the middle of a long write).
 enum Op {
-    Message(Message),
+    Message(Box<Message>),
     Elide(String),
 }
 
@@ -37,7 +37,9 @@ fn op(k: usize) -> Op {
         40 + (k * 131) % 2_000
     };
     let body: String = std::iter::repeat_n(char::from(b'a' + (k % 26) as u8), size).collect();
-    Op::Message(Message::tool(format!("call-{k}"), format!("op {k}: {body}")).with_id(format!("m-{k}")))
+    Op::Message(Box::new(
+        Message::tool(format!("call-{k}"), format!("op {k}: {body}")).with_id(format!("m-{k}")),
+    ))
 }
 
 fn stub(k: usize) -> String {
@@ -49,7 +51,7 @@ fn model(n: usize) -> Vec<Message> {
     let mut messages: Vec<Message> = Vec::new();
     for k in 0..n {
         match op(k) {
-            Op::Message(m) => messages.push(m),
+            Op::Message(m) => messages.push(*m),
             Op::Elide(id) => {
                 if let Some(m) = messages.iter_mut().find(|m| m.id.as_deref() == Some(id.as_str())) {
                     m.content = llm_compactor::message::Content::Text(stub(k));
@@ -89,7 +91,7 @@ fn child() {
     for k in start.. {
         match op(k) {
             Op::Message(m) => {
-                session.append_message(m).expect("append");
+                session.append_message(*m).expect("append");
             }
             Op::Elide(id) => {
                 session
