@@ -27,6 +27,7 @@ mod error;
 mod load;
 mod lock;
 mod log;
+mod manager;
 mod pass;
 mod record;
 mod repair;
@@ -38,6 +39,10 @@ pub use error::SessionError;
 pub use load::{TornTail, Transcript};
 pub use lock::SESSION_FILE_MODE;
 pub use log::{Durability, OpenReport, Session, SessionOptions};
+pub use manager::{
+    BackendRoom, CompactionReason, ContextEvent, ContextManager, ContextObserver, DEFAULT_MAX_FORCED_COMPACTIONS,
+    ManagerError, PassReport, Prepared, RequestShape, UsageRecorder,
+};
 pub use pass::RecordedPass;
 pub use record::{
     CompactionRecord, ElisionItem, ElisionRecord, Entry, Record, SessionMeta, TYPE_COMPACTION, TYPE_ELISION,
