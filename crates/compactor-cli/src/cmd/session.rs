@@ -1,0 +1,182 @@
+//! `compactor session`: build, compact, replay and inspect session transcripts.
+//!
+//! A transcript is the durable record of a long agent run (see
+//! `llm_compactor::session`). These commands let other tools drive it without linking
+//! the library: `import` starts one from a conversation file, `compact` runs one pass and
+//! appends it, `replay` prints the conversation the transcript rebuilds, and `inspect`
+//! shows its timeline — which is where "why did the model forget everything?" gets its
+//! answer (a compaction marked HARD TRIM).
+
+use std::fmt::Write as _;
+use std::path::PathBuf;
+
+use llm_compactor::message::Message;
+use llm_compactor::session::{Record, Transcript};
+
+use crate::error::CliError;
+
+/// Build, compact, replay and inspect session transcripts.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(clap::Subcommand, Debug)]
+enum Command {
+    /// Print the conversation a transcript replays to.
+    Replay(ReplayArgs),
+    /// Show a transcript's timeline: messages, elisions, compactions.
+    Inspect(InspectArgs),
+}
+
+/// `compactor session replay`.
+#[derive(clap::Args, Debug)]
+#[command(after_help = "Examples:\n  compactor session replay run.jsonl\n  compactor session replay run.jsonl --json")]
+struct ReplayArgs {
+    /// The transcript (JSONL).
+    session: PathBuf,
+    /// Print `{"messages": [...]}` as JSON (OpenAI chat format).
+    #[arg(long)]
+    json: bool,
+}
+
+/// `compactor session inspect`.
+#[derive(clap::Args, Debug)]
+#[command(after_help = "Example:\n  compactor session inspect run.jsonl")]
+struct InspectArgs {
+    /// The transcript (JSONL).
+    session: PathBuf,
+}
+
+/// Runs the command.
+pub fn run(args: Args) -> Result<(), CliError> {
+    match args.command {
+        Command::Replay(args) => replay(args),
+        Command::Inspect(args) => inspect(args),
+    }
+}
+
+fn read(path: &std::path::Path) -> Result<Transcript, CliError> {
+    let transcript = Transcript::read(path).map_err(CliError::failed)?;
+    if let Some(torn) = transcript.torn_tail() {
+        eprintln!(
+            "compactor: warning: {}:{}: torn final line ({} bytes) ignored; it is repaired when the session is next opened for writing",
+            path.display(),
+            torn.line,
+            torn.bytes
+        );
+    }
+    Ok(transcript)
+}
+
+fn replay(args: ReplayArgs) -> Result<(), CliError> {
+    let transcript = read(&args.session)?;
+    let text = if args.json {
+        let value = serde_json::json!({ "messages": transcript.messages() });
+        serde_json::to_string_pretty(&value).map_err(CliError::failed)?
+    } else {
+        render_conversation(transcript.messages())
+    };
+    crate::io::write_output(None, text.trim_end())
+}
+
+fn render_conversation(messages: &[Message]) -> String {
+    let mut out = String::new();
+    for message in messages {
+        let _ = writeln!(out, "[{}]", message.role);
+        let text = message.text();
+        if !text.is_empty() {
+            let _ = writeln!(out, "{text}");
+        }
+        for call in &message.tool_calls {
+            let _ = writeln!(out, "-> calls {}({})", call.name, call.arguments);
+        }
+        out.push('\n');
+    }
+    out
+}
+
+fn preview(text: &str, max: usize) -> String {
+    let flat: String = text.chars().map(|c| if c.is_control() { ' ' } else { c }).collect();
+    if flat.chars().count() <= max {
+        flat
+    } else {
+        let cut: String = flat.chars().take(max).collect();
+        format!("{cut}...")
+    }
+}
+
+fn inspect(args: InspectArgs) -> Result<(), CliError> {
+    let transcript = read(&args.session)?;
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "{}: {} lines, created by {}; replays to {} messages",
+        args.session.display(),
+        transcript.entries().len(),
+        transcript.meta().created_by,
+        transcript.messages().len()
+    );
+    let (mut messages, mut elisions, mut compactions, mut trims) = (0, 0, 0, 0);
+    for entry in transcript.entries() {
+        let what = match &entry.record {
+            Record::Meta(_) => "session-meta".to_owned(),
+            Record::Message(message) => {
+                messages += 1;
+                let mut line = format!(
+                    "message     {:<9} {} chars",
+                    message.role.as_str(),
+                    message.content.chars()
+                );
+                if !message.tool_calls.is_empty() {
+                    let names: Vec<&str> = message.tool_calls.iter().map(|c| c.name.as_str()).collect();
+                    let _ = write!(line, ", calls {}", names.join(", "));
+                }
+                let text = message.text();
+                if !text.is_empty() {
+                    let _ = write!(line, "  \"{}\"", preview(&text, 60));
+                }
+                line
+            }
+            Record::Elision(elision) => {
+                elisions += 1;
+                format!("elision     {} tool result(s) stubbed", elision.items.len())
+            }
+            Record::Compaction(c) => {
+                compactions += 1;
+                if c.fallback {
+                    trims += 1;
+                }
+                format!(
+                    "compaction  replaces through {}: {} message(s) dropped, {} -> {} tokens, summary {} chars{}{}",
+                    c.replaces_through_id,
+                    c.dropped,
+                    c.tokens_before,
+                    c.tokens_after,
+                    c.summary.chars().count(),
+                    if c.fallback {
+                        " [HARD TRIM: the summarizer failed; messages were dropped unsummarized]"
+                    } else {
+                        ""
+                    },
+                    if c.exhausted { " [EXHAUSTED]" } else { "" }
+                )
+            }
+            Record::Unknown { kind, .. } => format!("{kind} (unknown type, skipped by replay)"),
+        };
+        let _ = writeln!(out, "{:>5}  {}  {}  {what}", entry.line, entry.ts, entry.id);
+    }
+    let _ = writeln!(
+        out,
+        "totals: {messages} message(s), {elisions} elision epoch(s), {compactions} compaction(s) ({trims} hard trim(s))"
+    );
+    if let Some(torn) = transcript.torn_tail() {
+        let _ = writeln!(
+            out,
+            "{:>5}  torn final line ({} bytes), not replayed",
+            torn.line, torn.bytes
+        );
+    }
+    crate::io::write_output(None, out.trim_end())
+}
