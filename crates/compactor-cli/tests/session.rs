@@ -1,0 +1,147 @@
+//! `compactor session`: the real binary over real transcripts.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use llm_compactor::Usage;
+use llm_compactor::message::{Message, ToolCall};
+use llm_compactor::session::{CompactionRecord, ElisionItem, Session, SessionOptions};
+use serde_json::Value;
+
+fn compactor(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_compactor"))
+        .args(args)
+        .output()
+        .expect("run compactor")
+}
+
+fn stdout(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+/// A transcript with messages, an elision epoch and a hard-trim compaction.
+fn sample(dir: &Path) -> (PathBuf, Vec<Message>) {
+    let path = dir.join("run.jsonl");
+    let mut session = Session::create(&path, SessionOptions::new()).unwrap();
+    session.append_message(Message::system("You are careful.")).unwrap();
+    session.append_message(Message::user("Fix the build.")).unwrap();
+    session
+        .append_message(Message::assistant("Reading.").with_tool_calls(vec![ToolCall::new(
+            "c1",
+            "read_file",
+            r#"{"path":"a"}"#,
+        )]))
+        .unwrap();
+    let read = session
+        .append_message(Message::tool("c1", "x".repeat(4000)))
+        .unwrap()
+        .id
+        .clone()
+        .unwrap();
+    session.append_message(Message::assistant("Found it.")).unwrap();
+    session
+        .append_elision(vec![ElisionItem {
+            id: read,
+            stub: "[elided by the harness: 4000-char read_file result; re-run the call if you need it again]".into(),
+        }])
+        .unwrap();
+    let through = session.messages()[3].id.clone().unwrap();
+    session
+        .append_compaction(CompactionRecord {
+            dropped: 3,
+            exhausted: false,
+            fallback: true,
+            replaces_through_id: through,
+            summary: "[3 messages were dropped unsummarized]".into(),
+            tokens_after: 40,
+            tokens_before: 1060,
+            usage: Usage::default(),
+        })
+        .unwrap();
+    session.append_message(Message::user("Now the tests.")).unwrap();
+    let messages = session.messages().to_vec();
+    (path, messages)
+}
+
+#[test]
+fn replay_prints_the_rebuilt_conversation() {
+    let dir = tempfile::tempdir().unwrap();
+    let (path, messages) = sample(dir.path());
+    let out = compactor(&["session", "replay", path.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = stdout(&out);
+    assert!(text.starts_with("[system]\nYou are careful.\n"), "{text}");
+    assert!(
+        text.contains("[user]\n[3 messages were dropped unsummarized]\n"),
+        "{text}"
+    );
+    assert!(!text.contains("Fix the build."), "the compaction replaced it");
+
+    let out = compactor(&["session", "replay", path.to_str().unwrap(), "--json"]);
+    assert!(out.status.success());
+    let value: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let replayed = value["messages"].as_array().unwrap();
+    assert_eq!(replayed.len(), messages.len());
+    let roles: Vec<&str> = replayed.iter().map(|m| m["role"].as_str().unwrap()).collect();
+    assert_eq!(roles, ["system", "user", "assistant", "user"]);
+    assert_eq!(replayed[3]["content"], "Now the tests.");
+}
+
+#[test]
+fn inspect_shows_the_timeline_with_the_hard_trim() {
+    let dir = tempfile::tempdir().unwrap();
+    let (path, _) = sample(dir.path());
+    let out = compactor(&["session", "inspect", path.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = stdout(&out);
+    assert!(text.contains("9 lines"), "{text}");
+    assert!(text.contains("elision     1 tool result(s) stubbed"), "{text}");
+    assert!(text.contains("1060 -> 40 tokens"), "{text}");
+    assert!(text.contains("HARD TRIM"), "{text}");
+    assert!(
+        text.contains("totals: 6 message(s), 1 elision epoch(s), 1 compaction(s) (1 hard trim(s))"),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_malformed_transcript_fails_naming_file_and_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let (path, _) = sample(dir.path());
+    let text = std::fs::read_to_string(&path).unwrap();
+    let mut lines: Vec<&str> = text.lines().collect();
+    lines[2] = "{not json";
+    std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+    for command in ["replay", "inspect"] {
+        let out = compactor(&["session", command, path.to_str().unwrap()]);
+        assert_eq!(out.status.code(), Some(1));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(&format!("{}:3: not valid JSON", path.display())), "{err}");
+    }
+}
+
+#[test]
+fn a_torn_tail_is_reported_and_ignored_by_readers() {
+    let dir = tempfile::tempdir().unwrap();
+    let (path, messages) = sample(dir.path());
+    let mut bytes = std::fs::read(&path).unwrap();
+    bytes.extend_from_slice(br#"{"id":"x","payl"#);
+    std::fs::write(&path, &bytes).unwrap();
+    let out = compactor(&["session", "replay", path.to_str().unwrap(), "--json"]);
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("torn final line"));
+    let value: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(value["messages"].as_array().unwrap().len(), messages.len());
+    assert_eq!(std::fs::read(&path).unwrap(), bytes, "readers do not modify the file");
+}
+
+#[test]
+fn help_and_usage_errors() {
+    for sub in ["replay", "inspect"] {
+        let out = compactor(&["session", sub, "--help"]);
+        assert!(out.status.success());
+        assert!(stdout(&out).contains("Example"));
+    }
+    assert_eq!(compactor(&["session", "replay"]).status.code(), Some(2));
+    assert_eq!(compactor(&["session", "nope"]).status.code(), Some(2));
+}
