@@ -145,3 +145,140 @@ fn help_and_usage_errors() {
     assert_eq!(compactor(&["session", "replay"]).status.code(), Some(2));
     assert_eq!(compactor(&["session", "nope"]).status.code(), Some(2));
 }
+
+#[test]
+fn import_then_replay_gives_back_the_openai_conversation() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let conversation = serde_json::json!([
+        {"role": "system", "content": "You are careful."},
+        {"role": "user", "content": "List the files."},
+        {"role": "assistant", "content": null, "tool_calls": [
+            {"id": "call_1", "type": "function", "function": {"name": "shell", "arguments": "{\"command\":\"ls\"}"}}
+        ]},
+        {"role": "tool", "tool_call_id": "call_1", "content": "a.rs\nb.rs"},
+        {"role": "assistant", "content": "Two files.", "refusal": null}
+    ]);
+    let input = dir.path().join("conv.json");
+    std::fs::write(&input, serde_json::to_string(&conversation).unwrap()).unwrap();
+    let session = dir.path().join("s.jsonl");
+    let out = compactor(&[
+        "session",
+        "import",
+        input.to_str().unwrap(),
+        "-o",
+        session.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(std::fs::metadata(&session).unwrap().permissions().mode() & 0o777, 0o600);
+
+    let out = compactor(&["session", "replay", session.to_str().unwrap(), "--json"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let value: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(value, serde_json::json!({ "messages": conversation }));
+
+    let out = compactor(&[
+        "session",
+        "replay",
+        session.to_str().unwrap(),
+        "--json",
+        "--to",
+        "anthropic",
+    ]);
+    assert!(out.status.success());
+    let value: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(value["system"], "You are careful.");
+    assert_eq!(value["messages"][0]["role"], "user");
+
+    // Importing over an existing session is refused.
+    let out = compactor(&[
+        "session",
+        "import",
+        input.to_str().unwrap(),
+        "-o",
+        session.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("already exists"));
+}
+
+#[test]
+fn import_an_anthropic_conversation_and_replay_it_in_kind() {
+    let dir = tempfile::tempdir().unwrap();
+    let conversation = serde_json::json!({
+        "system": "Be brief.",
+        "messages": [
+            {"role": "user", "content": "Read a.rs"},
+            {"role": "assistant", "content": [
+                {"type": "text", "text": "Reading."},
+                {"type": "tool_use", "id": "tu_1", "name": "read_file", "input": {"path": "a.rs"}}
+            ]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "tu_1", "content": "fn main() {}"}]}
+        ]
+    });
+    let input = dir.path().join("conv.json");
+    std::fs::write(&input, serde_json::to_string(&conversation).unwrap()).unwrap();
+    let session = dir.path().join("s.jsonl");
+    let out = compactor(&[
+        "session",
+        "import",
+        input.to_str().unwrap(),
+        "-o",
+        session.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = compactor(&[
+        "session",
+        "replay",
+        session.to_str().unwrap(),
+        "--json",
+        "--to",
+        "anthropic",
+    ]);
+    assert!(out.status.success());
+    let value: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(
+        value, conversation,
+        "imported from Anthropic, replayed in kind: the same document"
+    );
+}
+
+#[test]
+fn import_a_real_mini_swe_agent_trajectory() {
+    let data = std::env::var_os("LLM_COMPACTOR_DATA")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/data")));
+    let dir = data.join("trajectories/mini-swe-agent");
+    let Some(file) = std::fs::read_dir(&dir).ok().and_then(|entries| {
+        entries
+            .filter_map(Result::ok)
+            .map(|e| e.path())
+            .find(|p| p.to_string_lossy().ends_with(".traj.json"))
+    }) else {
+        eprintln!("NOTICE: skipping: no mini-swe-agent trajectory under {}", dir.display());
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let session = tmp.path().join("s.jsonl");
+    let out = compactor(&[
+        "session",
+        "import",
+        file.to_str().unwrap(),
+        "-o",
+        session.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let original: Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+    let out = compactor(&["session", "replay", session.to_str().unwrap(), "--json"]);
+    assert!(out.status.success());
+    let value: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let wanted = original["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] != "exit")
+        .count();
+    assert_eq!(value["messages"].as_array().unwrap().len(), wanted);
+    let out = compactor(&["session", "inspect", session.to_str().unwrap()]);
+    assert!(out.status.success());
+}

@@ -47,6 +47,7 @@ fn part() -> impl Strategy<Value = Part> {
         )
         .expect("part")),
         extras().prop_map(|object| Part::from_value(Value::Object(object)).expect("an object is a part")),
+        "[a-z0-9_]{1,8}".prop_map(|id| Part::ToolUse { id }),
     ]
 }
 

@@ -10,10 +10,17 @@
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
+use llm_compactor::format::{Document, Format};
 use llm_compactor::message::Message;
-use llm_compactor::session::{Record, Transcript};
+use llm_compactor::session::{Record, Session, SessionOptions, Transcript};
+use serde_json::{Map, Value};
 
+use crate::cmd::convert::{FormatArg, FromArg};
 use crate::error::CliError;
+
+/// The `session-meta` key that remembers the wire format a session was imported from, so
+/// that replay converts from the right shape.
+const SOURCE_FORMAT_KEY: &str = "source_format";
 
 /// Build, compact, replay and inspect session transcripts.
 #[derive(clap::Args, Debug)]
@@ -24,6 +31,8 @@ pub struct Args {
 
 #[derive(clap::Subcommand, Debug)]
 enum Command {
+    /// Start a session transcript from a conversation file (any supported format).
+    Import(ImportArgs),
     /// Print the conversation a transcript replays to.
     Replay(ReplayArgs),
     /// Show a transcript's timeline: messages, elisions, compactions.
@@ -36,9 +45,27 @@ enum Command {
 struct ReplayArgs {
     /// The transcript (JSONL).
     session: PathBuf,
-    /// Print `{"messages": [...]}` as JSON (OpenAI chat format).
+    /// Print the conversation as JSON: `{"messages": [...]}` in OpenAI chat format, or
+    /// the `--to` format's document.
     #[arg(long)]
     json: bool,
+    /// The JSON output's format.
+    #[arg(long, value_enum, default_value = "openai", requires = "json")]
+    to: FormatArg,
+}
+
+/// `compactor session import`.
+#[derive(clap::Args, Debug)]
+#[command(after_help = "Example:\n  compactor session import run.traj.json -o run.jsonl")]
+struct ImportArgs {
+    /// The conversation file, or `-` for stdin.
+    input: String,
+    /// The new transcript (must not exist; created with mode 0600).
+    #[arg(short, long)]
+    output: PathBuf,
+    /// The input's format.
+    #[arg(long, value_enum, default_value = "auto")]
+    from: FromArg,
 }
 
 /// `compactor session inspect`.
@@ -52,6 +79,7 @@ struct InspectArgs {
 /// Runs the command.
 pub fn run(args: Args) -> Result<(), CliError> {
     match args.command {
+        Command::Import(args) => import(args),
         Command::Replay(args) => replay(args),
         Command::Inspect(args) => inspect(args),
     }
@@ -70,10 +98,52 @@ fn read(path: &std::path::Path) -> Result<Transcript, CliError> {
     Ok(transcript)
 }
 
+fn import(args: ImportArgs) -> Result<(), CliError> {
+    let from = match args.from {
+        FromArg::Auto => None,
+        FromArg::OpenAi => Some(Format::OpenAi),
+        FromArg::Anthropic => Some(Format::Anthropic),
+        FromArg::MiniSweAgent => Some(Format::MiniSweAgent),
+    };
+    let document = crate::io::read_document(&args.input, from)?;
+    let mut meta = Map::new();
+    meta.insert(SOURCE_FORMAT_KEY.into(), Value::String(document.format().name().into()));
+    meta.insert(
+        "imported_from".into(),
+        Value::String(crate::io::source_name(&args.input)),
+    );
+    let mut session = Session::create(&args.output, SessionOptions::new().meta(meta)).map_err(CliError::failed)?;
+    let count = document.messages().len();
+    for message in document.into_messages() {
+        session.append_message(message).map_err(CliError::failed)?;
+    }
+    session.sync().map_err(CliError::failed)?;
+    eprintln!("compactor: imported {count} messages into {}", args.output.display());
+    Ok(())
+}
+
+/// The conversation as a document of `target`, converted from the format it was imported
+/// from (OpenAI when the session does not say).
+fn export(transcript: &Transcript, target: Format) -> Result<Value, CliError> {
+    let source = transcript
+        .meta()
+        .extra
+        .get(SOURCE_FORMAT_KEY)
+        .and_then(Value::as_str)
+        .and_then(|name| name.parse::<Format>().ok())
+        .unwrap_or(Format::OpenAi);
+    let document = Document::from_messages(source, transcript.messages().to_vec());
+    let value = document.to_format(target).map_err(CliError::failed)?;
+    Ok(match value {
+        Value::Array(messages) => serde_json::json!({ "messages": messages }),
+        other => other,
+    })
+}
+
 fn replay(args: ReplayArgs) -> Result<(), CliError> {
     let transcript = read(&args.session)?;
     let text = if args.json {
-        let value = serde_json::json!({ "messages": transcript.messages() });
+        let value = export(&transcript, args.to.into())?;
         serde_json::to_string_pretty(&value).map_err(CliError::failed)?
     } else {
         render_conversation(transcript.messages())
