@@ -27,7 +27,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use async_trait::async_trait;
 use llm_compactor::Usage;
 use llm_compactor::compactor::{Compactor, CompactorConfig};
-use llm_compactor::count::{HeuristicCounter, TokenCounter};
+use llm_compactor::count::{CalibratedCounter, TokenCounter};
 use llm_compactor::message::{Content, Message, ToolCall};
 use llm_compactor::session::{
     BackendRoom, CompactionReason, ContextEvent, ContextManager, ManagerError, RequestShape, Session, SessionOptions,
@@ -338,7 +338,10 @@ pub async fn run_tool(workdir: &Path, call: &ToolCall) -> String {
 /// written first).
 pub async fn run_agent(config: &AgentConfig) -> Result<AgentOutcome, AgentError> {
     let client = ChatClient::new(&config.base_url, &config.model, config.api_key.clone());
-    let counter: Arc<dyn TokenCounter> = Arc::new(HeuristicCounter);
+    // One calibrated counter, shared: the compactor proves with it, the manager counts
+    // with it, and every billed response recalibrates it.
+    let calibrated = Arc::new(CalibratedCounter::new());
+    let counter: Arc<dyn TokenCounter> = calibrated.clone();
     let compactor =
         Compactor::new(config.compactor.clone(), counter).with_summarizer(Arc::new(ChatSummarizer(client.clone())));
     let session = if config.session.exists() {
@@ -354,6 +357,7 @@ pub async fn run_agent(config: &AgentConfig) -> Result<AgentOutcome, AgentError>
             completion_reserve: config.completion_reserve,
             safety_margin: config.window / 50,
         })
+        .with_usage_recorder(calibrated)
         .with_observer(Arc::new(move |event: &ContextEvent| {
             if let ContextEvent::CompactionDone {
                 reason,

@@ -52,11 +52,14 @@ impl Summarizer for Scripted {
 }
 
 #[derive(Default)]
-struct Recorder(Mutex<Vec<(usize, Usage, String)>>);
+struct Recorder(Mutex<Vec<(usize, Option<Usage>, String)>>);
 
 impl UsageRecorder for Recorder {
-    fn record_usage(&self, sent: &[Message], usage: &Usage, model: &str) {
-        self.0.lock().unwrap().push((sent.len(), *usage, model.to_owned()));
+    fn record_usage(&self, sent: &[Message], usage: Option<&Usage>, model: &str) {
+        self.0
+            .lock()
+            .unwrap()
+            .push((sent.len(), usage.copied(), model.to_owned()));
     }
 }
 
@@ -333,7 +336,10 @@ async fn billed_usage_is_recorded_against_the_conversation_that_was_sent() {
     f.manager
         .record_response(None, "gpt-x", [Message::assistant("no usage")])
         .unwrap();
-    assert_eq!(recorder.0.lock().unwrap().as_slice(), &[(1, usage, "gpt-x".to_owned())]);
+    assert_eq!(
+        recorder.0.lock().unwrap().as_slice(),
+        &[(1, Some(usage), "gpt-x".to_owned()), (2, None, "gpt-x".to_owned())]
+    );
     assert_eq!(f.manager.messages().len(), 3);
     assert_replays(&f);
 }
@@ -348,17 +354,17 @@ async fn a_request_over_the_backend_room_is_compacted_to_it() {
         safety_margin: 200,
     };
     f.manager = f.manager.with_room(room);
-    fill(&mut f.manager, 12, 1_600);
+    fill(&mut f.manager, 20, 1_600);
     let tools = vec![json!({"type": "function", "function": {"name": "read_file", "description": "x".repeat(2_000)}})];
     let shape = RequestShape {
         tools: &tools,
         context: "runtime context",
     };
-    let overhead = HeuristicCounter.count_request(&[], &tools, "runtime context");
     let prepared = f.manager.prepare(shape, CancellationToken::new()).await.unwrap();
     let pass = prepared.pass.expect("over the room");
     assert_eq!(pass.reason, CompactionReason::Room);
-    let target = room.usable(overhead);
+    // The pass counts whole requests (tools and context attached) and aims at the room.
+    let target = room.usable(0);
     assert!(matches!(
         f.events.lock().unwrap()[0],
         ContextEvent::CompactionStarted { target: Some(t), .. } if t == target

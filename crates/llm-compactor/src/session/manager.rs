@@ -24,7 +24,7 @@ use super::error::SessionError;
 use super::log::Session;
 use super::pass::RecordedPass;
 use crate::compactor::{CompactError, CompactOptions, CompactionResult, Compactor};
-use crate::count::TokenCounter;
+use crate::count::{CalibratedCounter, RequestCounter, TokenCounter};
 use crate::message::Message;
 use crate::usage::Usage;
 
@@ -68,9 +68,17 @@ pub struct RequestShape<'a> {
 
 /// Feeds what a provider billed back into a counter that calibrates on it.
 pub trait UsageRecorder: Send + Sync {
-    /// `sent` is the conversation the billed request carried, `usage` what it was billed,
-    /// `model` the model that answered.
-    fn record_usage(&self, sent: &[Message], usage: &Usage, model: &str);
+    /// `sent` is the conversation the billed request carried, `usage` what it was billed
+    /// (`None` when the response carried no usage), `model` the model that answered.
+    fn record_usage(&self, sent: &[Message], usage: Option<&Usage>, model: &str);
+}
+
+/// The calibrated counter is the recorder an agent loop wants: pass the same `Arc` as the
+/// compactor's counter and as the manager's recorder.
+impl UsageRecorder for CalibratedCounter {
+    fn record_usage(&self, sent: &[Message], usage: Option<&Usage>, model: &str) {
+        self.record_optional_usage(sent, model, usage);
+    }
 }
 
 /// Why a pass ran.
@@ -94,7 +102,7 @@ pub enum ContextEvent {
     CompactionStarted {
         /// Why.
         reason: CompactionReason,
-        /// The conversation's tokens.
+        /// The request's tokens (conversation, tools and context).
         tokens: usize,
         /// The per-call target, when the pass aims below the compactor's own.
         target: Option<usize>,
@@ -209,8 +217,8 @@ impl ContextManager {
         }
     }
 
-    /// The backend's usable room: requests that would not fit it are compacted before
-    /// they are sent, and forced passes aim at it.
+    /// The backend's usable room: requests (conversation, tools and context) that would
+    /// not fit it are compacted before they are sent, and forced passes aim at it.
     pub fn with_room(mut self, room: BackendRoom) -> Self {
         self.room = Some(room);
         self
@@ -222,7 +230,8 @@ impl ContextManager {
         self
     }
 
-    /// Where billed usage goes (the calibrated counter).
+    /// Where billed usage goes: the calibrated counter (the same instance the compactor
+    /// counts with).
     pub fn with_usage_recorder(mut self, recorder: Arc<dyn UsageRecorder>) -> Self {
         self.recorder = Some(recorder);
         self
@@ -268,8 +277,28 @@ impl ContextManager {
         }
     }
 
-    /// Before a request: counts it, compacts when needed (writing the pass to the
-    /// transcript), and returns the conversation to send.
+    /// The counter of one request's passes: the compactor's counter as it is when the
+    /// request carries nothing besides the conversation, else the complete-request
+    /// adapter, so that every count, target and acceptance of the pass is in the units
+    /// of the whole request (tools and context included).
+    fn request_counter(&self, request: RequestShape<'_>) -> Arc<dyn TokenCounter> {
+        if request.tools.is_empty() && request.context.is_empty() {
+            self.counter.clone()
+        } else {
+            Arc::new(RequestCounter::new(
+                self.counter.clone(),
+                request.tools.to_vec(),
+                request.context,
+            ))
+        }
+    }
+
+    /// Before a request: counts it (conversation, tools and context), compacts when
+    /// needed (writing the pass to the transcript), and returns the conversation to send.
+    ///
+    /// A pass runs when the compactor asks for one (over its trigger, or an elision epoch
+    /// is due), when the whole request is over the trigger, or when it would not fit the
+    /// backend's usable room; in the last case the pass aims at that room.
     ///
     /// # Errors
     /// [`ManagerError::ContextExhausted`] (after the transcript was written) when even
@@ -280,11 +309,9 @@ impl ContextManager {
         cancel: CancellationToken,
     ) -> Result<Prepared, ManagerError> {
         let messages = self.session.messages();
-        let message_tokens = self.counter.count_messages(messages);
         let request_tokens = self.counter.count_request(messages, request.tools, request.context);
-        let overhead = request_tokens.saturating_sub(message_tokens);
-        let room = self.room.map(|r| r.usable(overhead));
-        let reason = if room.is_some_and(|room| message_tokens > room) {
+        let room = self.room.map(|r| r.usable(0));
+        let reason = if room.is_some_and(|room| request_tokens > room) {
             Some(CompactionReason::Room)
         } else if self.compactor.needs_compaction(messages) || request_tokens > self.compactor.config().trigger() {
             Some(CompactionReason::Threshold)
@@ -295,37 +322,37 @@ impl ContextManager {
             None => None,
             Some(reason) => {
                 let target = (reason == CompactionReason::Room).then_some(room).flatten();
-                Some(self.run_pass(reason, message_tokens, target, cancel).await?)
+                let counter = self.request_counter(request);
+                Some(self.run_pass(reason, request_tokens, target, counter, cancel).await?)
             }
         };
         Ok(self.prepared(request, pass))
     }
 
     /// After the provider rejected a request as longer than its window: forces a pass
-    /// aimed at the backend's usable room, and at most three quarters of what our counter
-    /// believes was sent (the rejection proves that belief too low), and returns the
-    /// conversation to retry with.
+    /// aimed at the backend's usable room (the compactor's target without one), and at
+    /// most three quarters of what our counter believes was sent (the rejection proves
+    /// that belief too low), and returns the conversation to retry with.
     ///
     /// # Errors
     /// [`ManagerError::ContextExhausted`] once the run's allowance of forced passes is
-    /// spent, or when the pass cannot make the conversation fit (after writing it).
+    /// spent (nothing is written then), or when the pass cannot make the conversation fit
+    /// (after writing it).
     pub async fn on_context_length_exceeded(
         &mut self,
         request: RequestShape<'_>,
         cancel: CancellationToken,
     ) -> Result<Prepared, ManagerError> {
         let messages = self.session.messages();
-        let message_tokens = self.counter.count_messages(messages);
         let request_tokens = self.counter.count_request(messages, request.tools, request.context);
-        let overhead = request_tokens.saturating_sub(message_tokens);
         let base = match self.room {
-            Some(room) => room.usable(overhead),
+            Some(room) => room.usable(0),
             None => self.compactor.config().target(),
         };
-        let target = base.min(message_tokens.saturating_mul(3) / 4);
+        let target = base.min(request_tokens.saturating_mul(3) / 4);
         if self.forced >= self.max_forced {
             return Err(ManagerError::ContextExhausted {
-                tokens: message_tokens,
+                tokens: request_tokens,
                 limit: target,
                 why: format!(
                     "the provider still rejects the request after {} forced compaction(s) this run",
@@ -334,11 +361,13 @@ impl ContextManager {
             });
         }
         self.forced += 1;
+        let counter = self.request_counter(request);
         let pass = self
             .run_pass(
                 CompactionReason::ContextLengthExceeded,
-                message_tokens,
+                request_tokens,
                 Some(target),
+                counter,
                 cancel,
             )
             .await?;
@@ -360,11 +389,13 @@ impl ContextManager {
         reason: CompactionReason,
         tokens: usize,
         target: Option<usize>,
+        counter: Arc<dyn TokenCounter>,
         cancel: CancellationToken,
     ) -> Result<PassReport, ManagerError> {
         self.emit(ContextEvent::CompactionStarted { reason, tokens, target });
         let options = CompactOptions {
             target,
+            counter: Some(counter),
             cancel,
             ..CompactOptions::default()
         };
@@ -410,8 +441,8 @@ impl ContextManager {
         model: &str,
         new_messages: impl IntoIterator<Item = Message>,
     ) -> Result<(), ManagerError> {
-        if let (Some(recorder), Some(usage)) = (&self.recorder, usage) {
-            recorder.record_usage(self.session.messages(), &usage, model);
+        if let Some(recorder) = &self.recorder {
+            recorder.record_usage(self.session.messages(), usage.as_ref(), model);
         }
         for message in new_messages {
             self.session.append_message(message)?;
