@@ -320,6 +320,35 @@ async fn exhausted_is_an_error_only_after_the_transcript_is_written() {
 
 #[tokio::test]
 #[ignore = "needs the compaction engine (issue 3) on main"]
+async fn the_calibrated_counter_records_what_was_billed() {
+    let counter = Arc::new(llm_compactor::count::CalibratedCounter::new());
+    let dir = tempfile::tempdir().unwrap();
+    let compactor = Compactor::new(config(100_000).build().unwrap(), counter.clone());
+    let session = Session::create(dir.path().join("s.jsonl"), fixed_options()).unwrap();
+    let mut manager = ContextManager::new(Arc::new(compactor), session).with_usage_recorder(counter.clone());
+    manager.push(Message::user("hello there")).unwrap();
+    let usage = Usage {
+        input_tokens: 1_234,
+        ..Usage::default()
+    };
+    manager
+        .record_response(Some(usage), "gpt-x", [Message::assistant("hi")])
+        .unwrap();
+    let record = counter.calibration().expect("calibrated");
+    assert_eq!((record.messages, record.billed_prompt_tokens), (1, 1_234));
+    // The next request is counted from the bill: P + the heuristic of what came after.
+    let prepared = manager
+        .prepare(RequestShape::default(), CancellationToken::new())
+        .await
+        .unwrap();
+    assert_eq!(
+        prepared.request_tokens,
+        1_234 + HeuristicCounter.count_messages(&manager.messages()[1..])
+    );
+}
+
+#[tokio::test]
+#[ignore = "needs the compaction engine (issue 3) on main"]
 async fn billed_usage_is_recorded_against_the_conversation_that_was_sent() {
     let recorder = Arc::new(Recorder::default());
     let mut f = fixture(config(100_000).build().unwrap());
