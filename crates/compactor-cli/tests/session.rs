@@ -282,3 +282,133 @@ fn import_a_real_mini_swe_agent_trajectory() {
     let out = compactor(&["session", "inspect", session.to_str().unwrap()]);
     assert!(out.status.success());
 }
+
+/// A long OpenAI conversation of tool rounds, imported as a session.
+fn long_session(dir: &Path) -> PathBuf {
+    let mut messages = vec![
+        serde_json::json!({"role": "system", "content": "You are careful."}),
+        serde_json::json!({"role": "user", "content": "Read all the files."}),
+    ];
+    for i in 0..8 {
+        messages.push(serde_json::json!({"role": "assistant", "content": null, "tool_calls": [
+            {"id": format!("call_{i}"), "type": "function", "function": {"name": "read_file", "arguments": format!("{{\"path\":\"f{i}\"}}")}}
+        ]}));
+        messages.push(serde_json::json!({"role": "tool", "tool_call_id": format!("call_{i}"), "content": format!("{i}").repeat(3_000)}));
+    }
+    let input = dir.join("conv.json");
+    std::fs::write(&input, serde_json::to_string(&messages).unwrap()).unwrap();
+    let session = dir.join("s.jsonl");
+    let out = compactor(&[
+        "session",
+        "import",
+        input.to_str().unwrap(),
+        "-o",
+        session.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    session
+}
+
+#[test]
+fn compact_appends_a_pass_that_replay_reproduces() {
+    let dir = tempfile::tempdir().unwrap();
+    let session = long_session(dir.path());
+    let s = session.to_str().unwrap();
+    let out = compactor(&[
+        "session",
+        "compact",
+        s,
+        "--json",
+        "--budget",
+        "4000",
+        "--keep-recent",
+        "2",
+        "--counter",
+        "heuristic",
+        "--summarizer",
+        "exec",
+        "--summarizer-cmd",
+        "echo 'Summary: eight files were read.'",
+    ]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let result: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert!(result["dropped"].as_u64().unwrap() > 0);
+    assert_eq!(result["fallback"], false);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("appended to"));
+
+    let out = compactor(&["session", "replay", s, "--json"]);
+    assert!(out.status.success());
+    let replayed: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(
+        replayed["messages"], result["messages"],
+        "replay gives the compacted conversation"
+    );
+    let summary = replayed["messages"].as_array().unwrap().iter().find(|m| {
+        m["content"]
+            .as_str()
+            .is_some_and(|c| c.contains("eight files were read"))
+    });
+    assert!(summary.is_some());
+
+    let out = compactor(&["session", "inspect", s]);
+    let text = stdout(&out);
+    assert!(text.contains("compaction  replaces through"), "{text}");
+    assert!(!text.contains("HARD TRIM"), "{text}");
+}
+
+#[test]
+fn compact_with_aging_appends_an_elision_epoch() {
+    let dir = tempfile::tempdir().unwrap();
+    let session = long_session(dir.path());
+    let s = session.to_str().unwrap();
+    let out = compactor(&[
+        "session",
+        "compact",
+        s,
+        "--json",
+        "--budget",
+        "100000",
+        "--keep-recent",
+        "2",
+        "--counter",
+        "heuristic",
+        "--age-observations",
+        "--age-min-chars",
+        "1000",
+        "--age-reclaim-min",
+        "6000",
+    ]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let result: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(result["dropped"], 0);
+    assert!(!result["elisions"].as_array().unwrap().is_empty());
+    let out = compactor(&["session", "replay", s, "--json"]);
+    let replayed: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(replayed["messages"], result["messages"]);
+    let text = stdout(&compactor(&["session", "inspect", s]));
+    assert!(text.contains("elision "), "{text}");
+}
+
+#[test]
+fn compact_on_a_locked_session_fails_cleanly() {
+    let dir = tempfile::tempdir().unwrap();
+    let session = long_session(dir.path());
+    let (held, _) = Session::open(&session, SessionOptions::new()).unwrap();
+    let before = std::fs::read(&session).unwrap();
+    let out = compactor(&[
+        "session",
+        "compact",
+        session.to_str().unwrap(),
+        "--budget",
+        "4000",
+        "--counter",
+        "heuristic",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("locked"));
+    assert_eq!(std::fs::read(&session).unwrap(), before);
+    drop(held);
+    assert_eq!(compactor(&["session", "compact", "--help"]).status.code(), Some(0));
+    let out = compactor(&["session", "compact", session.to_str().unwrap(), "--budget", "0"]);
+    assert_eq!(out.status.code(), Some(2), "an invalid configuration is a usage error");
+}

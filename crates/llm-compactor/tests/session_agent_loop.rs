@@ -66,7 +66,10 @@ async fn chat(State(script): State<Arc<Script>>, Json(body): Json<Value>) -> Res
             "type": "function",
             "function": {"name": "read_file", "arguments": json!({"path": format!("data_{round}.txt")}).to_string()}
         });
-        let mut message = json!({"role": "assistant", "content": null, "tool_calls": [call]});
+        // Each turn also thinks aloud: text that aging cannot stub, so the conversation
+        // eventually needs a summary, not only elision epochs.
+        let notes = format!("Round {round} notes: {}", "the data looks regular so far; ".repeat(100));
+        let mut message = json!({"role": "assistant", "content": notes, "tool_calls": [call]});
         if round == 3 {
             // One round also runs a shell command.
             message["tool_calls"].as_array_mut().unwrap().push(json!({
@@ -83,11 +86,10 @@ async fn chat(State(script): State<Arc<Script>>, Json(body): Json<Value>) -> Res
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs the compaction engine (issue 3) on main"]
 async fn the_example_agent_compacts_and_its_session_replays_to_its_conversation() {
     let dir = tempfile::tempdir().unwrap();
     for i in 0..FILES {
-        let body: String = (0..300)
+        let body: String = (0..150)
             .map(|line| format!("file {i} line {line}: some data\n"))
             .collect();
         std::fs::write(dir.path().join(format!("data_{i}.txt")), body).unwrap();
@@ -110,8 +112,8 @@ async fn the_example_agent_compacts_and_its_session_replays_to_its_conversation(
         task: "Read every data file and report anything odd.".into(),
         window: 16_000,
         completion_reserve: 1_000,
-        compactor: CompactorConfig::builder(16_000)
-            .keep_recent(4)
+        compactor: CompactorConfig::builder(8_000)
+            .keep_recent(3)
             .age_observations(true)
             .age_min_chars(2_048)
             .age_reclaim_min(12_000)

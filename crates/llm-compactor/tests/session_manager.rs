@@ -136,7 +136,6 @@ fn config(budget: usize) -> llm_compactor::compactor::CompactorConfigBuilder {
 }
 
 #[tokio::test]
-#[ignore = "needs the compaction engine (issue 3) on main"]
 async fn below_the_trigger_nothing_happens() {
     let mut f = fixture(config(100_000).build().unwrap());
     fill(&mut f.manager, 3, 500);
@@ -157,7 +156,6 @@ async fn below_the_trigger_nothing_happens() {
 }
 
 #[tokio::test]
-#[ignore = "needs the compaction engine (issue 3) on main"]
 async fn over_the_trigger_a_pass_is_written_and_replays() {
     let mut f = fixture(config(4_000).build().unwrap());
     fill(&mut f.manager, 8, 2_000);
@@ -196,7 +194,6 @@ async fn over_the_trigger_a_pass_is_written_and_replays() {
 }
 
 #[tokio::test]
-#[ignore = "needs the compaction engine (issue 3) on main"]
 async fn an_elision_epoch_writes_only_an_elision_line() {
     let cfg = config(200_000)
         .age_observations(true)
@@ -231,7 +228,6 @@ async fn an_elision_epoch_writes_only_an_elision_line() {
 }
 
 #[tokio::test]
-#[ignore = "needs the compaction engine (issue 3) on main"]
 async fn context_length_rejections_force_passes_up_to_the_allowance() {
     let mut f = fixture(config(100_000).build().unwrap());
     fill(&mut f.manager, 10, 1_500);
@@ -288,7 +284,6 @@ fn fill_more(manager: &mut ContextManager) {
 }
 
 #[tokio::test]
-#[ignore = "needs the compaction engine (issue 3) on main"]
 async fn exhausted_is_an_error_only_after_the_transcript_is_written() {
     let mut f = fixture(config(2_000).build().unwrap());
     fill(&mut f.manager, 4, 400);
@@ -319,7 +314,6 @@ async fn exhausted_is_an_error_only_after_the_transcript_is_written() {
 }
 
 #[tokio::test]
-#[ignore = "needs the compaction engine (issue 3) on main"]
 async fn the_calibrated_counter_records_what_was_billed() {
     let counter = Arc::new(llm_compactor::count::CalibratedCounter::new());
     let dir = tempfile::tempdir().unwrap();
@@ -348,7 +342,6 @@ async fn the_calibrated_counter_records_what_was_billed() {
 }
 
 #[tokio::test]
-#[ignore = "needs the compaction engine (issue 3) on main"]
 async fn billed_usage_is_recorded_against_the_conversation_that_was_sent() {
     let recorder = Arc::new(Recorder::default());
     let mut f = fixture(config(100_000).build().unwrap());
@@ -374,7 +367,6 @@ async fn billed_usage_is_recorded_against_the_conversation_that_was_sent() {
 }
 
 #[tokio::test]
-#[ignore = "needs the compaction engine (issue 3) on main"]
 async fn a_request_over_the_backend_room_is_compacted_to_it() {
     let mut f = fixture(config(100_000).build().unwrap());
     let room = BackendRoom {

@@ -10,11 +10,14 @@
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
+use llm_compactor::Compactor;
 use llm_compactor::format::{Document, Format};
 use llm_compactor::message::Message;
-use llm_compactor::session::{Record, Session, SessionOptions, Transcript};
+use llm_compactor::session::{Record, Session, SessionMeta, SessionOptions, Transcript};
 use serde_json::{Map, Value};
 
+use crate::cmd::compact::{human_report, result_json};
+use crate::cmd::compact_opts::CompactOpts;
 use crate::cmd::convert::{FormatArg, FromArg};
 use crate::error::CliError;
 
@@ -33,6 +36,8 @@ pub struct Args {
 enum Command {
     /// Start a session transcript from a conversation file (any supported format).
     Import(ImportArgs),
+    /// Run one compaction pass over a session and append its elision and compaction lines.
+    Compact(CompactArgs),
     /// Print the conversation a transcript replays to.
     Replay(ReplayArgs),
     /// Show a transcript's timeline: messages, elisions, compactions.
@@ -52,6 +57,21 @@ struct ReplayArgs {
     /// The JSON output's format.
     #[arg(long, value_enum, default_value = "openai", requires = "json")]
     to: FormatArg,
+}
+
+/// `compactor session compact`.
+#[derive(clap::Args, Debug)]
+#[command(after_help = "Example:\n  compactor session compact run.jsonl --budget 32000 --age-observations --json")]
+struct CompactArgs {
+    /// The transcript (JSONL); it is locked while the pass runs.
+    session: PathBuf,
+    /// Print the whole result as JSON, like `compactor compact --json` (messages in the
+    /// session's source format, or `--format`).
+    #[arg(long)]
+    json: bool,
+    /// The compaction options (those of `compactor compact`).
+    #[command(flatten)]
+    opts: CompactOpts,
 }
 
 /// `compactor session import`.
@@ -80,6 +100,7 @@ struct InspectArgs {
 pub fn run(args: Args) -> Result<(), CliError> {
     match args.command {
         Command::Import(args) => import(args),
+        Command::Compact(args) => compact(args),
         Command::Replay(args) => replay(args),
         Command::Inspect(args) => inspect(args),
     }
@@ -122,17 +143,70 @@ fn import(args: ImportArgs) -> Result<(), CliError> {
     Ok(())
 }
 
-/// The conversation as a document of `target`, converted from the format it was imported
-/// from (OpenAI when the session does not say).
-fn export(transcript: &Transcript, target: Format) -> Result<Value, CliError> {
-    let source = transcript
-        .meta()
-        .extra
+/// The format a session was imported from (OpenAI when it does not say).
+fn source_format(meta: &SessionMeta) -> Format {
+    meta.extra
         .get(SOURCE_FORMAT_KEY)
         .and_then(Value::as_str)
         .and_then(|name| name.parse::<Format>().ok())
-        .unwrap_or(Format::OpenAi);
-    let document = Document::from_messages(source, transcript.messages().to_vec());
+        .unwrap_or(Format::OpenAi)
+}
+
+fn compact(args: CompactArgs) -> Result<(), CliError> {
+    let config = args.opts.config()?;
+    let counter = args.opts.counter()?;
+    let summarizer = args.opts.summarizer.build()?;
+    let (mut session, report) = Session::open(&args.session, SessionOptions::new()).map_err(CliError::failed)?;
+    if let Some(torn) = report.repaired {
+        eprintln!(
+            "compactor: warning: {}:{}: repaired a torn final line ({} bytes removed)",
+            args.session.display(),
+            torn.line,
+            torn.bytes
+        );
+    }
+    let mut compactor = Compactor::new(config, counter.clone());
+    if let Some(summarizer) = summarizer {
+        compactor = compactor.with_summarizer(summarizer);
+    }
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(CliError::failed)?;
+    let result = runtime
+        .block_on(compactor.compact(session.messages(), args.opts.options()))
+        .map_err(|e| CliError::Usage(e.to_string()))?;
+    let recorded = session.record_result(&result).map_err(CliError::failed)?;
+    if args.json {
+        let format = args.opts.format().unwrap_or_else(|| source_format(session.meta()));
+        let document = Document::from_messages(format, session.messages().to_vec());
+        let text = serde_json::to_string_pretty(&result_json(&document, &result)).map_err(CliError::failed)?;
+        crate::io::write_output(None, &text)?;
+    }
+    eprint!("{}", human_report(&result, counter.name()));
+    let mut lines = Vec::new();
+    if let Some(id) = &recorded.elision_id {
+        lines.push(format!("elision {id}"));
+    }
+    if let Some(id) = &recorded.compaction_id {
+        lines.push(format!("compaction {id}"));
+    }
+    if lines.is_empty() {
+        eprintln!("compactor: nothing appended to {}", args.session.display());
+    } else {
+        eprintln!(
+            "compactor: appended to {}: {}",
+            args.session.display(),
+            lines.join(", ")
+        );
+    }
+    Ok(())
+}
+
+/// The conversation as a document of `target`, converted from the format it was imported
+/// from (OpenAI when the session does not say).
+fn export(transcript: &Transcript, target: Format) -> Result<Value, CliError> {
+    let document = Document::from_messages(source_format(transcript.meta()), transcript.messages().to_vec());
     let value = document.to_format(target).map_err(CliError::failed)?;
     Ok(match value {
         Value::Array(messages) => serde_json::json!({ "messages": messages }),
