@@ -5,5 +5,6 @@ pub mod compact_opts;
 pub mod convert;
 pub mod count;
 pub mod plan;
+pub mod session;
 pub mod summarizer;
 pub mod summarizer_http;
