@@ -40,9 +40,10 @@ pub struct SummarizerOpts {
     /// Seconds before a summarizer call is abandoned (and retried).
     #[arg(long, value_name = "SECS")]
     pub summarizer_timeout: Option<f64>,
-    /// The options of `--summarizer openai|anthropic`.
+    /// The options of `--summarizer openai|anthropic` (boxed: they would make every
+    /// command that flattens these options large).
     #[command(flatten)]
-    pub http: super::summarizer_http::HttpSummarizerArgs,
+    pub http: Box<super::summarizer_http::HttpSummarizerArgs>,
 }
 
 impl SummarizerOpts {
