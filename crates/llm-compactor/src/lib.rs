@@ -35,3 +35,8 @@ pub use count::TokenCounter;
 pub use message::{Content, Message, Part, Role, ToolCall};
 pub use summarize::{Summarizer, SummarizerError};
 pub use usage::Usage;
+
+/// The README's Rust examples, compiled and run as doctests so the README stays true.
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+pub struct ReadmeDoctests;
