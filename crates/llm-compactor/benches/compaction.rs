@@ -338,6 +338,9 @@ fn largest_trajectory() -> Option<(PathBuf, Vec<Message>)> {
     }
 }
 
+/// Makes a fresh counter (so every pass owns its memo).
+type MakeCounter = fn() -> Arc<dyn TokenCounter>;
+
 /// One named pass: a compactor and what its result must look like.
 struct Pass {
     name: String,
@@ -346,7 +349,7 @@ struct Pass {
 }
 
 fn passes(messages: &[Message]) -> Vec<Pass> {
-    let counters: [(&str, fn() -> Arc<dyn TokenCounter>); 3] = [
+    let counters: [(&str, MakeCounter); 3] = [
         ("o200k_memo", || counter_by_name("o200k").expect("o200k")),
         ("o200k_plain", || Arc::new(BpeCounter::o200k())),
         ("heuristic", || Arc::new(HeuristicCounter)),
