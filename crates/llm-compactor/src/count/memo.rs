@@ -18,7 +18,9 @@
 //!   variants of one conversation) share most messages and hit too.
 //!
 //! The fingerprint is foldhash's quality variant (seeded randomly per memo) over every
-//! field of the message, plus the content's length. Hashing runs at GB/s against tens of
+//! field of the message that a counter can see (not its stable id, not its wire
+//! `extras`: a wrapped counter must not read those, and none of this crate's do), plus
+//! the content's length. Hashing runs at GB/s against tens of
 //! MB/s for BPE, so a round costs one new message's tokenization plus a hash pass that is
 //! two orders of magnitude cheaper than a recount (see `benches/counting.rs`). A 64-bit
 //! collision among the few thousand messages of one conversation has odds around 1e-12;
@@ -212,10 +214,12 @@ fn content_len(content: &Content) -> usize {
     }
 }
 
-/// Feeds every field of `message` to `hasher`, each behind a tag, so that distinct
-/// messages give distinct streams.
+/// Feeds every field a counter can see to `hasher`, each behind a tag, so that distinct
+/// messages give distinct streams. The stable id and the message's wire extras are left
+/// out: no counter reads them (they never reach the model's tokenizer), and the extras of
+/// real trajectories (raw provider responses, duplicated outputs) are often bigger than
+/// the content itself, which made hashing them most of a round's cost.
 fn hash_message(message: &Message, hasher: &mut impl Hasher) {
-    message.id.hash(hasher);
     message.role.as_str().hash(hasher);
     match &message.content {
         Content::Absent => hasher.write_u8(0),
@@ -263,7 +267,6 @@ fn hash_message(message: &Message, hasher: &mut impl Hasher) {
     message.sticky.hash(hasher);
     message.sysprompt.hash(hasher);
     message.depth.hash(hasher);
-    hash_map(&message.extras, hasher);
 }
 
 fn hash_map(map: &Map<String, Value>, hasher: &mut impl Hasher) {
@@ -338,16 +341,12 @@ mod tests {
         let base = Message::user("same text");
         let mut variants = vec![
             base.clone(),
-            base.clone().with_id("x"),
             base.clone().sticky(),
             base.clone().at_depth(2),
         ];
         let mut named = base.clone();
         named.name = Some("n".into());
         variants.push(named);
-        let mut extra = base.clone();
-        extra.extras.insert("k".into(), Value::from(1));
-        variants.push(extra);
         let mut parts = base.clone();
         parts.content = Content::Parts(vec![Part::text("same text")]);
         variants.push(parts);
@@ -362,5 +361,9 @@ mod tests {
         keys.dedup();
         assert_eq!(keys.len(), variants.len());
         assert_eq!(memo.key(&base), memo.key(&base.clone()));
+        // What no counter reads does not split the cache.
+        let mut extra = base.clone().with_id("x");
+        extra.extras.insert("k".into(), Value::from(1));
+        assert_eq!(memo.key(&base), memo.key(&extra));
     }
 }
