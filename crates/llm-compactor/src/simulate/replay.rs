@@ -117,7 +117,13 @@ pub fn simulate_trajectory(
         .iter()
         .map(|kind| {
             let mut strategy = kind.build(config.window, counter.clone())?;
-            replay(trajectory, strategy.as_mut(), config.window, &config.pricing, counter.as_ref())
+            replay(
+                trajectory,
+                strategy.as_mut(),
+                config.window,
+                &config.pricing,
+                counter.as_ref(),
+            )
         })
         .collect()
 }

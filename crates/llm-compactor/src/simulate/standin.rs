@@ -58,7 +58,9 @@ pub struct StandIn {
 
 impl std::fmt::Debug for StandIn {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("StandIn").field("counter", &self.counter.name()).finish()
+        f.debug_struct("StandIn")
+            .field("counter", &self.counter.name())
+            .finish()
     }
 }
 

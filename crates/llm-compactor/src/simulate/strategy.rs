@@ -130,7 +130,9 @@ impl fmt::Display for StrategyKind {
 
 /// A strategy name that the simulator does not know.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("unknown strategy {0:?} (expected one of: none, ours, ours-no-aging, mask-last-n, clear-tool-uses, clear-tool-uses-scaled, summarize-at-threshold)")]
+#[error(
+    "unknown strategy {0:?} (expected one of: none, ours, ours-no-aging, mask-last-n, clear-tool-uses, clear-tool-uses-scaled, summarize-at-threshold)"
+)]
 pub struct UnknownStrategy(pub String);
 
 impl FromStr for StrategyKind {
