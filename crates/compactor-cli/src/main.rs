@@ -24,6 +24,8 @@ enum Command {
     Convert(cmd::convert::Args),
     /// Count a conversation's tokens.
     Count(cmd::count::Args),
+    /// Simulate what each context strategy costs with prompt caching.
+    Simulate(cmd::simulate::Args),
 }
 
 fn main() {
@@ -38,6 +40,7 @@ fn main() {
     let outcome: Result<(), CliError> = match cli.command {
         Command::Convert(args) => cmd::convert::run(args),
         Command::Count(args) => cmd::count::run(args),
+        Command::Simulate(args) => cmd::simulate::run(args),
     };
     if let Err(err) = outcome {
         eprintln!("compactor: {err}");

@@ -2,3 +2,5 @@
 
 pub mod convert;
 pub mod count;
+pub mod plot;
+pub mod simulate;
