@@ -74,7 +74,12 @@ fn usage_errors_exit_2() {
         vec!["simulate", "--window", "1000"],
     ] {
         let output = compactor(&args);
-        assert_eq!(output.status.code(), Some(2), "{args:?}: {}", String::from_utf8_lossy(&output.stderr));
+        assert_eq!(
+            output.status.code(),
+            Some(2),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
     }
 }
 
@@ -109,7 +114,10 @@ fn json_on_a_real_trajectory_is_pinned_and_deterministic() {
     assert_eq!(value["pricing"], "anthropic");
     let rows = value["strategies"].as_array().unwrap();
     let names: Vec<&str> = rows.iter().map(|r| r["name"].as_str().unwrap()).collect();
-    assert_eq!(names, ["none", "mask-last-n", "clear-tool-uses", "summarize-at-threshold"]);
+    assert_eq!(
+        names,
+        ["none", "mask-last-n", "clear-tool-uses", "summarize-at-threshold"]
+    );
     let mut keys: Vec<&str> = rows[0].as_object().unwrap().keys().map(String::as_str).collect();
     keys.sort();
     assert_eq!(
