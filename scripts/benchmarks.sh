@@ -25,6 +25,9 @@ for pricing in $PRICINGS; do
     "$COMPACTOR" simulate "$TAU" --window "$window" --pricing "$pricing" --json \
       > "$OUT/tau-bench-airline-$window-$pricing.json"
   done
+  # tau-bench conversations peak under 11k tokens: a small window is where strategies act.
+  "$COMPACTOR" simulate "$TAU" --window 8000 --pricing "$pricing" --json \
+    > "$OUT/tau-bench-airline-8000-$pricing.json"
 done
 "$COMPACTOR" simulate "$DATA/trajectories/mini-swe-agent/deepseek_chat_dev_rerun__pylint-dev__astroid-1333.traj.json" --window 32000 --plot "$OUT/plot-32k.svg" > /dev/null
 python3 - "$OUT" <<'PY'
