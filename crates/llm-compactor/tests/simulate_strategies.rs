@@ -165,3 +165,11 @@ fn summarize_at_threshold_keeps_system_and_user_messages_and_one_summary() {
         counter.count_messages(&conv[..2])
     );
 }
+
+#[test]
+fn the_stand_in_filler_is_one_o200k_token_a_word() {
+    use llm_compactor::count::BpeCounter;
+    use llm_compactor::simulate::standin_text;
+    assert_eq!(BpeCounter::o200k().count_text(&standin_text(1000)), 1000);
+    assert_eq!(HeuristicCounter.count_text(&standin_text(1000)), 1000);
+}

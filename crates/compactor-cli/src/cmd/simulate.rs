@@ -11,7 +11,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use llm_compactor::Message;
-use llm_compactor::count::{HeuristicCounter, TokenCounter};
+use llm_compactor::count::{BpeCounter, TokenCounter};
 use llm_compactor::format::{Document, Format};
 use llm_compactor::simulate::{
     Pricing, SimConfig, SimulationSummary, StrategyKind, StrategyRow, StrategyTotals, TrajectoryReport,
@@ -52,9 +52,9 @@ struct Trajectory {
     messages: Vec<Message>,
 }
 
-/// The counter the simulation measures with.
+/// The counter the simulation measures with: exact o200k_base.
 fn counter() -> Arc<dyn TokenCounter> {
-    Arc::new(HeuristicCounter)
+    Arc::new(BpeCounter::o200k())
 }
 
 /// True for a tau-bench task array: a non-empty JSON array of objects that all carry `traj`.
