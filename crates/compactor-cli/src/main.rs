@@ -24,6 +24,10 @@ enum Command {
     Convert(cmd::convert::Args),
     /// Count a conversation's tokens.
     Count(cmd::count::Args),
+    /// Compact a conversation (one pass, like a manual /compact).
+    Compact(cmd::compact::Args),
+    /// Show what a compaction pass would do, without doing it.
+    Plan(cmd::plan::Args),
     /// Simulate what each context strategy costs with prompt caching.
     Simulate(cmd::simulate::Args),
 }
@@ -40,6 +44,8 @@ fn main() {
     let outcome: Result<(), CliError> = match cli.command {
         Command::Convert(args) => cmd::convert::run(args),
         Command::Count(args) => cmd::count::run(args),
+        Command::Compact(args) => cmd::compact::run(args),
+        Command::Plan(args) => cmd::plan::run(args),
         Command::Simulate(args) => cmd::simulate::run(args),
     };
     if let Err(err) = outcome {

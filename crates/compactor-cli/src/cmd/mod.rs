@@ -1,6 +1,10 @@
 //! One module per subcommand.
 
+pub mod compact;
+pub mod compact_opts;
 pub mod convert;
 pub mod count;
+pub mod plan;
+pub mod summarizer;
 pub mod plot;
 pub mod simulate;
