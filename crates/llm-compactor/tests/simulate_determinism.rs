@@ -66,3 +66,17 @@ fn peer_strategies_are_deterministic() {
     assert!(row("summarize-at-threshold").compactions > 0);
     assert_eq!(row("summarize-at-threshold").rounds_over_window, 0);
 }
+
+#[test]
+fn the_engine_strategies_are_deterministic_and_stay_inside_the_window() {
+    let kinds = [StrategyKind::Ours, StrategyKind::OursNoAging];
+    let first = summary(&kinds);
+    assert_eq!(first, summary(&kinds));
+    let parsed: SimulationSummary = serde_json::from_str(&first).unwrap();
+    for row in &parsed.strategies {
+        assert_eq!(row.rounds_over_window, 0, "{}", row.name);
+        assert!(row.compactions + row.elision_epochs > 0, "{}", row.name);
+        assert!(row.peak_context <= 6_000, "{}", row.name);
+    }
+    assert_eq!(parsed.strategies[1].elision_epochs, 0, "no aging, no epochs");
+}
