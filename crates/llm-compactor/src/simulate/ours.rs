@@ -43,6 +43,18 @@ impl Ours {
             .age_observations(aging)
             .build()
             .map_err(|e| SimError::Config(e.to_string()))?;
+        Ours::with_config(if aging { "ours" } else { "ours-no-aging" }, config, counter)
+    }
+
+    /// The engine with any configuration (for experiments), reported as `name`.
+    ///
+    /// # Errors
+    /// No runtime.
+    pub fn with_config(
+        name: &'static str,
+        config: CompactorConfig,
+        counter: Arc<dyn TokenCounter>,
+    ) -> Result<Self, SimError> {
         let summarizer = Arc::new(StandIn::new(counter.clone()));
         let compactor = Compactor::new(config, counter).with_summarizer(summarizer);
         let runtime = tokio::runtime::Builder::new_current_thread()
@@ -50,7 +62,7 @@ impl Ours {
             .build()
             .map_err(|e| SimError::Config(format!("tokio runtime: {e}")))?;
         Ok(Ours {
-            name: if aging { "ours" } else { "ours-no-aging" },
+            name,
             compactor,
             runtime,
             conversation: Vec::new(),
