@@ -28,6 +28,8 @@ enum Command {
     Compact(cmd::compact::Args),
     /// Show what a compaction pass would do, without doing it.
     Plan(cmd::plan::Args),
+    /// Build, compact, replay and inspect session transcripts.
+    Session(cmd::session::Args),
     /// Simulate what each context strategy costs with prompt caching.
     Simulate(cmd::simulate::Args),
 }
@@ -46,6 +48,7 @@ fn main() {
         Command::Count(args) => cmd::count::run(args),
         Command::Compact(args) => cmd::compact::run(args),
         Command::Plan(args) => cmd::plan::run(args),
+        Command::Session(args) => cmd::session::run(args),
         Command::Simulate(args) => cmd::simulate::run(args),
     };
     if let Err(err) = outcome {

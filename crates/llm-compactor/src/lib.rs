@@ -12,7 +12,7 @@
 //! [ the last keep_recent turns ]        kept verbatim
 //! ```
 //!
-//! Layout: [`message`] (model, canonical JSON, digest), [`format`] (wire formats),
+//! Layout: [`message`] (model, canonical JSON, digest), [`mod@format`] (wire formats),
 //! [`count`] (token counters), [`plan`] (the pure planning core), [`summarize`] (the
 //! summarizer port), [`compactor`] (the async shell), [`backend`] (summarizer backends),
 //! [`session`] (the replayable transcript), [`simulate`] (the cost simulator).

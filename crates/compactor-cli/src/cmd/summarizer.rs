@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use llm_compactor::Summarizer;
 use llm_compactor::backend::ExecSummarizer;
+use llm_compactor::backend::http::Protocol;
 
 use crate::error::CliError;
 
@@ -19,6 +20,12 @@ pub enum SummarizerKind {
     /// Run `--summarizer-cmd` with `sh -c`: instruction in `COMPACTOR_SYSTEM_PROMPT`,
     /// output budget in `COMPACTOR_MAX_TOKENS`, transcript on stdin, summary on stdout.
     Exec,
+    /// An OpenAI-compatible chat-completions server (OpenAI, vLLM, llama.cpp, Ollama, ...):
+    /// `--model`, `--base-url`, `--api-key-env`, `--summarizer-context`.
+    Openai,
+    /// The Anthropic Messages API: `--model`, `--base-url`, `--api-key-env`,
+    /// `--summarizer-context`.
+    Anthropic,
 }
 
 /// The summarizer options shared by the commands that compact.
@@ -33,6 +40,10 @@ pub struct SummarizerOpts {
     /// Seconds before a summarizer call is abandoned (and retried).
     #[arg(long, value_name = "SECS")]
     pub summarizer_timeout: Option<f64>,
+    /// The options of `--summarizer openai|anthropic` (boxed: they would make every
+    /// command that flattens these options large).
+    #[command(flatten)]
+    pub http: Box<super::summarizer_http::HttpSummarizerArgs>,
 }
 
 impl SummarizerOpts {
@@ -50,8 +61,14 @@ impl SummarizerOpts {
                 )));
             }
         };
+        let http = matches!(self.summarizer, SummarizerKind::Openai | SummarizerKind::Anthropic);
+        self.http.check_unused(http)?;
         match self.summarizer {
             SummarizerKind::None => Ok(None),
+            SummarizerKind::Openai => super::summarizer_http::build(Protocol::OpenAi, &self.http, timeout).map(Some),
+            SummarizerKind::Anthropic => {
+                super::summarizer_http::build(Protocol::Anthropic, &self.http, timeout).map(Some)
+            }
             SummarizerKind::Exec => {
                 let command = self
                     .summarizer_cmd

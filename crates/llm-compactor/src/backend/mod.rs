@@ -7,3 +7,6 @@
 pub mod exec;
 
 pub use exec::ExecSummarizer;
+
+#[cfg(feature = "http")]
+pub mod http;
