@@ -30,6 +30,8 @@ enum Command {
     Plan(cmd::plan::Args),
     /// Build, compact, replay and inspect session transcripts.
     Session(cmd::session::Args),
+    /// Simulate what each context strategy costs with prompt caching.
+    Simulate(cmd::simulate::Args),
 }
 
 fn main() {
@@ -47,6 +49,7 @@ fn main() {
         Command::Compact(args) => cmd::compact::run(args),
         Command::Plan(args) => cmd::plan::run(args),
         Command::Session(args) => cmd::session::run(args),
+        Command::Simulate(args) => cmd::simulate::run(args),
     };
     if let Err(err) = outcome {
         eprintln!("compactor: {err}");

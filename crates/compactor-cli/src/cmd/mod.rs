@@ -8,3 +8,5 @@ pub mod plan;
 pub mod session;
 pub mod summarizer;
 pub mod summarizer_http;
+pub mod plot;
+pub mod simulate;

@@ -1,0 +1,147 @@
+//! The [`Strategy`] trait: one way of shaping the conversation before each request.
+//!
+//! A strategy owns its managed conversation. Before every request the replay hands it
+//! the trajectory messages that arrived since the previous request (the previous
+//! assistant turn included) and the strategy appends them, reshapes the conversation
+//! however it manages context, and reports what that cost (summarizer calls) and what
+//! it did (compactions, elision epochs). The replay then bills the request.
+
+use std::fmt;
+use std::str::FromStr;
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+use crate::count::TokenCounter;
+use crate::message::Message;
+use crate::simulate::SimError;
+use crate::simulate::pricing::Tokens;
+
+/// What a strategy sees besides the new messages.
+pub struct Env<'a> {
+    /// The counter every number is measured with.
+    pub counter: &'a dyn TokenCounter,
+    /// The context window in tokens.
+    pub window: usize,
+    /// The conversation the previous request carried (for strategies whose summarizer
+    /// call is itself a cached request).
+    pub previous: &'a [Message],
+}
+
+/// What a strategy did before one request.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Step {
+    /// Summarizing or trimming passes.
+    pub compactions: u32,
+    /// Passes that only elided (stubbed, masked, cleared) old tool results.
+    pub elision_epochs: u32,
+    /// Summarizer requests made.
+    pub summarizer_calls: u32,
+    /// What those requests were billed.
+    pub summarizer: Tokens,
+}
+
+/// A context-management strategy under simulation.
+pub trait Strategy {
+    /// The strategy's name in reports.
+    fn name(&self) -> &str;
+
+    /// Appends `appended` to the managed conversation and shapes it for the next request.
+    ///
+    /// # Errors
+    /// Only when the strategy cannot run at all (the engine rejected the input).
+    fn prepare(&mut self, appended: &[Message], env: &Env<'_>) -> Result<Step, SimError>;
+
+    /// The conversation the next request carries, as last shaped by
+    /// [`Strategy::prepare`].
+    fn conversation(&self) -> &[Message];
+}
+
+/// The strategies the simulator knows, by name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum StrategyKind {
+    /// `none`: no management at all.
+    None,
+    /// `ours`: the engine with observation aging on.
+    Ours,
+    /// `ours-no-aging`: the engine with observation aging off.
+    OursNoAging,
+    /// `mask-last-n`: SWE-agent / JetBrains observation masking, N = 10.
+    MaskLastN,
+    /// `clear-tool-uses`: Anthropic context editing with its defaults.
+    ClearToolUses,
+    /// `clear-tool-uses-scaled`: a variant (ours, not Anthropic's) with the trigger scaled
+    /// to the window (half of it, as 100k is half of Claude's 200k).
+    ClearToolUsesScaled,
+    /// `summarize-at-threshold`: Codex-like auto-compaction at 90% of the window.
+    SummarizeAtThreshold,
+}
+
+impl StrategyKind {
+    /// Every strategy, in report order.
+    pub const ALL: [StrategyKind; 7] = [
+        StrategyKind::None,
+        StrategyKind::Ours,
+        StrategyKind::OursNoAging,
+        StrategyKind::MaskLastN,
+        StrategyKind::ClearToolUses,
+        StrategyKind::ClearToolUsesScaled,
+        StrategyKind::SummarizeAtThreshold,
+    ];
+
+    /// The strategy's name.
+    pub fn name(self) -> &'static str {
+        match self {
+            StrategyKind::None => "none",
+            StrategyKind::Ours => "ours",
+            StrategyKind::OursNoAging => "ours-no-aging",
+            StrategyKind::MaskLastN => "mask-last-n",
+            StrategyKind::ClearToolUses => "clear-tool-uses",
+            StrategyKind::ClearToolUsesScaled => "clear-tool-uses-scaled",
+            StrategyKind::SummarizeAtThreshold => "summarize-at-threshold",
+        }
+    }
+
+    /// A fresh instance for one trajectory.
+    ///
+    /// # Errors
+    /// The engine's configuration is invalid for this window (a zero window).
+    pub fn build(self, window: usize, counter: Arc<dyn TokenCounter>) -> Result<Box<dyn Strategy>, SimError> {
+        use crate::simulate::{clear_tool_uses, mask_last_n, none, ours, summarize_at_threshold};
+        Ok(match self {
+            StrategyKind::None => Box::new(none::NoManagement::default()),
+            StrategyKind::Ours => Box::new(ours::Ours::new(window, true, counter)?),
+            StrategyKind::OursNoAging => Box::new(ours::Ours::new(window, false, counter)?),
+            StrategyKind::MaskLastN => Box::new(mask_last_n::MaskLastN::new(mask_last_n::DEFAULT_N)),
+            StrategyKind::ClearToolUses => Box::new(clear_tool_uses::ClearToolUses::anthropic_defaults()),
+            StrategyKind::ClearToolUsesScaled => Box::new(clear_tool_uses::ClearToolUses::scaled(window)),
+            StrategyKind::SummarizeAtThreshold => {
+                Box::new(summarize_at_threshold::SummarizeAtThreshold::new(window, counter))
+            }
+        })
+    }
+}
+
+impl fmt::Display for StrategyKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A strategy name that the simulator does not know.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "unknown strategy {0:?} (expected one of: none, ours, ours-no-aging, mask-last-n, clear-tool-uses, clear-tool-uses-scaled, summarize-at-threshold)"
+)]
+pub struct UnknownStrategy(pub String);
+
+impl FromStr for StrategyKind {
+    type Err = UnknownStrategy;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        StrategyKind::ALL
+            .into_iter()
+            .find(|k| k.name() == s)
+            .ok_or_else(|| UnknownStrategy(s.to_owned()))
+    }
+}
