@@ -339,11 +339,7 @@ mod tests {
     fn every_field_changes_the_fingerprint() {
         let memo = MemoCounter::new(HeuristicCounter);
         let base = Message::user("same text");
-        let mut variants = vec![
-            base.clone(),
-            base.clone().sticky(),
-            base.clone().at_depth(2),
-        ];
+        let mut variants = vec![base.clone(), base.clone().sticky(), base.clone().at_depth(2)];
         let mut named = base.clone();
         named.name = Some("n".into());
         variants.push(named);
