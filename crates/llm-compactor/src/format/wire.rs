@@ -25,17 +25,9 @@ pub(super) fn parse_json(bytes: &[u8], source_name: &str) -> Result<Value, Forma
     })
 }
 
-/// A short name for a JSON value's kind, for error messages.
-pub(super) fn kind_of(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
-}
+/// A short name for a JSON value's kind, for error messages (one definition, in the
+/// message model).
+pub(super) use crate::message::kind_of;
 
 /// Splits a top-level object into its `messages` array and the envelope (the object with
 /// `messages` left as a `null` placeholder, so the key keeps its place).

@@ -20,6 +20,7 @@ pub mod digest;
 mod model;
 
 pub use canonical::{canonical_arguments, canonical_json};
+pub(crate) use content::kind_of;
 pub use content::{Content, Part};
 pub use digest::{conversation_digest, message_digest};
 pub use model::{Message, Role, ToolCall};
