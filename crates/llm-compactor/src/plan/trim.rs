@@ -110,6 +110,12 @@ fn candidates(messages: &[Message], pairs: &Pairs, layout: &Layout, cut: usize) 
     }
     let mut out: Vec<usize> = Vec::new();
     for &start in &layout.middle {
+        // The candidate of `start` is the smallest pair-closed cut at or after it, so a
+        // start inside the previous candidate gives that candidate again: skipping it
+        // keeps this linear when thousands of results follow one turn.
+        if out.last().is_some_and(|&last| start <= last) {
+            continue;
+        }
         let mut c = start;
         loop {
             while c < cut && messages[c + 1].is_tool_result() && !messages[c + 1].is_sticky() {
