@@ -88,6 +88,23 @@ fn degenerate_conversations_never_panic_and_stay_valid() {
 }
 
 #[test]
+fn the_public_planning_functions_survive_a_layout_of_another_conversation() {
+    let long = engine_support::conversation(10, 400);
+    let short = engine_support::conversation(1, 10);
+    let (pairs, layout) = (Pairs::build(&long), plan::layout(&long, 2));
+    let rules = AgingRules {
+        min_chars: 1,
+        reclaim_min: 1,
+    };
+    let _ = plan::eligible(&short, &pairs, &layout, rules);
+    let _ = plan::layout_with(&short, &pairs, 1);
+    let mut count = |m: &[Message]| HeuristicCounter.count_messages(m);
+    assert!(plan::plan_trim(&short, &pairs, &layout, 10, usize::MAX, &mut count).is_none());
+    let _ = plan::validate(&short, &long, layout.recent_start);
+    let _ = plan::assemble(&short, layout.cut.unwrap(), "S");
+}
+
+#[test]
 fn keep_recent_zero_summarizes_everything_but_the_sticky_messages() {
     let input = vec![
         Message::system("s"),

@@ -81,7 +81,8 @@ pub fn eligible(messages: &[Message], pairs: &Pairs, layout: &Layout, rules: Agi
     }
     let mut out = Vec::new();
     for &i in &layout.middle {
-        let message = &messages[i];
+        // A layout of another conversation is ignored where it does not fit this one.
+        let Some(message) = messages.get(i) else { continue };
         if i > cut || !message.is_tool_result() || message.is_sticky() || is_stub(&message.content) {
             continue;
         }

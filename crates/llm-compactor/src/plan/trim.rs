@@ -47,7 +47,8 @@ pub fn plan_trim(
     count: &mut dyn FnMut(&[Message]) -> usize,
 ) -> Option<TrimPlan> {
     let cut = layout.cut?;
-    if layout.middle.is_empty() {
+    // A layout of another conversation (a cut past the end) plans nothing.
+    if layout.middle.is_empty() || cut >= messages.len() || layout.middle.iter().any(|&i| i > cut) {
         return None;
     }
     let candidates = candidates(messages, pairs, layout, cut);
