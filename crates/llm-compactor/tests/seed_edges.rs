@@ -341,3 +341,47 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn custom_prompts_reach_every_kind_of_request() {
+    let prompts = llm_compactor::summarize::Prompts {
+        instruction: "MY INSTRUCTION".into(),
+        tighten: "TOO LONG, AT MOST {limit}".into(),
+        carry: "MY CARRY".into(),
+    };
+    let input = engine_support::conversation(10, 400);
+    let s = Scripted::new(vec![reply(&"h".repeat(20_000)), reply("tight")]);
+    let c = Compactor::new(config(2000, 3), Arc::new(HeuristicCounter))
+        .with_summarizer(s.clone())
+        .with_prompts(prompts.clone());
+    let r = run(&c, &input);
+    assert!(!r.fallback);
+    assert_eq!(s.request(0).system, "MY INSTRUCTION");
+    let limit = s.request(1).transcript.chars().count() / 4;
+    assert_eq!(
+        s.request(1).system,
+        format!("MY INSTRUCTION\n\nTOO LONG, AT MOST {limit}")
+    );
+    let s = Arc::new(Scripted::build(vec![]).with_room(400).with_fallback(reply("so far")));
+    let c = Compactor::new(config(100_000, 1), Arc::new(HeuristicCounter))
+        .with_summarizer(s.clone())
+        .with_prompts(prompts);
+    let r = run(&c, &engine_support::conversation(20, 1000));
+    assert!(!r.fallback && s.calls() > 2);
+    assert!(
+        s.request(1)
+            .transcript
+            .starts_with("MY CARRY\n\n[summary so far]\nso far\n")
+    );
+}
+
+#[test]
+fn the_compactor_and_its_pass_can_be_shared_and_spawned() {
+    fn send_sync<T: Send + Sync>(_: &T) {}
+    fn send<T: Send>(_: &T) {}
+    let c = Compactor::new(config(1000, 2), Arc::new(HeuristicCounter));
+    send_sync(&c);
+    let input = vec![Message::user("u")];
+    let pass = c.compact(&input, CompactOptions::default());
+    send(&pass);
+}
