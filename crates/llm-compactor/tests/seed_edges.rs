@@ -183,6 +183,34 @@ fn no_request_overflows_a_room_measured_by_a_counter_above_the_chars_floor() {
 }
 
 #[test]
+fn the_heuristic_counter_does_not_let_cjk_requests_overflow_the_room() {
+    // Counted at one token per CJK character (what real tokenizers come close to) and
+    // three ASCII characters per token, every request fits.
+    let room = 1500;
+    let s = Arc::new(Scripted::build(vec![]).with_room(room).with_fallback(reply("要約")));
+    let mut input = vec![Message::system("s")];
+    for i in 0..30 {
+        input.push(Message::user(format!("質問{i}").repeat(50)));
+        input.push(Message::assistant("答え".repeat(200)));
+    }
+    input.push(Message::user("最後"));
+    let c = Compactor::new(config(1_000_000, 1), Arc::new(HeuristicCounter)).with_summarizer(s.clone());
+    let r = run(&c, &input);
+    assert!(!r.fallback);
+    let cost = |t: &str| -> usize {
+        t.chars()
+            .map(|ch| if ch.is_ascii() { 1 } else { 3 })
+            .sum::<usize>()
+            .div_ceil(3)
+    };
+    for i in 0..s.calls() {
+        let request = s.request(i);
+        let size = cost(&request.system) + cost(&request.transcript);
+        assert!(size <= room + 1, "request {i}: {size} > {room}");
+    }
+}
+
+#[test]
 fn chunking_estimates_each_unit_a_bounded_number_of_times() {
     // 2,000 units that all fit one room: the old loop re-estimated the growing text
     // after every unit (about 2,000 x 2,000 / 2 units' worth of text).
