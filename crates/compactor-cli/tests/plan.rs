@@ -19,7 +19,7 @@ fn conversation(rounds: usize, size: usize) -> Value {
     ];
     for i in 0..rounds {
         m.push(json!({"role": "assistant", "content": null, "tool_calls": [
-            {"id": format!("c{i}"), "type": "function", "function": {"name": "fs_read", "arguments": "{}"}}
+            {"id": format!("c{i}"), "type": "function", "function": {"name": "fs_read", "arguments": format!("{{\"path\":\"f{i}.rs\"}}")}}
         ]}));
         m.push(json!({"role": "tool", "tool_call_id": format!("c{i}"), "content": "r".repeat(size)}));
     }

@@ -56,7 +56,12 @@ pub struct CompactorConfig {
     /// Cap in chars on each tool result and each tool call's arguments in the
     /// summarizer's input (never in the conversation). Default 2000.
     pub tool_result_cap: usize,
-    /// Summarizer attempts in total. Default 3.
+    /// Failed summarizer calls allowed in one pass, in total (default 3): the first
+    /// failure is retried after a backoff, and so on, until this many have failed. An
+    /// abort-class failure ends summarizing at once. Calls that returned a summary (a
+    /// chunk, the single tighten retry, the single doubled-budget retry after a
+    /// truncation) are not failures and do not count; every call is in
+    /// `CompactionResult::attempts`.
     pub max_attempts: u32,
     /// Stub fat old tool results before summarizing. Default false.
     pub age_observations: bool,

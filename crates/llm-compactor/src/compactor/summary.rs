@@ -35,10 +35,13 @@ pub(crate) struct SummaryOutcome {
 }
 
 /// A conservative token estimate for the summarizer's input: the pass counter's count,
-/// but never less than one token per three chars (tokenizers differ; overflowing the
-/// summarizer's window is the one failure this phase must never cause).
+/// but never less than one token per three UTF-8 bytes (tokenizers differ; overflowing
+/// the summarizer's window is the one failure this phase must never cause). Bytes, not
+/// chars: for ASCII they are the same, but a CJK character is one token or more under
+/// real tokenizers, and the heuristic counter's chars/4 would let a request of Chinese
+/// text overflow the room threefold.
 fn estimate(counter: &dyn TokenCounter, text: &str) -> usize {
-    counter.count_text(text).max(text.chars().count().div_ceil(3))
+    counter.count_text(text).max(text.len().div_ceil(3))
 }
 
 impl Compactor {

@@ -67,7 +67,7 @@ pub fn layout_with(messages: &[Message], pairs: &Pairs, keep_recent: usize) -> L
     for i in (0..n).rev() {
         let own = pairs
             .asker(i)
-            .filter(|&turn| !messages[turn].is_sticky())
+            .filter(|&turn| messages.get(turn).is_some_and(|m| !m.is_sticky()))
             .unwrap_or(usize::MAX);
         earliest_asker[i] = earliest_asker[i + 1].min(own);
     }

@@ -8,7 +8,8 @@
 //!   (`reclaim_min` chars) has come after it (the trailing grace),
 //! - or it is an older copy of a call that was answered more than once in the whole
 //!   conversation: the loop breaker. The newest answer of such a call is protected
-//!   forever, and every older copy is eligible whatever its size or distance.
+//!   forever (never stubbed, not even for its size), and every older copy is eligible
+//!   whatever its size or distance.
 //!
 //! One refinement of ours: a result is never stubbed when the stub would not be shorter
 //! than the content (a tiny duplicate), so an elision always reclaims something and an
@@ -80,14 +81,21 @@ pub fn eligible(messages: &[Message], pairs: &Pairs, layout: &Layout, rules: Agi
     }
     let mut out = Vec::new();
     for &i in &layout.middle {
-        let message = &messages[i];
+        // A layout of another conversation is ignored where it does not fit this one.
+        let Some(message) = messages.get(i) else { continue };
         if i > cut || !message.is_tool_result() || message.is_sticky() || is_stub(&message.content) {
             continue;
         }
-        let duplicate = identities[i]
+        let repeated = identities[i]
             .as_deref()
             .and_then(|id| newest.get(id))
-            .is_some_and(|&(last, count)| count > 1 && last != i);
+            .filter(|&&(_, count)| count > 1);
+        // The newest answer of a repeated call is protected, whatever its size or age:
+        // the model re-ran the call because it needed those bytes.
+        if repeated.is_some_and(|&(last, _)| last == i) {
+            continue;
+        }
+        let duplicate = repeated.is_some();
         let chars = message.content.chars();
         let aged = chars > rules.min_chars && after[i + 1] >= rules.reclaim_min;
         let reason = if duplicate {

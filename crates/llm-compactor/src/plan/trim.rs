@@ -47,7 +47,8 @@ pub fn plan_trim(
     count: &mut dyn FnMut(&[Message]) -> usize,
 ) -> Option<TrimPlan> {
     let cut = layout.cut?;
-    if layout.middle.is_empty() {
+    // A layout of another conversation (a cut past the end) plans nothing.
+    if layout.middle.is_empty() || cut >= messages.len() || layout.middle.iter().any(|&i| i > cut) {
         return None;
     }
     let candidates = candidates(messages, pairs, layout, cut);
@@ -110,6 +111,12 @@ fn candidates(messages: &[Message], pairs: &Pairs, layout: &Layout, cut: usize) 
     }
     let mut out: Vec<usize> = Vec::new();
     for &start in &layout.middle {
+        // The candidate of `start` is the smallest pair-closed cut at or after it, so a
+        // start inside the previous candidate gives that candidate again: skipping it
+        // keeps this linear when thousands of results follow one turn.
+        if out.last().is_some_and(|&last| start <= last) {
+            continue;
+        }
         let mut c = start;
         loop {
             while c < cut && messages[c + 1].is_tool_result() && !messages[c + 1].is_sticky() {

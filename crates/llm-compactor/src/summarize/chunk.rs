@@ -37,6 +37,12 @@ fn carried_prefix(carry_note: &str, summary: &str) -> String {
 /// unit it did not take. `room` is the token room for the transcript alone; `estimate`
 /// counts tokens of a text. Always takes at least one unit (capped to fit when it alone
 /// is too big) while any remain.
+///
+/// Linear in the chunk: units are taken while the sum of their estimates fits (for
+/// every real counter a concatenation counts at most its parts' sum), and the chunk is
+/// then estimated once as a whole; should a counter disagree, units are given back until
+/// the whole fits. Re-estimating the growing text after every unit was quadratic, which
+/// with an exact tokenizer and a 128k room took minutes.
 pub fn next_chunk(
     units: &[String],
     start: usize,
@@ -44,7 +50,7 @@ pub fn next_chunk(
     room: usize,
     estimate: &dyn Fn(&str) -> usize,
 ) -> (String, usize) {
-    let mut text = match carry {
+    let prefix = match carry {
         Some((note, summary)) => {
             let mut prefix = carried_prefix(note, summary);
             if estimate(&prefix) > room / 2 {
@@ -55,23 +61,31 @@ pub fn next_chunk(
         }
         None => String::new(),
     };
+    let mut used = if prefix.is_empty() { 0 } else { estimate(&prefix) };
     let mut next = start;
-    while let Some(unit) = units.get(next) {
-        let separator = if next == start { "" } else { "\n" };
-        let candidate = format!("{text}{separator}{unit}");
-        if estimate(&candidate) <= room {
-            text = candidate;
-            next += 1;
-            continue;
+    for unit in units.get(start..).unwrap_or(&[]) {
+        // The unit, and the newline that separates it from the one before.
+        let cost = estimate(unit).saturating_add(usize::from(next > start));
+        if used.saturating_add(cost) > room {
+            break;
         }
-        if next == start {
-            let capped = fit(unit, |s| estimate(&format!("{text}{s}")) <= room);
-            text.push_str(&capped);
-            next += 1;
-        }
-        break;
+        used += cost;
+        next += 1;
     }
-    (text, next)
+    while next > start {
+        let text = format!("{prefix}{}", units[start..next].join("\n"));
+        if estimate(&text) <= room {
+            return (text, next);
+        }
+        next -= 1;
+    }
+    match units.get(start) {
+        None => (prefix, start),
+        Some(unit) => {
+            let capped = fit(unit, |s| estimate(&format!("{prefix}{s}")) <= room);
+            (format!("{prefix}{capped}"), start + 1)
+        }
+    }
 }
 
 /// The longest marked truncation of `text` that `fits`.

@@ -192,3 +192,20 @@ pub fn conversation(rounds: usize, size: usize) -> Vec<Message> {
 pub fn tokens(messages: &[Message]) -> usize {
     HeuristicCounter.count_messages(messages)
 }
+
+/// A counter whose count is exactly the content chars (no per-message overhead), so a
+/// test can put a conversation at any count it likes.
+#[derive(Default)]
+pub struct Chars;
+
+impl TokenCounter for Chars {
+    fn name(&self) -> &str {
+        "chars"
+    }
+    fn count_text(&self, text: &str) -> usize {
+        text.chars().count()
+    }
+    fn count_message(&self, message: &Message) -> usize {
+        message.content.chars()
+    }
+}
