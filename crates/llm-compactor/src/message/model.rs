@@ -130,37 +130,31 @@ fn is_false(value: &bool) -> bool {
 /// assert_eq!(answer.tool_call_id.as_deref(), Some("call_1"));
 /// assert!(!ask.is_sticky() && !answer.is_sticky());
 /// ```
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(from = "MessageRepr")]
 pub struct Message {
     /// A stable id (the session transcript's envelope id), when the message has one.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub id: Option<String>,
     /// Who speaks.
     pub role: Role,
     /// What is said.
-    #[serde(default, skip_serializing_if = "Content::is_absent")]
     pub content: Content,
     /// The tool calls an assistant turn asked for.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tool_calls: Vec<ToolCall>,
     /// For a tool result: the id of the call it answers.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool_call_id: Option<String>,
     /// The optional `name` field (a tool result's tool name on some wires).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
     /// Explicitly sticky: never summarized, elided or trimmed.
-    #[serde(default, skip_serializing_if = "is_false")]
     pub sticky: bool,
     /// A system prompt (sticky). Set by the importers for `system`/`developer` roles and
-    /// Anthropic's top-level `system`.
-    #[serde(default, skip_serializing_if = "is_false")]
+    /// Anthropic's top-level `system`. In the native JSON form it defaults to what the
+    /// role implies (true for `system` and `developer`) and is written only when it
+    /// differs from that, so `{"role": "system", ...}` is sticky however it was written.
     pub sysprompt: bool,
     /// Injected at this depth from the end by the harness (sticky).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub depth: Option<u32>,
     /// Every wire field we do not model, kept verbatim so that export is lossless.
-    #[serde(default, skip_serializing_if = "Map::is_empty")]
     pub extras: Map<String, Value>,
 }
 
@@ -242,5 +236,124 @@ impl Message {
     /// The content as plain text (text parts joined; see [`Content::text`]).
     pub fn text(&self) -> String {
         self.content.text()
+    }
+}
+
+/// The native JSON form of a [`Message`] as it is read: every field optional, and
+/// `sysprompt` defaulting to what the role implies.
+#[derive(Deserialize)]
+struct MessageRepr {
+    #[serde(default)]
+    id: Option<String>,
+    role: Role,
+    #[serde(default)]
+    content: Content,
+    #[serde(default)]
+    tool_calls: Vec<ToolCall>,
+    #[serde(default)]
+    tool_call_id: Option<String>,
+    #[serde(default)]
+    name: Option<String>,
+    #[serde(default)]
+    sticky: bool,
+    #[serde(default)]
+    sysprompt: Option<bool>,
+    #[serde(default)]
+    depth: Option<u32>,
+    #[serde(default)]
+    extras: Map<String, Value>,
+}
+
+impl From<MessageRepr> for Message {
+    fn from(repr: MessageRepr) -> Self {
+        let sysprompt = repr.sysprompt.unwrap_or_else(|| repr.role.is_system_prompt());
+        Message {
+            id: repr.id,
+            role: repr.role,
+            content: repr.content,
+            tool_calls: repr.tool_calls,
+            tool_call_id: repr.tool_call_id,
+            name: repr.name,
+            sticky: repr.sticky,
+            sysprompt,
+            depth: repr.depth,
+            extras: repr.extras,
+        }
+    }
+}
+
+/// The native JSON form of a [`Message`] as it is written: empty fields left out, and
+/// `sysprompt` only where it differs from what the role implies.
+#[derive(Serialize)]
+struct MessageOut<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    id: Option<&'a str>,
+    role: &'a Role,
+    #[serde(skip_serializing_if = "Content::is_absent")]
+    content: &'a Content,
+    #[serde(skip_serializing_if = "<[ToolCall]>::is_empty")]
+    tool_calls: &'a [ToolCall],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tool_call_id: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    name: Option<&'a str>,
+    #[serde(skip_serializing_if = "is_false")]
+    sticky: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    sysprompt: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    depth: Option<u32>,
+    #[serde(skip_serializing_if = "Map::is_empty")]
+    extras: &'a Map<String, Value>,
+}
+
+impl Serialize for Message {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        MessageOut {
+            id: self.id.as_deref(),
+            role: &self.role,
+            content: &self.content,
+            tool_calls: &self.tool_calls,
+            tool_call_id: self.tool_call_id.as_deref(),
+            name: self.name.as_deref(),
+            sticky: self.sticky,
+            sysprompt: (self.sysprompt != self.role.is_system_prompt()).then_some(self.sysprompt),
+            depth: self.depth,
+            extras: &self.extras,
+        }
+        .serialize(serializer)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read(json: &str) -> Message {
+        serde_json::from_str(json).expect("a native message")
+    }
+
+    #[test]
+    fn a_system_or_developer_message_read_from_native_json_is_sticky() {
+        assert!(read(r#"{"role":"system","content":"rules"}"#).is_sticky());
+        assert!(read(r#"{"role":"developer","content":"rules"}"#).is_sticky());
+        assert!(!read(r#"{"role":"user","content":"hi"}"#).is_sticky());
+    }
+
+    #[test]
+    fn sysprompt_is_written_only_where_it_differs_from_the_role_and_round_trips() {
+        let system = Message::system("rules");
+        assert_eq!(
+            serde_json::to_string(&system).unwrap(),
+            r#"{"role":"system","content":"rules"}"#
+        );
+        let mut demoted = Message::system("not a prompt");
+        demoted.sysprompt = false;
+        let mut promoted = Message::user("a prompt");
+        promoted.sysprompt = true;
+        for message in [system, demoted, promoted] {
+            let text = serde_json::to_string(&message).unwrap();
+            assert_eq!(read(&text), message, "{text}");
+        }
     }
 }
