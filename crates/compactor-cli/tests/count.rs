@@ -2,21 +2,11 @@
 
 mod support;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use llm_compactor::count::counter_by_name;
 use llm_compactor::format::{Document, Format};
-use support::run;
-
-/// The largest mini-swe-agent trajectory of the shared data, or `None` (with a notice)
-/// when the data is absent.
-fn largest_trajectory() -> Option<PathBuf> {
-    support::mini_swe_agent_files()
-        .into_iter()
-        .filter_map(|path| Some((std::fs::metadata(&path).ok()?.len(), path)))
-        .max()
-        .map(|(_, path)| path)
-}
+use support::{largest_mini_swe_agent_file, run};
 
 fn expected(path: &Path, counter: &str) -> (usize, usize) {
     let document = Document::read_path(path, Some(Format::MiniSweAgent)).expect("the trajectory reads");
@@ -26,7 +16,9 @@ fn expected(path: &Path, counter: &str) -> (usize, usize) {
 
 #[test]
 fn counts_a_trajectory_file_with_the_default_o200k_counter() {
-    let Some(path) = largest_trajectory() else { return };
+    let Some(path) = largest_mini_swe_agent_file() else {
+        return;
+    };
     let (messages, tokens) = expected(&path, "o200k");
     let out = run(&["count", path.to_str().unwrap()], None);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
@@ -38,7 +30,9 @@ fn counts_a_trajectory_file_with_the_default_o200k_counter() {
 
 #[test]
 fn counts_stdin_as_json_with_every_counter_and_format_option() {
-    let Some(path) = largest_trajectory() else { return };
+    let Some(path) = largest_mini_swe_agent_file() else {
+        return;
+    };
     let bytes = std::fs::read(&path).unwrap();
     for counter in ["heuristic", "o200k", "cl100k"] {
         let (messages, tokens) = expected(&path, counter);

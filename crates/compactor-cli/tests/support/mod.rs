@@ -15,7 +15,7 @@ use serde_json::{Value, json};
 mod common;
 
 #[allow(unused_imports)]
-pub use common::{data_dir, mini_swe_agent_files};
+pub use common::{data_dir, largest_mini_swe_agent_file, mini_swe_agent_files};
 
 /// The real binary, ready for arguments.
 pub fn bin() -> Command {
