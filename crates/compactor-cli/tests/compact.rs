@@ -144,32 +144,19 @@ fn a_real_trajectory_keeps_its_format() {
     let Some(file) = mini_swe_agent_files().into_iter().next() else {
         return;
     };
-    let out = run(
-        &[
-            "compact",
-            file.to_str().unwrap(),
-            "--counter",
-            "heuristic",
-            "--budget",
-            "8000",
-            "--json",
-        ],
-        None,
-    );
+    let args = [
+        "compact",
+        file.to_str().unwrap(),
+        "--counter",
+        "heuristic",
+        "--budget",
+        "8000",
+    ];
+    let out = run(&[&args[..], &["--json"]].concat(), None);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let r = stdout_json(&out);
     assert!(r["tokens_after"].as_u64() < r["tokens_before"].as_u64());
-    let out = run(
-        &[
-            "compact",
-            file.to_str().unwrap(),
-            "--counter",
-            "heuristic",
-            "--budget",
-            "8000",
-        ],
-        None,
-    );
+    let out = run(&args, None);
     let doc = stdout_json(&out);
     let original: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
     assert_eq!(doc["info"], original["info"], "the trajectory envelope survives");

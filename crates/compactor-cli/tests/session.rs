@@ -25,6 +25,14 @@ fn import(input: &Path, session: &Path) -> Output {
     )
 }
 
+/// `compactor session replay SESSION EXTRA...`.
+fn replay(session: &Path, extra: &[&str]) -> Output {
+    run(
+        &[&["session", "replay", session.to_str().unwrap()], extra].concat(),
+        None,
+    )
+}
+
 /// A transcript with messages, an elision epoch and a hard-trim compaction.
 fn sample(dir: &Path) -> (PathBuf, Vec<Message>) {
     let path = dir.join("run.jsonl");
@@ -73,7 +81,7 @@ fn sample(dir: &Path) -> (PathBuf, Vec<Message>) {
 fn replay_prints_the_rebuilt_conversation() {
     let dir = tempfile::tempdir().unwrap();
     let (path, messages) = sample(dir.path());
-    let out = run(&["session", "replay", path.to_str().unwrap()], None);
+    let out = replay(&path, &[]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let text = stdout(&out);
     assert!(text.starts_with("[system]\nYou are careful.\n"), "{text}");
@@ -83,7 +91,7 @@ fn replay_prints_the_rebuilt_conversation() {
     );
     assert!(!text.contains("Fix the build."), "the compaction replaced it");
 
-    let out = run(&["session", "replay", path.to_str().unwrap(), "--json"], None);
+    let out = replay(&path, &["--json"]);
     assert!(out.status.success());
     let value: Value = serde_json::from_str(&stdout(&out)).unwrap();
     let replayed = value["messages"].as_array().unwrap();
@@ -133,7 +141,7 @@ fn a_torn_tail_is_reported_and_ignored_by_readers() {
     let mut bytes = std::fs::read(&path).unwrap();
     bytes.extend_from_slice(br#"{"id":"x","payl"#);
     std::fs::write(&path, &bytes).unwrap();
-    let out = run(&["session", "replay", path.to_str().unwrap(), "--json"], None);
+    let out = replay(&path, &["--json"]);
     assert!(out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("torn final line"));
     let value: Value = serde_json::from_str(&stdout(&out)).unwrap();
@@ -172,22 +180,12 @@ fn import_then_replay_gives_back_the_openai_conversation() {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(std::fs::metadata(&session).unwrap().permissions().mode() & 0o777, 0o600);
 
-    let out = run(&["session", "replay", session.to_str().unwrap(), "--json"], None);
+    let out = replay(&session, &["--json"]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let value: Value = serde_json::from_str(&stdout(&out)).unwrap();
     assert_eq!(value, serde_json::json!({ "messages": conversation }));
 
-    let out = run(
-        &[
-            "session",
-            "replay",
-            session.to_str().unwrap(),
-            "--json",
-            "--to",
-            "anthropic",
-        ],
-        None,
-    );
+    let out = replay(&session, &["--json", "--to", "anthropic"]);
     assert!(out.status.success());
     let value: Value = serde_json::from_str(&stdout(&out)).unwrap();
     assert_eq!(value["system"], "You are careful.");
@@ -218,17 +216,7 @@ fn import_an_anthropic_conversation_and_replay_it_in_kind() {
     let session = dir.path().join("s.jsonl");
     let out = import(&input, &session);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let out = run(
-        &[
-            "session",
-            "replay",
-            session.to_str().unwrap(),
-            "--json",
-            "--to",
-            "anthropic",
-        ],
-        None,
-    );
+    let out = replay(&session, &["--json", "--to", "anthropic"]);
     assert!(out.status.success());
     let value: Value = serde_json::from_str(&stdout(&out)).unwrap();
     assert_eq!(
@@ -247,7 +235,7 @@ fn import_a_real_mini_swe_agent_trajectory() {
     let out = import(&file, &session);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let original: Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
-    let out = run(&["session", "replay", session.to_str().unwrap(), "--json"], None);
+    let out = replay(&session, &["--json"]);
     assert!(out.status.success());
     let value: Value = serde_json::from_str(&stdout(&out)).unwrap();
     let wanted = original["messages"]
