@@ -12,7 +12,7 @@ use async_trait::async_trait;
 use llm_compactor::count::{HeuristicCounter, TokenCounter};
 use llm_compactor::plan;
 use llm_compactor::summarize::{FailureKind, StopReason, Summarizer, SummarizerError, SummaryReply, SummaryRequest};
-use llm_compactor::{CompactionResult, Compactor, CompactorConfig, Message, ToolCall, Usage};
+use llm_compactor::{CompactOptions, CompactionResult, Compactor, CompactorConfig, Message, ToolCall, Usage};
 use tokio_util::sync::CancellationToken;
 
 /// One scripted answer.
@@ -247,4 +247,14 @@ pub fn check(input: &[Message], result: &CompactionResult) {
     plan::validate(input, &result.messages, layout.recent_start).expect("valid result");
     assert_eq!(tokens(&result.messages), result.tokens_after);
     assert_eq!(tokens(input), result.tokens_before);
+}
+
+/// One pass of a heuristic-counting compactor over `config` with `summarizer`, with the
+/// default options.
+pub async fn compact_once(config: CompactorConfig, summarizer: Arc<Scripted>, input: &[Message]) -> CompactionResult {
+    Compactor::new(config, Arc::new(HeuristicCounter))
+        .with_summarizer(summarizer)
+        .compact(input, CompactOptions::default())
+        .await
+        .unwrap()
 }
