@@ -1,56 +1,15 @@
 //! `compactor compact` on the real binary.
 
-use std::io::Write;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+mod support;
 
-use serde_json::{Value, json};
-
-fn bin() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_compactor"))
-}
-
-/// An OpenAI conversation: system, task, `rounds` tool rounds of `size` chars, a last user turn.
-fn conversation(rounds: usize, size: usize) -> Value {
-    let mut m = vec![
-        json!({"role": "system", "content": "You are a coding agent."}),
-        json!({"role": "user", "content": "Fix the bug."}),
-    ];
-    for i in 0..rounds {
-        m.push(json!({"role": "assistant", "content": null, "tool_calls": [
-            {"id": format!("c{i}"), "type": "function", "function": {"name": "fs_read", "arguments": format!("{{\"path\":\"f{i}.rs\"}}")}}
-        ]}));
-        m.push(json!({"role": "tool", "tool_call_id": format!("c{i}"), "content": "r".repeat(size)}));
-    }
-    m.push(json!({"role": "user", "content": "Continue."}));
-    Value::Array(m)
-}
-
-fn write(dir: &Path, name: &str, value: &Value) -> PathBuf {
-    let path = dir.join(name);
-    std::fs::write(&path, serde_json::to_string(value).unwrap()).unwrap();
-    path
-}
-
-fn run(args: &[&str]) -> Output {
-    bin().args(args).output().unwrap()
-}
-
-fn stdout_json(output: &Output) -> Value {
-    serde_json::from_slice(&output.stdout).unwrap_or_else(|e| {
-        panic!(
-            "{e}: {}\n{}",
-            String::from_utf8_lossy(&output.stdout),
-            String::from_utf8_lossy(&output.stderr)
-        )
-    })
-}
+use serde_json::Value;
+use support::{conversation, mini_swe_agent_files, run, stdout_json, write_json};
 
 const BASE: &[&str] = &["--counter", "heuristic", "--budget", "2000", "--keep-recent", "3"];
 
 #[test]
 fn help_lists_the_options() {
-    let out = run(&["compact", "--help"]);
+    let out = run(&["compact", "--help"], None);
     assert!(out.status.success());
     let help = String::from_utf8_lossy(&out.stdout);
     for flag in [
@@ -69,10 +28,10 @@ fn help_lists_the_options() {
 #[test]
 fn without_a_summarizer_it_hard_trims_and_says_so() {
     let dir = tempfile::tempdir().unwrap();
-    let input = write(dir.path(), "c.json", &conversation(10, 400));
+    let input = write_json(dir.path(), "c.json", &conversation(10, 400));
     let mut args = vec!["compact", input.to_str().unwrap()];
     args.extend(BASE);
-    let out = run(&args);
+    let out = run(&args, None);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let messages = stdout_json(&out);
     let messages = messages.as_array().unwrap();
@@ -86,10 +45,10 @@ fn without_a_summarizer_it_hard_trims_and_says_so() {
 #[test]
 fn json_result_has_every_field() {
     let dir = tempfile::tempdir().unwrap();
-    let input = write(dir.path(), "c.json", &conversation(10, 400));
+    let input = write_json(dir.path(), "c.json", &conversation(10, 400));
     let mut args = vec!["compact", input.to_str().unwrap(), "--json"];
     args.extend(BASE);
-    let out = run(&args);
+    let out = run(&args, None);
     assert!(out.status.success());
     let r = stdout_json(&out);
     for key in [
@@ -132,20 +91,7 @@ fn exec_summarizer_from_stdin_to_a_file() {
         "tests",
     ];
     args.extend(BASE);
-    let mut child = bin()
-        .args(&args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(serde_json::to_string(&conversation(10, 400)).unwrap().as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
+    let out = run(&args, Some(conversation(10, 400).to_string().as_bytes()));
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(out.stdout.is_empty());
     let written: Value = serde_json::from_str(&std::fs::read_to_string(&out_path).unwrap()).unwrap();
@@ -157,7 +103,7 @@ fn exec_summarizer_from_stdin_to_a_file() {
 #[test]
 fn invalid_configuration_is_a_usage_error() {
     let dir = tempfile::tempdir().unwrap();
-    let input = write(dir.path(), "c.json", &conversation(2, 10));
+    let input = write_json(dir.path(), "c.json", &conversation(2, 10));
     let path = input.to_str().unwrap();
     for bad in [
         vec!["compact", path, "--target-ratio", "0.9"],
@@ -176,7 +122,7 @@ fn invalid_configuration_is_a_usage_error() {
         ],
         vec!["compact", path, "--counter", "gpt2"],
     ] {
-        let out = run(&bad);
+        let out = run(&bad, None);
         assert_eq!(
             out.status.code(),
             Some(2),
@@ -186,7 +132,7 @@ fn invalid_configuration_is_a_usage_error() {
     }
     // A missing file is a runtime failure.
     assert_eq!(
-        run(&["compact", "/nonexistent/x.json", "--counter", "heuristic"])
+        run(&["compact", "/nonexistent/x.json", "--counter", "heuristic"], None)
             .status
             .code(),
         Some(1)
@@ -195,44 +141,22 @@ fn invalid_configuration_is_a_usage_error() {
 
 #[test]
 fn a_real_trajectory_keeps_its_format() {
-    let data = std::env::var_os("LLM_COMPACTOR_DATA")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/data")));
-    let dir = data.join("trajectories/mini-swe-agent");
-    let Some(file) = std::fs::read_dir(&dir).ok().and_then(|d| {
-        let mut files: Vec<PathBuf> = d
-            .filter_map(|e| e.ok().map(|e| e.path()))
-            .filter(|p| p.to_string_lossy().ends_with(".traj.json"))
-            .collect();
-        files.sort();
-        files.into_iter().next()
-    }) else {
-        eprintln!(
-            "NOTICE: skipping: no trajectories at {} (set LLM_COMPACTOR_DATA)",
-            dir.display()
-        );
+    let Some(file) = mini_swe_agent_files().into_iter().next() else {
         return;
     };
-    let out = run(&[
+    let args = [
         "compact",
         file.to_str().unwrap(),
         "--counter",
         "heuristic",
         "--budget",
         "8000",
-        "--json",
-    ]);
+    ];
+    let out = run(&[&args[..], &["--json"]].concat(), None);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let r = stdout_json(&out);
     assert!(r["tokens_after"].as_u64() < r["tokens_before"].as_u64());
-    let out = run(&[
-        "compact",
-        file.to_str().unwrap(),
-        "--counter",
-        "heuristic",
-        "--budget",
-        "8000",
-    ]);
+    let out = run(&args, None);
     let doc = stdout_json(&out);
     let original: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
     assert_eq!(doc["info"], original["info"], "the trajectory envelope survives");
@@ -242,16 +166,19 @@ fn a_real_trajectory_keeps_its_format() {
 #[test]
 fn the_default_counter_is_o200k() {
     let dir = tempfile::tempdir().unwrap();
-    let input = write(dir.path(), "c.json", &conversation(10, 400));
-    let out = run(&[
-        "compact",
-        input.to_str().unwrap(),
-        "--budget",
-        "2000",
-        "--keep-recent",
-        "3",
-        "--json",
-    ]);
+    let input = write_json(dir.path(), "c.json", &conversation(10, 400));
+    let out = run(
+        &[
+            "compact",
+            input.to_str().unwrap(),
+            "--budget",
+            "2000",
+            "--keep-recent",
+            "3",
+            "--json",
+        ],
+        None,
+    );
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(String::from_utf8_lossy(&out.stderr).contains("(o200k)"));
     let r = stdout_json(&out);

@@ -1,59 +1,12 @@
 //! `compactor count`, run as the real binary.
 
-use std::io::Write;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+mod support;
+
+use std::path::Path;
 
 use llm_compactor::count::counter_by_name;
 use llm_compactor::format::{Document, Format};
-
-fn compactor(args: &[&str], stdin: Option<&[u8]>) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_compactor"))
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("the binary starts");
-    {
-        let mut pipe = child.stdin.take().expect("stdin is piped");
-        if let Some(bytes) = stdin {
-            // A usage error exits before reading stdin: a broken pipe is expected then.
-            match pipe.write_all(bytes) {
-                Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
-                other => other.expect("stdin takes the input"),
-            }
-        }
-    }
-    child.wait_with_output().expect("the binary finishes")
-}
-
-/// The largest mini-swe-agent trajectory of the shared data, or `None` (with a notice)
-/// when the data is absent.
-fn largest_trajectory() -> Option<PathBuf> {
-    let dir = std::env::var_os("LLM_COMPACTOR_DATA")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/data")))
-        .join("trajectories/mini-swe-agent");
-    let mut files: Vec<(u64, PathBuf)> = std::fs::read_dir(&dir)
-        .map(|entries| {
-            entries
-                .filter_map(|e| e.ok())
-                .filter(|e| e.file_name().to_string_lossy().ends_with(".traj.json"))
-                .filter_map(|e| Some((e.metadata().ok()?.len(), e.path())))
-                .collect()
-        })
-        .unwrap_or_default();
-    files.sort();
-    let found = files.pop().map(|(_, path)| path);
-    if found.is_none() {
-        eprintln!(
-            "NOTICE: skipping: no mini-swe-agent trajectories at {} (set LLM_COMPACTOR_DATA)",
-            dir.display()
-        );
-    }
-    found
-}
+use support::{largest_mini_swe_agent_file, run};
 
 fn expected(path: &Path, counter: &str) -> (usize, usize) {
     let document = Document::read_path(path, Some(Format::MiniSweAgent)).expect("the trajectory reads");
@@ -63,9 +16,11 @@ fn expected(path: &Path, counter: &str) -> (usize, usize) {
 
 #[test]
 fn counts_a_trajectory_file_with_the_default_o200k_counter() {
-    let Some(path) = largest_trajectory() else { return };
+    let Some(path) = largest_mini_swe_agent_file() else {
+        return;
+    };
     let (messages, tokens) = expected(&path, "o200k");
-    let out = compactor(&["count", path.to_str().unwrap()], None);
+    let out = run(&["count", path.to_str().unwrap()], None);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(
         String::from_utf8_lossy(&out.stdout),
@@ -75,12 +30,14 @@ fn counts_a_trajectory_file_with_the_default_o200k_counter() {
 
 #[test]
 fn counts_stdin_as_json_with_every_counter_and_format_option() {
-    let Some(path) = largest_trajectory() else { return };
+    let Some(path) = largest_mini_swe_agent_file() else {
+        return;
+    };
     let bytes = std::fs::read(&path).unwrap();
     for counter in ["heuristic", "o200k", "cl100k"] {
         let (messages, tokens) = expected(&path, counter);
         for format in ["auto", "mini-swe-agent"] {
-            let out = compactor(
+            let out = run(
                 &["count", "-", "--json", "--counter", counter, "--format", format],
                 Some(&bytes),
             );
@@ -97,7 +54,7 @@ fn counts_stdin_as_json_with_every_counter_and_format_option() {
 
 #[test]
 fn a_missing_file_fails_with_exit_1() {
-    let out = compactor(&["count", "/nonexistent/conversation.json"], None);
+    let out = run(&["count", "/nonexistent/conversation.json"], None);
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("/nonexistent/conversation.json"));
     assert!(out.stdout.is_empty());
@@ -105,7 +62,7 @@ fn a_missing_file_fails_with_exit_1() {
 
 #[test]
 fn an_unknown_counter_is_a_usage_error() {
-    let out = compactor(&["count", "-", "--counter", "p50k"], Some(b"[]"));
+    let out = run(&["count", "-", "--counter", "p50k"], Some(b"[]"));
     assert_eq!(out.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
@@ -116,7 +73,7 @@ fn an_unknown_counter_is_a_usage_error() {
 
 #[test]
 fn help_lists_the_options() {
-    let out = compactor(&["count", "--help"], None);
+    let out = run(&["count", "--help"], None);
     assert_eq!(out.status.code(), Some(0));
     let help = String::from_utf8_lossy(&out.stdout);
     for option in ["--counter", "--json", "--format", "mini-swe-agent"] {

@@ -1,54 +1,35 @@
 //! `compactor plan` on the real binary: it reports and changes nothing.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+mod support;
 
 use serde_json::{Value, json};
-
-fn run(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_compactor"))
-        .args(args)
-        .output()
-        .unwrap()
-}
+use support::{run, tool_rounds, write_json};
 
 fn conversation(rounds: usize, size: usize) -> Value {
-    let mut m = vec![
-        json!({"role": "system", "content": "You are a coding agent."}),
-        json!({"role": "user", "content": "Fix the bug."}),
-    ];
-    for i in 0..rounds {
-        m.push(json!({"role": "assistant", "content": null, "tool_calls": [
-            {"id": format!("c{i}"), "type": "function", "function": {"name": "fs_read", "arguments": format!("{{\"path\":\"f{i}.rs\"}}")}}
-        ]}));
-        m.push(json!({"role": "tool", "tool_call_id": format!("c{i}"), "content": "r".repeat(size)}));
-    }
+    let mut m = tool_rounds(rounds, size);
     m.push(json!({"role": "user", "content": "x".repeat(60_000)}));
     m.push(json!({"role": "assistant", "content": "ok"}));
     Value::Array(m)
 }
 
-fn write(dir: &Path, value: &Value) -> PathBuf {
-    let path = dir.join("c.json");
-    std::fs::write(&path, serde_json::to_string(value).unwrap()).unwrap();
-    path
-}
-
 #[test]
 fn json_plan_reports_the_numbers() {
     let dir = tempfile::tempdir().unwrap();
-    let input = write(dir.path(), &conversation(5, 3000));
-    let out = run(&[
-        "plan",
-        input.to_str().unwrap(),
-        "--json",
-        "--counter",
-        "heuristic",
-        "--budget",
-        "10000",
-        "--keep-recent",
-        "2",
-    ]);
+    let input = write_json(dir.path(), "c.json", &conversation(5, 3000));
+    let out = run(
+        &[
+            "plan",
+            input.to_str().unwrap(),
+            "--json",
+            "--counter",
+            "heuristic",
+            "--budget",
+            "10000",
+            "--keep-recent",
+            "2",
+        ],
+        None,
+    );
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let r: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(r["trigger"], 8000);
@@ -64,7 +45,7 @@ fn json_plan_reports_the_numbers() {
 #[test]
 fn aging_shows_eligible_elisions_and_the_pool() {
     let dir = tempfile::tempdir().unwrap();
-    let input = write(dir.path(), &conversation(5, 3000));
+    let input = write_json(dir.path(), "c.json", &conversation(5, 3000));
     let args = [
         "plan",
         input.to_str().unwrap(),
@@ -76,7 +57,7 @@ fn aging_shows_eligible_elisions_and_the_pool() {
         "2",
         "--age-observations",
     ];
-    let out = run(&[&args[..], &["--json"]].concat());
+    let out = run(&[&args[..], &["--json"]].concat(), None);
     let r: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(r["eligible"].as_array().unwrap().len(), 5);
     assert_eq!(r["reclaimable_pool"], 15_000);
@@ -85,7 +66,7 @@ fn aging_shows_eligible_elisions_and_the_pool() {
         "[elided by the harness: 3000-char fs_read result; re-run the call if you need it again]"
     );
     assert_eq!(r["needs_compaction"], false, "15000 chars is below the 49152 epoch");
-    let out = run(&args);
+    let out = run(&args, None);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
         text.contains("eligible elisions: 5 (reclaimable pool 15000 chars)"),
@@ -97,27 +78,30 @@ fn aging_shows_eligible_elisions_and_the_pool() {
 #[test]
 fn plan_calls_nothing_and_changes_nothing() {
     let dir = tempfile::tempdir().unwrap();
-    let input = write(dir.path(), &conversation(5, 3000));
+    let input = write_json(dir.path(), "c.json", &conversation(5, 3000));
     let before = std::fs::read(&input).unwrap();
     let marker = dir.path().join("called");
     let cmd = format!("touch {}", marker.display());
-    let out = run(&[
-        "plan",
-        input.to_str().unwrap(),
-        "--counter",
-        "heuristic",
-        "--budget",
-        "10000",
-        "--summarizer",
-        "exec",
-        "--summarizer-cmd",
-        &cmd,
-    ]);
+    let out = run(
+        &[
+            "plan",
+            input.to_str().unwrap(),
+            "--counter",
+            "heuristic",
+            "--budget",
+            "10000",
+            "--summarizer",
+            "exec",
+            "--summarizer-cmd",
+            &cmd,
+        ],
+        None,
+    );
     assert!(out.status.success());
     assert!(!marker.exists());
     assert_eq!(std::fs::read(&input).unwrap(), before);
     assert_eq!(
-        run(&["plan", input.to_str().unwrap(), "--trigger-ratio", "0.3"])
+        run(&["plan", input.to_str().unwrap(), "--trigger-ratio", "0.3"], None)
             .status
             .code(),
         Some(2)

@@ -1,22 +1,36 @@
 //! `compactor session`: the real binary over real transcripts.
 
+mod support;
+
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
 use llm_compactor::Usage;
 use llm_compactor::message::{Message, ToolCall};
 use llm_compactor::session::{CompactionRecord, ElisionItem, Session, SessionOptions};
 use serde_json::Value;
+use support::{run, stdout};
 
-fn compactor(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_compactor"))
-        .args(args)
-        .output()
-        .expect("run compactor")
+/// `compactor session import INPUT -o SESSION`.
+fn import(input: &Path, session: &Path) -> Output {
+    run(
+        &[
+            "session",
+            "import",
+            input.to_str().unwrap(),
+            "-o",
+            session.to_str().unwrap(),
+        ],
+        None,
+    )
 }
 
-fn stdout(output: &Output) -> String {
-    String::from_utf8_lossy(&output.stdout).into_owned()
+/// `compactor session replay SESSION EXTRA...`.
+fn replay(session: &Path, extra: &[&str]) -> Output {
+    run(
+        &[&["session", "replay", session.to_str().unwrap()], extra].concat(),
+        None,
+    )
 }
 
 /// A transcript with messages, an elision epoch and a hard-trim compaction.
@@ -67,7 +81,7 @@ fn sample(dir: &Path) -> (PathBuf, Vec<Message>) {
 fn replay_prints_the_rebuilt_conversation() {
     let dir = tempfile::tempdir().unwrap();
     let (path, messages) = sample(dir.path());
-    let out = compactor(&["session", "replay", path.to_str().unwrap()]);
+    let out = replay(&path, &[]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let text = stdout(&out);
     assert!(text.starts_with("[system]\nYou are careful.\n"), "{text}");
@@ -77,7 +91,7 @@ fn replay_prints_the_rebuilt_conversation() {
     );
     assert!(!text.contains("Fix the build."), "the compaction replaced it");
 
-    let out = compactor(&["session", "replay", path.to_str().unwrap(), "--json"]);
+    let out = replay(&path, &["--json"]);
     assert!(out.status.success());
     let value: Value = serde_json::from_str(&stdout(&out)).unwrap();
     let replayed = value["messages"].as_array().unwrap();
@@ -91,7 +105,7 @@ fn replay_prints_the_rebuilt_conversation() {
 fn inspect_shows_the_timeline_with_the_hard_trim() {
     let dir = tempfile::tempdir().unwrap();
     let (path, _) = sample(dir.path());
-    let out = compactor(&["session", "inspect", path.to_str().unwrap()]);
+    let out = run(&["session", "inspect", path.to_str().unwrap()], None);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let text = stdout(&out);
     assert!(text.contains("9 lines"), "{text}");
@@ -113,7 +127,7 @@ fn a_malformed_transcript_fails_naming_file_and_line() {
     lines[2] = "{not json";
     std::fs::write(&path, lines.join("\n") + "\n").unwrap();
     for command in ["replay", "inspect"] {
-        let out = compactor(&["session", command, path.to_str().unwrap()]);
+        let out = run(&["session", command, path.to_str().unwrap()], None);
         assert_eq!(out.status.code(), Some(1));
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(err.contains(&format!("{}:3: not valid JSON", path.display())), "{err}");
@@ -127,7 +141,7 @@ fn a_torn_tail_is_reported_and_ignored_by_readers() {
     let mut bytes = std::fs::read(&path).unwrap();
     bytes.extend_from_slice(br#"{"id":"x","payl"#);
     std::fs::write(&path, &bytes).unwrap();
-    let out = compactor(&["session", "replay", path.to_str().unwrap(), "--json"]);
+    let out = replay(&path, &["--json"]);
     assert!(out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("torn final line"));
     let value: Value = serde_json::from_str(&stdout(&out)).unwrap();
@@ -138,12 +152,12 @@ fn a_torn_tail_is_reported_and_ignored_by_readers() {
 #[test]
 fn help_and_usage_errors() {
     for sub in ["replay", "inspect"] {
-        let out = compactor(&["session", sub, "--help"]);
+        let out = run(&["session", sub, "--help"], None);
         assert!(out.status.success());
         assert!(stdout(&out).contains("Example"));
     }
-    assert_eq!(compactor(&["session", "replay"]).status.code(), Some(2));
-    assert_eq!(compactor(&["session", "nope"]).status.code(), Some(2));
+    assert_eq!(run(&["session", "replay"], None).status.code(), Some(2));
+    assert_eq!(run(&["session", "nope"], None).status.code(), Some(2));
 }
 
 #[test]
@@ -162,42 +176,23 @@ fn import_then_replay_gives_back_the_openai_conversation() {
     let input = dir.path().join("conv.json");
     std::fs::write(&input, serde_json::to_string(&conversation).unwrap()).unwrap();
     let session = dir.path().join("s.jsonl");
-    let out = compactor(&[
-        "session",
-        "import",
-        input.to_str().unwrap(),
-        "-o",
-        session.to_str().unwrap(),
-    ]);
+    let out = import(&input, &session);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(std::fs::metadata(&session).unwrap().permissions().mode() & 0o777, 0o600);
 
-    let out = compactor(&["session", "replay", session.to_str().unwrap(), "--json"]);
+    let out = replay(&session, &["--json"]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let value: Value = serde_json::from_str(&stdout(&out)).unwrap();
     assert_eq!(value, serde_json::json!({ "messages": conversation }));
 
-    let out = compactor(&[
-        "session",
-        "replay",
-        session.to_str().unwrap(),
-        "--json",
-        "--to",
-        "anthropic",
-    ]);
+    let out = replay(&session, &["--json", "--to", "anthropic"]);
     assert!(out.status.success());
     let value: Value = serde_json::from_str(&stdout(&out)).unwrap();
     assert_eq!(value["system"], "You are careful.");
     assert_eq!(value["messages"][0]["role"], "user");
 
     // Importing over an existing session is refused.
-    let out = compactor(&[
-        "session",
-        "import",
-        input.to_str().unwrap(),
-        "-o",
-        session.to_str().unwrap(),
-    ]);
+    let out = import(&input, &session);
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("already exists"));
 }
@@ -219,22 +214,9 @@ fn import_an_anthropic_conversation_and_replay_it_in_kind() {
     let input = dir.path().join("conv.json");
     std::fs::write(&input, serde_json::to_string(&conversation).unwrap()).unwrap();
     let session = dir.path().join("s.jsonl");
-    let out = compactor(&[
-        "session",
-        "import",
-        input.to_str().unwrap(),
-        "-o",
-        session.to_str().unwrap(),
-    ]);
+    let out = import(&input, &session);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let out = compactor(&[
-        "session",
-        "replay",
-        session.to_str().unwrap(),
-        "--json",
-        "--to",
-        "anthropic",
-    ]);
+    let out = replay(&session, &["--json", "--to", "anthropic"]);
     assert!(out.status.success());
     let value: Value = serde_json::from_str(&stdout(&out)).unwrap();
     assert_eq!(
@@ -245,31 +227,15 @@ fn import_an_anthropic_conversation_and_replay_it_in_kind() {
 
 #[test]
 fn import_a_real_mini_swe_agent_trajectory() {
-    let data = std::env::var_os("LLM_COMPACTOR_DATA")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/data")));
-    let dir = data.join("trajectories/mini-swe-agent");
-    let Some(file) = std::fs::read_dir(&dir).ok().and_then(|entries| {
-        entries
-            .filter_map(Result::ok)
-            .map(|e| e.path())
-            .find(|p| p.to_string_lossy().ends_with(".traj.json"))
-    }) else {
-        eprintln!("NOTICE: skipping: no mini-swe-agent trajectory under {}", dir.display());
+    let Some(file) = support::mini_swe_agent_files().into_iter().next() else {
         return;
     };
     let tmp = tempfile::tempdir().unwrap();
     let session = tmp.path().join("s.jsonl");
-    let out = compactor(&[
-        "session",
-        "import",
-        file.to_str().unwrap(),
-        "-o",
-        session.to_str().unwrap(),
-    ]);
+    let out = import(&file, &session);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let original: Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
-    let out = compactor(&["session", "replay", session.to_str().unwrap(), "--json"]);
+    let out = replay(&session, &["--json"]);
     assert!(out.status.success());
     let value: Value = serde_json::from_str(&stdout(&out)).unwrap();
     let wanted = original["messages"]
@@ -279,7 +245,7 @@ fn import_a_real_mini_swe_agent_trajectory() {
         .filter(|m| m["role"] != "exit")
         .count();
     assert_eq!(value["messages"].as_array().unwrap().len(), wanted);
-    let out = compactor(&["session", "inspect", session.to_str().unwrap()]);
+    let out = run(&["session", "inspect", session.to_str().unwrap()], None);
     assert!(out.status.success());
 }
 
@@ -298,13 +264,7 @@ fn long_session(dir: &Path) -> PathBuf {
     let input = dir.join("conv.json");
     std::fs::write(&input, serde_json::to_string(&messages).unwrap()).unwrap();
     let session = dir.join("s.jsonl");
-    let out = compactor(&[
-        "session",
-        "import",
-        input.to_str().unwrap(),
-        "-o",
-        session.to_str().unwrap(),
-    ]);
+    let out = import(&input, &session);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     session
 }
@@ -314,29 +274,32 @@ fn compact_appends_a_pass_that_replay_reproduces() {
     let dir = tempfile::tempdir().unwrap();
     let session = long_session(dir.path());
     let s = session.to_str().unwrap();
-    let out = compactor(&[
-        "session",
-        "compact",
-        s,
-        "--json",
-        "--budget",
-        "4000",
-        "--keep-recent",
-        "2",
-        "--counter",
-        "heuristic",
-        "--summarizer",
-        "exec",
-        "--summarizer-cmd",
-        "echo 'Summary: eight files were read.'",
-    ]);
+    let out = run(
+        &[
+            "session",
+            "compact",
+            s,
+            "--json",
+            "--budget",
+            "4000",
+            "--keep-recent",
+            "2",
+            "--counter",
+            "heuristic",
+            "--summarizer",
+            "exec",
+            "--summarizer-cmd",
+            "echo 'Summary: eight files were read.'",
+        ],
+        None,
+    );
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let result: Value = serde_json::from_str(&stdout(&out)).unwrap();
     assert!(result["dropped"].as_u64().unwrap() > 0);
     assert_eq!(result["fallback"], false);
     assert!(String::from_utf8_lossy(&out.stderr).contains("appended to"));
 
-    let out = compactor(&["session", "replay", s, "--json"]);
+    let out = run(&["session", "replay", s, "--json"], None);
     assert!(out.status.success());
     let replayed: Value = serde_json::from_str(&stdout(&out)).unwrap();
     assert_eq!(
@@ -350,7 +313,7 @@ fn compact_appends_a_pass_that_replay_reproduces() {
     });
     assert!(summary.is_some());
 
-    let out = compactor(&["session", "inspect", s]);
+    let out = run(&["session", "inspect", s], None);
     let text = stdout(&out);
     assert!(text.contains("compaction  replaces through"), "{text}");
     assert!(!text.contains("HARD TRIM"), "{text}");
@@ -361,31 +324,34 @@ fn compact_with_aging_appends_an_elision_epoch() {
     let dir = tempfile::tempdir().unwrap();
     let session = long_session(dir.path());
     let s = session.to_str().unwrap();
-    let out = compactor(&[
-        "session",
-        "compact",
-        s,
-        "--json",
-        "--budget",
-        "100000",
-        "--keep-recent",
-        "2",
-        "--counter",
-        "heuristic",
-        "--age-observations",
-        "--age-min-chars",
-        "1000",
-        "--age-reclaim-min",
-        "6000",
-    ]);
+    let out = run(
+        &[
+            "session",
+            "compact",
+            s,
+            "--json",
+            "--budget",
+            "100000",
+            "--keep-recent",
+            "2",
+            "--counter",
+            "heuristic",
+            "--age-observations",
+            "--age-min-chars",
+            "1000",
+            "--age-reclaim-min",
+            "6000",
+        ],
+        None,
+    );
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let result: Value = serde_json::from_str(&stdout(&out)).unwrap();
     assert_eq!(result["dropped"], 0);
     assert!(!result["elisions"].as_array().unwrap().is_empty());
-    let out = compactor(&["session", "replay", s, "--json"]);
+    let out = run(&["session", "replay", s, "--json"], None);
     let replayed: Value = serde_json::from_str(&stdout(&out)).unwrap();
     assert_eq!(replayed["messages"], result["messages"]);
-    let text = stdout(&compactor(&["session", "inspect", s]));
+    let text = stdout(&run(&["session", "inspect", s], None));
     assert!(text.contains("elision "), "{text}");
 }
 
@@ -395,20 +361,26 @@ fn compact_on_a_locked_session_fails_cleanly() {
     let session = long_session(dir.path());
     let (held, _) = Session::open(&session, SessionOptions::new()).unwrap();
     let before = std::fs::read(&session).unwrap();
-    let out = compactor(&[
-        "session",
-        "compact",
-        session.to_str().unwrap(),
-        "--budget",
-        "4000",
-        "--counter",
-        "heuristic",
-    ]);
+    let out = run(
+        &[
+            "session",
+            "compact",
+            session.to_str().unwrap(),
+            "--budget",
+            "4000",
+            "--counter",
+            "heuristic",
+        ],
+        None,
+    );
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("locked"));
     assert_eq!(std::fs::read(&session).unwrap(), before);
     drop(held);
-    assert_eq!(compactor(&["session", "compact", "--help"]).status.code(), Some(0));
-    let out = compactor(&["session", "compact", session.to_str().unwrap(), "--budget", "0"]);
+    assert_eq!(run(&["session", "compact", "--help"], None).status.code(), Some(0));
+    let out = run(
+        &["session", "compact", session.to_str().unwrap(), "--budget", "0"],
+        None,
+    );
     assert_eq!(out.status.code(), Some(2), "an invalid configuration is a usage error");
 }

@@ -1,47 +1,19 @@
 //! `compactor simulate` run as a real binary.
 
-use std::path::PathBuf;
-use std::process::{Command, Output};
+mod support;
+
+use std::process::Output;
 
 use serde_json::Value;
-
-fn compactor(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_compactor"))
-        .args(args)
-        .output()
-        .expect("the binary runs")
-}
-
-/// The shared trajectories, or `None` with a notice.
-fn data_dir() -> Option<PathBuf> {
-    let dir = std::env::var_os("LLM_COMPACTOR_DATA")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/data")));
-    if dir.join("trajectories").is_dir() {
-        Some(dir)
-    } else {
-        eprintln!(
-            "NOTICE: skipping: shared trajectories not found at {} (set LLM_COMPACTOR_DATA)",
-            dir.display()
-        );
-        None
-    }
-}
+use support::{data_dir, run};
 
 /// A long mini-swe-agent trajectory that overflows a 32k window.
 fn mini_swe_agent_file() -> Option<String> {
-    let dir = data_dir()?.join("trajectories/mini-swe-agent");
-    let path = dir.join("deepseek_chat_dev__sqlfluff__sqlfluff-1733.traj.json");
-    if path.is_file() {
-        return Some(path.to_string_lossy().into_owned());
-    }
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .ok()?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.to_string_lossy().ends_with(".traj.json"))
-        .collect();
-    files.sort();
-    files.first().map(|p| p.to_string_lossy().into_owned())
+    let files = support::mini_swe_agent_files();
+    let preferred = files
+        .iter()
+        .find(|p| p.ends_with("deepseek_chat_dev__sqlfluff__sqlfluff-1733.traj.json"));
+    preferred.or(files.first()).map(|p| p.to_string_lossy().into_owned())
 }
 
 fn json(output: &Output) -> Value {
@@ -56,7 +28,7 @@ fn json(output: &Output) -> Value {
 
 #[test]
 fn help_names_the_pinned_options() {
-    let output = compactor(&["simulate", "--help"]);
+    let output = run(&["simulate", "--help"], None);
     assert!(output.status.success());
     let text = String::from_utf8_lossy(&output.stdout);
     for option in ["--window", "--pricing", "--strategy", "--json", "--plot"] {
@@ -73,7 +45,7 @@ fn usage_errors_exit_2() {
         vec!["simulate", file, "--window", "1000", "--pricing", "free"],
         vec!["simulate", "--window", "1000"],
     ] {
-        let output = compactor(&args);
+        let output = run(&args, None);
         assert_eq!(
             output.status.code(),
             Some(2),
@@ -85,7 +57,7 @@ fn usage_errors_exit_2() {
 
 #[test]
 fn a_missing_file_is_a_runtime_failure() {
-    let output = compactor(&["simulate", "/nonexistent/trajectory.json", "--window", "1000"]);
+    let output = run(&["simulate", "/nonexistent/trajectory.json", "--window", "1000"], None);
     assert_eq!(output.status.code(), Some(1));
 }
 
@@ -107,7 +79,7 @@ fn json_on_a_real_trajectory_is_pinned_and_deterministic() {
         "--strategy",
         "summarize-at-threshold",
     ];
-    let first = compactor(&args);
+    let first = run(&args, None);
     let value = json(&first);
     assert_eq!(value["trajectories"], 1);
     assert_eq!(value["window"], 32000);
@@ -139,7 +111,7 @@ fn json_on_a_real_trajectory_is_pinned_and_deterministic() {
     assert_eq!(rows[2]["cost"], rows[0]["cost"]);
     assert_eq!(rows[2]["elision_epochs"], 0);
     // The same input, the same bytes.
-    assert_eq!(first.stdout, compactor(&args).stdout);
+    assert_eq!(first.stdout, run(&args, None).stdout);
 }
 
 #[test]
@@ -152,21 +124,24 @@ fn tau_bench_task_arrays_are_one_trajectory_per_task_and_the_plot_is_svg() {
     }
     let plot = tempfile::tempdir().unwrap();
     let svg = plot.path().join("plot.svg");
-    let output = compactor(&[
-        "simulate",
-        file.to_str().unwrap(),
-        "--window",
-        "4000",
-        "--pricing",
-        "openai-4o",
-        "--strategy",
-        "none",
-        "--strategy",
-        "summarize-at-threshold",
-        "--json",
-        "--plot",
-        svg.to_str().unwrap(),
-    ]);
+    let output = run(
+        &[
+            "simulate",
+            file.to_str().unwrap(),
+            "--window",
+            "4000",
+            "--pricing",
+            "openai-4o",
+            "--strategy",
+            "none",
+            "--strategy",
+            "summarize-at-threshold",
+            "--json",
+            "--plot",
+            svg.to_str().unwrap(),
+        ],
+        None,
+    );
     let value = json(&output);
     let tasks: Vec<Value> = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
     assert_eq!(value["trajectories"], tasks.len());
@@ -179,16 +154,19 @@ fn tau_bench_task_arrays_are_one_trajectory_per_task_and_the_plot_is_svg() {
 #[test]
 fn the_human_table_has_ratios_against_none() {
     let Some(file) = mini_swe_agent_file() else { return };
-    let output = compactor(&[
-        "simulate",
-        &file,
-        "--window",
-        "64000",
-        "--strategy",
-        "none",
-        "--strategy",
-        "clear-tool-uses",
-    ]);
+    let output = run(
+        &[
+            "simulate",
+            &file,
+            "--window",
+            "64000",
+            "--strategy",
+            "none",
+            "--strategy",
+            "clear-tool-uses",
+        ],
+        None,
+    );
     assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
     let text = String::from_utf8_lossy(&output.stdout);
     assert!(text.contains("vs none"));

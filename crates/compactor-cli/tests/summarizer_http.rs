@@ -5,10 +5,12 @@
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
+
+mod support;
 
 /// What the server saw: the request line, lower-cased headers, the JSON body.
 #[derive(Clone, Debug)]
@@ -83,32 +85,14 @@ fn serve(stream: TcpStream, status: u16, body: &Value) -> Option<Seen> {
     })
 }
 
-/// An OpenAI conversation: a system prompt, a task, `rounds` tool rounds, a last turn.
-fn conversation(rounds: usize) -> Value {
-    let mut messages = vec![
-        json!({"role": "system", "content": "You are a coding agent."}),
-        json!({"role": "user", "content": "Fix the bug."}),
-    ];
-    for i in 0..rounds {
-        messages.push(json!({"role": "assistant", "content": null, "tool_calls": [
-            {"id": format!("c{i}"), "type": "function", "function": {"name": "fs_read", "arguments": format!("{{\"path\":\"f{i}.rs\"}}")}}
-        ]}));
-        messages.push(json!({"role": "tool", "tool_call_id": format!("c{i}"), "content": "r".repeat(400)}));
-    }
-    messages.push(json!({"role": "user", "content": "Continue."}));
-    Value::Array(messages)
-}
-
 fn input(dir: &Path) -> PathBuf {
-    let path = dir.join("conversation.json");
-    std::fs::write(&path, conversation(10).to_string()).unwrap();
-    path
+    support::write_json(dir, "conversation.json", &support::conversation(10, 400))
 }
 
 const KEY: &str = "sk-cli-SECRET-42";
 
 fn compact(input: &Path, extra: &[&str]) -> Output {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_compactor"));
+    let mut command = support::bin();
     command
         .args(["compact", input.to_str().unwrap(), "--json", "--counter", "heuristic"])
         .args(["--budget", "2000", "--keep-recent", "3", "--summarizer-timeout", "20"])
@@ -278,10 +262,7 @@ fn usage_errors_exit_2() {
 
 #[test]
 fn help_lists_the_http_options() {
-    let output = Command::new(env!("CARGO_BIN_EXE_compactor"))
-        .args(["compact", "--help"])
-        .output()
-        .unwrap();
+    let output = support::run(&["compact", "--help"], None);
     let help = String::from_utf8_lossy(&output.stdout);
     for flag in [
         "openai",

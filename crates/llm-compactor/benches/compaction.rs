@@ -19,6 +19,7 @@
 
 #[path = "../tests/common/mod.rs"]
 mod common;
+mod support;
 
 use std::hint::black_box;
 use std::path::PathBuf;
@@ -29,7 +30,7 @@ use async_trait::async_trait;
 use criterion::{Criterion, criterion_group, criterion_main};
 use llm_compactor::count::{BpeCounter, HeuristicCounter, counter_by_name};
 use llm_compactor::format::Document;
-use llm_compactor::message::{Message, Role, ToolCall, conversation_digest};
+use llm_compactor::message::{Message, Role, conversation_digest};
 use llm_compactor::plan::{self, AgingRules, Pairs};
 use llm_compactor::summarize::{
     StopReason, Summarizer, SummarizerError, SummaryReply, SummaryRequest, next_chunk, render_units,
@@ -66,26 +67,11 @@ fn real_corpus() -> Vec<Message> {
     corpus
 }
 
-/// A deterministic synthetic agent run: rounds of (assistant call, tool result, user
-/// nudge); results of 200-1,200 chars, one in fifty of 20,000, some calls repeat.
+/// A deterministic synthetic agent run of 12,000 rounds; results are words of five chars.
 fn synthetic_corpus() -> Vec<Message> {
-    let mut messages = vec![Message::system("You are a coding agent.")];
-    for i in 0..12_000usize {
-        let id = format!("call_{i}");
-        let path = format!("src/file_{}.rs", i % 700);
-        messages.push(
-            Message::assistant(format!("Looking at {path}.")).with_tool_calls(vec![ToolCall::new(
-                id.clone(),
-                "fs_read",
-                format!("{{\"path\":\"{path}\"}}"),
-            )]),
-        );
-        let size = if i % 50 == 0 { 20_000 } else { 200 + (i * 7919) % 1000 };
-        let body: String = (0..size).map(|k| if k % 6 == 5 { ' ' } else { 'x' }).collect();
-        messages.push(Message::tool(id, body));
-        messages.push(Message::user(format!("ok {i}")));
-    }
-    messages
+    support::agent_run(12_000, |size| {
+        (0..size).map(|k| if k % 6 == 5 { ' ' } else { 'x' }).collect()
+    })
 }
 
 fn corpus() -> (Vec<Message>, &'static str) {
@@ -95,21 +81,6 @@ fn corpus() -> (Vec<Message>, &'static str) {
     } else {
         (real, "real mini-swe-agent trajectories")
     }
-}
-
-/// The first messages of `corpus` (cycled) whose o200k count reaches `target`.
-fn conversation_of(corpus: &[Message], target: usize) -> Vec<Message> {
-    let counter = BpeCounter::o200k();
-    let mut total = 0;
-    let mut conversation = Vec::new();
-    for message in corpus.iter().cycle() {
-        if total >= target {
-            break;
-        }
-        total += counter.count_message(message);
-        conversation.push(message.clone());
-    }
-    conversation
 }
 
 // ---------------------------------------------------------------------------------------
@@ -153,7 +124,7 @@ fn ms(d: Duration) -> String {
 
 fn per_round(c: &mut Criterion) {
     let (corpus, source) = corpus();
-    let largest = conversation_of(&corpus, SIZES[SIZES.len() - 1]);
+    let largest = support::conversation_of(&corpus, SIZES[SIZES.len() - 1]);
     let plain = BpeCounter::o200k();
     let rules = compactor(Arc::new(HeuristicCounter), true).aging_rules();
     let keep_recent = compactor(Arc::new(HeuristicCounter), true).config().keep_recent;
@@ -173,7 +144,7 @@ fn per_round(c: &mut Criterion) {
         "pool chars"
     );
     for target in SIZES {
-        let size = conversation_of(&largest, target).len().min(largest.len());
+        let size = support::conversation_of(&largest, target).len().min(largest.len());
         let (before, after) = (&largest[..size - 1], &largest[..size]);
         let memo_off = compactor(counter_by_name("o200k").expect("o200k"), false);
         let memo_on = compactor(counter_by_name("o200k").expect("o200k"), true);
@@ -323,12 +294,7 @@ impl Summarizer for FixedSummary {
 }
 
 fn largest_trajectory() -> Option<(PathBuf, Vec<Message>)> {
-    let mut files: Vec<(u64, PathBuf)> = common::mini_swe_agent_files()
-        .into_iter()
-        .filter_map(|p| Some((std::fs::metadata(&p).ok()?.len(), p)))
-        .collect();
-    files.sort();
-    let (_, path) = files.pop()?;
+    let path = common::largest_mini_swe_agent_file()?;
     match Document::read_path(&path, None) {
         Ok(document) => Some((path, document.into_messages())),
         Err(error) => {

@@ -10,11 +10,13 @@
 //! has them, from a deterministic synthetic generator otherwise.
 //! Run: `LLM_COMPACTOR_DATA=/work/shared/data cargo bench -p llm-compactor --bench counting`.
 
+#[path = "../tests/common/mod.rs"]
+mod common;
 #[path = "../tests/count_support/mod.rs"]
 mod count_support;
+mod support;
 
 use std::hint::black_box;
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
@@ -22,23 +24,6 @@ use llm_compactor::Message;
 use llm_compactor::count::{BpeCounter, MemoCounter, TokenCounter};
 
 const TARGET_TOKENS: usize = 1_000_000;
-
-fn mini_swe_agent_files() -> Vec<PathBuf> {
-    let dir = std::env::var_os("LLM_COMPACTOR_DATA")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/data")))
-        .join("trajectories/mini-swe-agent");
-    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
-        .map(|entries| {
-            entries
-                .filter_map(|e| e.ok().map(|e| e.path()))
-                .filter(|p| p.to_string_lossy().ends_with(".traj.json"))
-                .collect()
-        })
-        .unwrap_or_default();
-    files.sort();
-    files
-}
 
 /// A deterministic synthetic agent conversation (prose, code, tool output).
 fn synthetic_messages(count: usize) -> Vec<Message> {
@@ -94,7 +79,7 @@ fn synthetic_messages(count: usize) -> Vec<Message> {
 
 /// Real trajectory messages (every file, concatenated) or synthetic ones.
 fn corpus_messages() -> (Vec<Message>, &'static str) {
-    let files = mini_swe_agent_files();
+    let files = common::mini_swe_agent_files();
     if files.is_empty() {
         return (synthetic_messages(8_000), "synthetic");
     }
@@ -103,21 +88,6 @@ fn corpus_messages() -> (Vec<Message>, &'static str) {
         .flat_map(|p| count_support::mini_swe_agent_messages(p))
         .collect();
     (messages, "real trajectories")
-}
-
-/// The first messages of `corpus` whose o200k count reaches `target`.
-fn conversation_of(corpus: &[Message], target: usize) -> Vec<Message> {
-    let counter = BpeCounter::o200k();
-    let mut total = 0;
-    let mut conversation = Vec::new();
-    for message in corpus.iter().cycle() {
-        if total >= target {
-            break;
-        }
-        total += counter.count_message(message);
-        conversation.push(message.clone());
-    }
-    conversation
 }
 
 fn mb_per_s(bytes: usize, elapsed: Duration, iterations: u32) -> f64 {
@@ -167,7 +137,7 @@ fn throughput(c: &mut Criterion) {
 
 fn per_round(c: &mut Criterion) {
     let (corpus, source) = corpus_messages();
-    let conversation = conversation_of(&corpus, TARGET_TOKENS);
+    let conversation = support::conversation_of(&corpus, TARGET_TOKENS);
     let plain = BpeCounter::o200k();
     let n = conversation.len();
     let (prefix, full) = (&conversation[..n - 1], &conversation[..]);
@@ -180,7 +150,9 @@ fn per_round(c: &mut Criterion) {
         "tokens", "messages", "memo", "recount", "speedup"
     );
     for fraction in [8, 4, 2, 1] {
-        let size = conversation_of(&conversation, TARGET_TOKENS / fraction).len().min(n);
+        let size = support::conversation_of(&conversation, TARGET_TOKENS / fraction)
+            .len()
+            .min(n);
         let (before, after) = (&conversation[..size - 1], &conversation[..size]);
         let memo = MemoCounter::new(plain);
         let mut memo_time = Duration::ZERO;
@@ -222,15 +194,11 @@ fn per_round(c: &mut Criterion) {
 }
 
 fn largest_file(c: &mut Criterion) {
-    let mut files: Vec<(u64, PathBuf)> = mini_swe_agent_files()
-        .into_iter()
-        .filter_map(|p| Some((std::fs::metadata(&p).ok()?.len(), p)))
-        .collect();
-    files.sort();
-    let Some((size, path)) = files.pop() else {
+    let Some(path) = common::largest_mini_swe_agent_file() else {
         println!("no trajectories: skipping the largest-file benchmark");
         return;
     };
+    let size = std::fs::metadata(&path).map_or(0, |m| m.len());
     let count = || {
         let messages = count_support::mini_swe_agent_messages(&path);
         BpeCounter::o200k().count_messages(&messages)

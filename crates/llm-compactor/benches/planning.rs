@@ -2,6 +2,8 @@
 //! synthetic 10,000-message, ~1M-token conversation; the trim over one turn with 10,000
 //! parallel results; and cutting the middle into summarizer-sized chunks.
 
+mod support;
+
 use std::hint::black_box;
 use std::time::Duration;
 
@@ -11,28 +13,10 @@ use llm_compactor::message::{Message, ToolCall};
 use llm_compactor::plan::{self, AgingRules, Pairs};
 use llm_compactor::summarize::{next_chunk, render_units};
 
-/// 10,000 messages: a system prompt, then rounds of (assistant call, tool result, user
-/// nudge); results average ~700 chars, one in fifty is fat (20,000), some calls repeat.
+/// 10,000 messages: a system prompt, then 3,333 rounds of (assistant call, tool result,
+/// user nudge); results average ~700 chars, one in fifty is fat (20,000), some calls repeat.
 fn conversation() -> Vec<Message> {
-    let mut messages = vec![Message::system("You are a coding agent.")];
-    let mut i = 0usize;
-    while messages.len() < 10_000 {
-        let id = format!("call_{i}");
-        let path = format!("src/file_{}.rs", i % 700);
-        messages.push(
-            Message::assistant(format!("Looking at {path}.")).with_tool_calls(vec![ToolCall::new(
-                id.clone(),
-                "fs_read",
-                format!("{{\"path\":\"{path}\"}}"),
-            )]),
-        );
-        let size = if i % 50 == 0 { 20_000 } else { 200 + (i * 7919) % 1000 };
-        messages.push(Message::tool(id, "x".repeat(size)));
-        messages.push(Message::user(format!("ok {i}")));
-        i += 1;
-    }
-    messages.truncate(10_000);
-    messages
+    support::agent_run(3_333, |size| "x".repeat(size))
 }
 
 fn planning(c: &mut Criterion) {

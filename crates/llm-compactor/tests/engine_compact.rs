@@ -5,47 +5,13 @@ mod engine_support;
 
 use std::sync::Arc;
 
-use engine_support::{Scripted, Spy, conversation, http, reply, round, tokens, truncated};
+use engine_support::{Scripted, Spy, check, compactor, config, conversation, http, reply, round, tokens, truncated};
 use llm_compactor::compactor::{AttemptKind, AttemptOutcome};
 use llm_compactor::count::HeuristicCounter;
 use llm_compactor::message::Message;
-use llm_compactor::plan::{self, SUMMARY_HEADER};
+use llm_compactor::plan::SUMMARY_HEADER;
 use llm_compactor::summarize::FailureClass;
-use llm_compactor::{CompactOptions, CompactionResult, Compactor, CompactorConfig};
-
-fn config(budget: usize) -> CompactorConfig {
-    CompactorConfig::builder(budget).keep_recent(3).build().unwrap()
-}
-
-fn compactor(budget: usize, summarizer: Option<Arc<Scripted>>) -> Compactor {
-    let c = Compactor::new(config(budget), Arc::new(HeuristicCounter));
-    match summarizer {
-        Some(s) => c.with_summarizer(s),
-        None => c,
-    }
-}
-
-/// The replay contract: sticky <= cut, the inserted message, everything after the cut,
-/// after the elisions.
-fn replay(input: &[Message], result: &CompactionResult) -> Vec<Message> {
-    let elided: Vec<Message> = plan::apply_elisions(input, &result.elisions);
-    if result.cut_index < 0 {
-        return elided;
-    }
-    let cut = result.cut_index as usize;
-    let mut out: Vec<Message> = elided[..=cut].iter().filter(|m| m.is_sticky()).cloned().collect();
-    out.push(Message::user(result.summary.clone()));
-    out.extend(elided[cut + 1..].iter().cloned());
-    out
-}
-
-fn check(input: &[Message], result: &CompactionResult) {
-    assert_eq!(replay(input, result), result.messages, "replay contract");
-    let layout = plan::layout(input, 3);
-    plan::validate(input, &result.messages, layout.recent_start).expect("valid result");
-    assert_eq!(tokens(&result.messages), result.tokens_after);
-    assert_eq!(tokens(input), result.tokens_before);
-}
+use llm_compactor::{CompactOptions, Compactor, CompactorConfig};
 
 #[tokio::test]
 async fn no_op_makes_no_backend_call() {

@@ -7,11 +7,11 @@ mod engine_support;
 
 use std::sync::Arc;
 
-use engine_support::{Answer, Scripted, http, reply, tokens, truncated};
+use engine_support::{Answer, Scripted, http, replay, reply, tokens, truncated};
 use llm_compactor::count::HeuristicCounter;
 use llm_compactor::message::{Message, ToolCall};
 use llm_compactor::plan;
-use llm_compactor::{CompactOptions, CompactionResult, Compactor, CompactorConfig};
+use llm_compactor::{CompactOptions, Compactor, CompactorConfig};
 use proptest::prelude::*;
 
 #[derive(Clone, Debug)]
@@ -79,18 +79,6 @@ fn answer() -> impl Strategy<Value = Answer> {
         1 => Just(reply("   ")),
         1 => (20_000usize..40_000).prop_map(|n| reply(&"h".repeat(n))),
     ]
-}
-
-fn replay(input: &[Message], result: &CompactionResult) -> Vec<Message> {
-    let elided = plan::apply_elisions(input, &result.elisions);
-    if result.cut_index < 0 {
-        return elided;
-    }
-    let cut = result.cut_index as usize;
-    let mut out: Vec<Message> = elided[..=cut].iter().filter(|m| m.is_sticky()).cloned().collect();
-    out.push(Message::user(result.summary.clone()));
-    out.extend(elided[cut + 1..].iter().cloned());
-    out
 }
 
 proptest! {

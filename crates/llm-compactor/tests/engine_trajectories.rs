@@ -8,24 +8,12 @@ mod engine_support;
 
 use std::sync::Arc;
 
-use engine_support::{Scripted, http, reply};
+use engine_support::{Scripted, http, replay, reply};
 use llm_compactor::count::HeuristicCounter;
 use llm_compactor::format::{Document, Format};
 use llm_compactor::message::Message;
 use llm_compactor::plan;
-use llm_compactor::{CompactOptions, CompactionResult, Compactor, CompactorConfig};
-
-fn replay(input: &[Message], result: &CompactionResult) -> Vec<Message> {
-    let elided = plan::apply_elisions(input, &result.elisions);
-    if result.cut_index < 0 {
-        return elided;
-    }
-    let cut = result.cut_index as usize;
-    let mut out: Vec<Message> = elided[..=cut].iter().filter(|m| m.is_sticky()).cloned().collect();
-    out.push(Message::user(result.summary.clone()));
-    out.extend(elided[cut + 1..].iter().cloned());
-    out
-}
+use llm_compactor::{CompactOptions, Compactor, CompactorConfig};
 
 fn conversations() -> Vec<(String, Vec<Message>)> {
     let mut out = Vec::new();

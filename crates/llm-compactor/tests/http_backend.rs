@@ -10,7 +10,8 @@ mod http_support;
 use std::time::{Duration, Instant};
 
 use http_support::{
-    Canned, Fault, KEY, PROTOCOLS, RawServer, SHORT_TIMEOUT, Server, backend, builder, dead_addr, error, short, success,
+    Canned, Fault, KEY, PROTOCOLS, RawServer, SHORT_TIMEOUT, Server, backend, builder, dead_addr, error, httpdate_in,
+    short, success,
 };
 use llm_compactor::Usage;
 use llm_compactor::backend::http::{HttpBackend, HttpConfigError, MaxTokensField, Protocol};
@@ -177,15 +178,6 @@ async fn rate_limits_advance_and_carry_retry_after() {
         );
         assert_eq!(count, 1);
     }
-}
-
-/// An IMF-fixdate `ahead` from now.
-fn httpdate_in(ahead: Duration) -> String {
-    let at = time::OffsetDateTime::now_utc() + ahead;
-    let format = time::macros::format_description!(
-        "[weekday repr:short], [day] [month repr:short] [year] [hour]:[minute]:[second] GMT"
-    );
-    at.format(format).unwrap()
 }
 
 #[tokio::test]

@@ -15,7 +15,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
-use http_support::{Canned, Fault, PROTOCOLS, RawServer, Server, backend, dead_addr, error, short, success};
+use http_support::{
+    Canned, Fault, PROTOCOLS, RawServer, Server, backend, dead_addr, error, httpdate_in, short, success,
+};
 use llm_compactor::backend::http::{HttpBackend, Protocol};
 use llm_compactor::compactor::{AttemptKind, AttemptOutcome, Sleeper, TokioSleeper};
 use llm_compactor::count::HeuristicCounter;
@@ -72,6 +74,27 @@ fn compactor(backend: HttpBackend, sleeper: Arc<dyn Sleeper>) -> Compactor {
     Compactor::new(config, Arc::new(HeuristicCounter))
         .with_summarizer(Arc::new(backend))
         .with_sleeper(sleeper)
+}
+
+/// Compacts [`conversation`], cancelling the pass once `signal` completes; gives the
+/// result and how long the pass ran on after the cancel.
+async fn compact_cancelled_when(
+    compactor: &Compactor,
+    signal: impl Future<Output = ()> + Send + 'static,
+) -> (CompactionResult, Duration) {
+    let cancel = CancellationToken::new();
+    let trigger = cancel.clone();
+    let cancelled_at = tokio::spawn(async move {
+        signal.await;
+        trigger.cancel();
+        Instant::now()
+    });
+    let options = CompactOptions {
+        cancel,
+        ..CompactOptions::default()
+    };
+    let result = compactor.compact(&conversation(), options).await.unwrap();
+    (result, cancelled_at.await.unwrap().elapsed())
 }
 
 async fn run(protocol: Protocol, base: &str) -> (CompactionResult, Vec<Duration>) {
@@ -219,14 +242,6 @@ async fn retry_after_is_a_floor_for_the_next_wait() {
     }
 }
 
-fn httpdate_in(ahead: Duration) -> String {
-    let at = time::OffsetDateTime::now_utc() + ahead;
-    let format = time::macros::format_description!(
-        "[weekday repr:short], [day] [month repr:short] [year] [hour]:[minute]:[second] GMT"
-    );
-    at.format(format).unwrap()
-}
-
 #[tokio::test]
 async fn server_errors_retry_the_same_until_max_attempts() {
     for protocol in PROTOCOLS {
@@ -304,19 +319,8 @@ async fn a_cancel_during_a_request_ends_the_pass_promptly() {
             .build()
             .unwrap();
         let compactor = compactor(backend, Arc::new(RecordingSleeper::default()));
-        let cancel = CancellationToken::new();
-        let (received, trigger) = (server.received.clone(), cancel.clone());
-        let cancelled_at = tokio::spawn(async move {
-            received.notified().await;
-            trigger.cancel();
-            Instant::now()
-        });
-        let options = CompactOptions {
-            cancel,
-            ..CompactOptions::default()
-        };
-        let result = compactor.compact(&conversation(), options).await.unwrap();
-        let elapsed = cancelled_at.await.unwrap().elapsed();
+        let received = server.received.clone();
+        let (result, elapsed) = compact_cancelled_when(&compactor, async move { received.notified().await }).await;
         assert!(
             elapsed < Duration::from_millis(250),
             "took {elapsed:?} after the cancel"
@@ -334,20 +338,8 @@ async fn a_cancel_during_a_backoff_ends_the_pass_promptly() {
         let server = Server::always(error(protocol, 503, "overloaded_error", "busy")).await;
         let sleeper = Arc::new(AnnouncingSleeper::default());
         let compactor = compactor(backend(protocol, &server.base_url(protocol)), sleeper.clone());
-        let cancel = CancellationToken::new();
-        let trigger = cancel.clone();
-        let announcer = sleeper.clone();
-        let cancelled_at = tokio::spawn(async move {
-            announcer.started.notified().await;
-            trigger.cancel();
-            Instant::now()
-        });
-        let options = CompactOptions {
-            cancel,
-            ..CompactOptions::default()
-        };
-        let result = compactor.compact(&conversation(), options).await.unwrap();
-        let elapsed = cancelled_at.await.unwrap().elapsed();
+        let (result, elapsed) =
+            compact_cancelled_when(&compactor, async move { sleeper.started.notified().await }).await;
         assert!(
             elapsed < Duration::from_millis(250),
             "took {elapsed:?} after the cancel"

@@ -8,7 +8,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use engine_support::{Chars, Scripted, conversation, http, reply, round, tokens, truncated};
+use engine_support::{
+    Chars, Scripted, compact_once, compactor, config, conversation, http, reply, round, tokens, truncated,
+};
 use llm_compactor::compactor::{
     AttemptKind, AttemptOutcome, CompactionHooks, RequestDecision, ResponseDecision, backoff_delay,
 };
@@ -65,11 +67,7 @@ async fn developer_and_anthropic_system_messages_are_sticky_in_a_compaction() {
     let input = document.messages().to_vec();
     let config = CompactorConfig::builder(1000).keep_recent(2).build().unwrap();
     let s = Scripted::new(vec![reply("summary")]);
-    let r = Compactor::new(config.clone(), Arc::new(HeuristicCounter))
-        .with_summarizer(s)
-        .compact(&input, CompactOptions::default())
-        .await
-        .unwrap();
+    let r = compact_once(config.clone(), s, &input).await;
     assert!(!r.fallback && r.dropped > 0);
     let roles: Vec<&Role> = r.messages.iter().map(|m| &m.role).collect();
     assert_eq!(&roles[..3], [&Role::System, &Role::Developer, &Role::User]);
@@ -270,11 +268,7 @@ async fn every_abort_status_trims_after_one_call_and_others_use_every_attempt() 
             .max_attempts(4)
             .build()
             .unwrap();
-        let r = Compactor::new(config, Arc::new(HeuristicCounter))
-            .with_summarizer(s.clone())
-            .compact(&input, CompactOptions::default())
-            .await
-            .unwrap();
+        let r = compact_once(config, s.clone(), &input).await;
         assert_eq!(s.calls(), calls, "status {status}");
         assert!(r.fallback);
         assert_eq!(r.attempts.len(), calls);
@@ -290,11 +284,7 @@ async fn backoff_doubles_is_capped_at_30s_and_floors_on_retry_after() {
         .max_attempts(8)
         .build()
         .unwrap();
-    let r = Compactor::new(config, Arc::new(HeuristicCounter))
-        .with_summarizer(s.clone())
-        .compact(&input, CompactOptions::default())
-        .await
-        .unwrap();
+    let r = compact_once(config, s.clone(), &input).await;
     let waits: Vec<u64> = r.attempts.iter().map(|a| a.wait_ms).collect();
     assert_eq!(waits.len(), 8);
     assert_eq!(waits[0], 0);
@@ -331,11 +321,7 @@ async fn the_tighten_retry_keeps_the_completion_budget() {
         .summary_max_tokens(777)
         .build()
         .unwrap();
-    let r = Compactor::new(config, Arc::new(HeuristicCounter))
-        .with_summarizer(s.clone())
-        .compact(&input, CompactOptions::default())
-        .await
-        .unwrap();
+    let r = compact_once(config, s.clone(), &input).await;
     assert!(!r.fallback);
     assert_eq!(s.request(0).max_output_tokens, 777);
     assert_eq!(s.request(1).max_output_tokens, 777, "tightened with words, not a cap");
@@ -462,20 +448,14 @@ async fn cancel_after_50ms(compactor: Compactor) -> (Duration, llm_compactor::Co
 
 #[tokio::test]
 async fn a_cancel_ends_a_hung_call_and_a_long_wait_within_250ms_then_trims() {
-    let c = Compactor::new(
-        CompactorConfig::builder(2000).keep_recent(3).build().unwrap(),
-        Arc::new(HeuristicCounter),
-    );
+    let c = compactor(2000, None);
     let (late, r) = cancel_after_50ms(c.with_summarizer(Arc::new(Hung))).await;
     assert!(late < Duration::from_millis(250), "{late:?}");
     assert!(r.fallback);
     assert_eq!(r.attempts.len(), 1);
     let slow =
         Err(SummarizerError::new(FailureKind::Http { status: 503 }, "down").with_retry_after(Duration::from_secs(30)));
-    let c = Compactor::new(
-        CompactorConfig::builder(2000).keep_recent(3).build().unwrap(),
-        Arc::new(HeuristicCounter),
-    );
+    let c = compactor(2000, None);
     let (late, r) = cancel_after_50ms(c.with_summarizer(Scripted::always(slow))).await;
     assert!(late < Duration::from_millis(250), "{late:?}");
     assert!(r.fallback && r.attempts.len() == 1);
@@ -537,14 +517,7 @@ async fn usage_counts_failed_truncated_rejected_and_accepted_calls() {
         reply(&"h".repeat(20_000)),
         reply("tight"),
     ]);
-    let r = Compactor::new(
-        CompactorConfig::builder(2000).keep_recent(3).build().unwrap(),
-        Arc::new(HeuristicCounter),
-    )
-    .with_summarizer(s.clone())
-    .compact(&input, CompactOptions::default())
-    .await
-    .unwrap();
+    let r = compact_once(config(2000), s.clone(), &input).await;
     assert!(!r.fallback);
     let outcomes: Vec<(AttemptKind, AttemptOutcome)> = r.attempts.iter().map(|a| (a.kind, a.outcome)).collect();
     assert_eq!(

@@ -14,7 +14,7 @@ use llm_compactor::compactor::{Compactor, CompactorConfig};
 use llm_compactor::count::{HeuristicCounter, TokenCounter};
 use llm_compactor::message::{Message, ToolCall};
 use llm_compactor::session::{
-    BackendRoom, CompactionReason, ContextEvent, ContextManager, ManagerError, Record, RequestShape, Session,
+    BackendRoom, CompactionReason, ContextEvent, ContextManager, ManagerError, Prepared, Record, RequestShape, Session,
     Transcript, UsageRecorder,
 };
 use llm_compactor::summarize::{StopReason, Summarizer, SummarizerError, SummaryReply, SummaryRequest};
@@ -69,6 +69,15 @@ struct Fixture {
     manager: ContextManager,
     summarizer: Arc<Scripted>,
     events: Arc<Mutex<Vec<ContextEvent>>>,
+}
+
+impl Fixture {
+    /// Prepares a plain request (no tools, no extra context), never cancelled.
+    async fn prepare(&mut self) -> Result<Prepared, ManagerError> {
+        self.manager
+            .prepare(RequestShape::default(), CancellationToken::new())
+            .await
+    }
 }
 
 fn fixture(config: CompactorConfig) -> Fixture {
@@ -140,11 +149,7 @@ async fn below_the_trigger_nothing_happens() {
     let mut f = fixture(config(100_000).build().unwrap());
     fill(&mut f.manager, 3, 500);
     let before = std::fs::read(&f.path).unwrap();
-    let prepared = f
-        .manager
-        .prepare(RequestShape::default(), CancellationToken::new())
-        .await
-        .unwrap();
+    let prepared = f.prepare().await.unwrap();
     assert!(prepared.pass.is_none());
     assert_eq!(prepared.messages, f.manager.messages());
     assert_eq!(
@@ -159,11 +164,7 @@ async fn below_the_trigger_nothing_happens() {
 async fn over_the_trigger_a_pass_is_written_and_replays() {
     let mut f = fixture(config(4_000).build().unwrap());
     fill(&mut f.manager, 8, 2_000);
-    let prepared = f
-        .manager
-        .prepare(RequestShape::default(), CancellationToken::new())
-        .await
-        .unwrap();
+    let prepared = f.prepare().await.unwrap();
     let pass = prepared.pass.expect("a pass ran");
     assert_eq!(pass.reason, CompactionReason::Threshold);
     assert!(pass.result.dropped > 0 && !pass.result.fallback);
@@ -203,11 +204,7 @@ async fn an_elision_epoch_writes_only_an_elision_line() {
         .unwrap();
     let mut f = fixture(cfg);
     fill(&mut f.manager, 8, 2_000);
-    let prepared = f
-        .manager
-        .prepare(RequestShape::default(), CancellationToken::new())
-        .await
-        .unwrap();
+    let prepared = f.prepare().await.unwrap();
     let pass = prepared.pass.expect("an epoch ran");
     assert!(pass.result.is_elision_only(), "{:?}", pass.result);
     assert!(pass.recorded.elision_id.is_some() && pass.recorded.compaction_id.is_none());
@@ -219,11 +216,7 @@ async fn an_elision_epoch_writes_only_an_elision_line() {
     assert_eq!(kinds(&f.path).last().map(String::as_str), Some("elision"));
     assert_replays(&f);
     // The pool is spent: the next request needs nothing.
-    let again = f
-        .manager
-        .prepare(RequestShape::default(), CancellationToken::new())
-        .await
-        .unwrap();
+    let again = f.prepare().await.unwrap();
     assert!(again.pass.is_none());
 }
 
@@ -297,11 +290,7 @@ async fn exhausted_is_an_error_only_after_the_transcript_is_written() {
         )
         .unwrap();
     f.manager.push(Message::tool("huge", "L".repeat(40_000))).unwrap();
-    let err = f
-        .manager
-        .prepare(RequestShape::default(), CancellationToken::new())
-        .await
-        .unwrap_err();
+    let err = f.prepare().await.unwrap_err();
     assert!(matches!(err, ManagerError::ContextExhausted { .. }), "{err}");
     // The pass is in the transcript, and replay gives the conversation the manager holds.
     assert!(kinds(&f.path).iter().any(|k| k == "compaction"));

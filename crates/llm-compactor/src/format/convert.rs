@@ -75,23 +75,23 @@ fn to_anthropic(messages: &[Message]) -> Vec<Message> {
 }
 
 fn anthropic_content(content: &Content, role: &Role, has_calls: bool) -> Content {
-    let empty = || {
-        if has_calls || *role == Role::Tool {
-            Content::Absent
-        } else {
-            Content::Text(String::new())
-        }
+    let empty = if has_calls || *role == Role::Tool {
+        Content::Absent
+    } else {
+        Content::Text(String::new())
     };
+    map_parts(content, empty, anthropic_part)
+}
+
+/// `content` with each part passed through `convert` (which drops a part by answering
+/// `None`); `empty` stands for content that is absent, null, or left without parts.
+fn map_parts(content: &Content, empty: Content, convert: impl Fn(&Part) -> Option<Part>) -> Content {
     match content {
         Content::Text(text) => Content::Text(text.clone()),
-        Content::Absent | Content::Null => empty(),
+        Content::Absent | Content::Null => empty,
         Content::Parts(parts) => {
-            let parts: Vec<Part> = parts.iter().filter_map(anthropic_part).collect();
-            if parts.is_empty() {
-                empty()
-            } else {
-                Content::Parts(parts)
-            }
+            let parts: Vec<Part> = parts.iter().filter_map(convert).collect();
+            if parts.is_empty() { empty } else { Content::Parts(parts) }
         }
     }
 }
@@ -183,25 +183,12 @@ fn to_openai(messages: &[Message]) -> Vec<Message> {
 }
 
 fn openai_content(content: &Content, role: &Role, has_calls: bool) -> Content {
-    let empty = || {
-        if has_calls {
-            Content::Null
-        } else {
-            Content::Text(String::new())
-        }
+    let empty = if has_calls {
+        Content::Null
+    } else {
+        Content::Text(String::new())
     };
-    match content {
-        Content::Text(text) => Content::Text(text.clone()),
-        Content::Absent | Content::Null => empty(),
-        Content::Parts(parts) => {
-            let parts: Vec<Part> = parts.iter().filter_map(|p| openai_part(p, role)).collect();
-            if parts.is_empty() {
-                empty()
-            } else {
-                Content::Parts(parts)
-            }
-        }
-    }
+    map_parts(content, empty, |part| openai_part(part, role))
 }
 
 fn openai_part(part: &Part, role: &Role) -> Option<Part> {

@@ -61,3 +61,12 @@ pub fn tau_bench_conversations() -> Vec<serde_json::Value> {
         .filter_map(|mut t| t.get_mut("traj").map(serde_json::Value::take))
         .collect()
 }
+
+/// The largest mini-swe-agent trajectory (by bytes; the last path among equals).
+pub fn largest_mini_swe_agent_file() -> Option<PathBuf> {
+    mini_swe_agent_files()
+        .into_iter()
+        .filter_map(|path| Some((std::fs::metadata(&path).ok()?.len(), path)))
+        .max()
+        .map(|(_, path)| path)
+}

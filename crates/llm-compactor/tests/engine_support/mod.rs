@@ -10,8 +10,9 @@ use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use llm_compactor::count::{HeuristicCounter, TokenCounter};
+use llm_compactor::plan;
 use llm_compactor::summarize::{FailureKind, StopReason, Summarizer, SummarizerError, SummaryReply, SummaryRequest};
-use llm_compactor::{Message, ToolCall, Usage};
+use llm_compactor::{CompactOptions, CompactionResult, Compactor, CompactorConfig, Message, ToolCall, Usage};
 use tokio_util::sync::CancellationToken;
 
 /// One scripted answer.
@@ -208,4 +209,52 @@ impl TokenCounter for Chars {
     fn count_message(&self, message: &Message) -> usize {
         message.content.chars()
     }
+}
+
+/// A configuration of `budget` tokens keeping the last 3 messages.
+pub fn config(budget: usize) -> CompactorConfig {
+    CompactorConfig::builder(budget).keep_recent(3).build().unwrap()
+}
+
+/// A heuristic-counting compactor over [`config`], with `summarizer` when given.
+pub fn compactor(budget: usize, summarizer: Option<Arc<Scripted>>) -> Compactor {
+    let c = Compactor::new(config(budget), Arc::new(HeuristicCounter));
+    match summarizer {
+        Some(s) => c.with_summarizer(s),
+        None => c,
+    }
+}
+
+/// The replay contract: sticky <= cut, the inserted message, everything after the cut,
+/// after the elisions.
+pub fn replay(input: &[Message], result: &CompactionResult) -> Vec<Message> {
+    let elided: Vec<Message> = plan::apply_elisions(input, &result.elisions);
+    if result.cut_index < 0 {
+        return elided;
+    }
+    let cut = result.cut_index as usize;
+    let mut out: Vec<Message> = elided[..=cut].iter().filter(|m| m.is_sticky()).cloned().collect();
+    out.push(Message::user(result.summary.clone()));
+    out.extend(elided[cut + 1..].iter().cloned());
+    out
+}
+
+/// A result of a [`config`] compactor: it honours the replay contract, is valid, and
+/// its token counts are the heuristic counts of its input and output.
+pub fn check(input: &[Message], result: &CompactionResult) {
+    assert_eq!(replay(input, result), result.messages, "replay contract");
+    let layout = plan::layout(input, 3);
+    plan::validate(input, &result.messages, layout.recent_start).expect("valid result");
+    assert_eq!(tokens(&result.messages), result.tokens_after);
+    assert_eq!(tokens(input), result.tokens_before);
+}
+
+/// One pass of a heuristic-counting compactor over `config` with `summarizer`, with the
+/// default options.
+pub async fn compact_once(config: CompactorConfig, summarizer: Arc<Scripted>, input: &[Message]) -> CompactionResult {
+    Compactor::new(config, Arc::new(HeuristicCounter))
+        .with_summarizer(summarizer)
+        .compact(input, CompactOptions::default())
+        .await
+        .unwrap()
 }

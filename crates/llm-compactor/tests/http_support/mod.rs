@@ -310,3 +310,12 @@ pub async fn dead_addr() -> SocketAddr {
     drop(listener);
     addr
 }
+
+/// An IMF-fixdate (a Retry-After HTTP-date) `ahead` from now.
+pub fn httpdate_in(ahead: Duration) -> String {
+    let at = time::OffsetDateTime::now_utc() + ahead;
+    let format = time::macros::format_description!(
+        "[weekday repr:short], [day] [month repr:short] [year] [hour]:[minute]:[second] GMT"
+    );
+    at.format(format).unwrap()
+}
