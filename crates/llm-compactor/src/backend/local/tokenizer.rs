@@ -54,8 +54,9 @@ pub struct Tokenizer {
     token_to_id: HashMap<String, u32>,
     /// (left id, right id) → (rank, merged id).
     merges: HashMap<(u32, u32), (u32, u32)>,
-    /// Byte → id of the token for that single byte.
-    byte_tokens: [u32; 256],
+    /// Byte → id of the token for that single byte. Some vocabularies lack a few
+    /// (control characters, bytes that never occur in UTF-8); those bytes are dropped.
+    byte_tokens: [Option<u32>; 256],
     /// Unicode char of the byte-level alphabet → byte.
     char_to_byte: HashMap<char, u8>,
     special: Vec<bool>,
@@ -80,11 +81,12 @@ impl Tokenizer {
             let id = u32::try_from(id).map_err(|_| LocalError::Tokenizer("vocabulary too large".into()))?;
             token_to_id.entry(token.clone()).or_insert(id);
         }
-        let mut byte_tokens = [0u32; 256];
+        let mut byte_tokens = [None; 256];
         for (byte, ch) in byte_chars.iter().enumerate() {
-            byte_tokens[byte] = *token_to_id.get(&ch.to_string()).ok_or_else(|| {
-                LocalError::Tokenizer(format!("vocabulary lacks the byte token for 0x{byte:02x}"))
-            })?;
+            byte_tokens[byte] = token_to_id.get(&ch.to_string()).copied();
+        }
+        if byte_tokens.iter().all(Option::is_none) {
+            return Err(LocalError::Tokenizer("the vocabulary is not byte-level".into()));
         }
         let mut merges = HashMap::with_capacity(tables.merges.len());
         for (rank, merge) in tables.merges.iter().enumerate() {
@@ -238,7 +240,7 @@ impl Tokenizer {
     }
 
     fn bpe_bytes(&self, word: &[u8]) -> Vec<u32> {
-        let mut parts: Vec<u32> = word.iter().map(|&b| self.byte_tokens[b as usize]).collect();
+        let mut parts: Vec<u32> = word.iter().filter_map(|&b| self.byte_tokens[b as usize]).collect();
         loop {
             let mut best: Option<(u32, usize, u32)> = None;
             for i in 0..parts.len().saturating_sub(1) {
