@@ -48,6 +48,9 @@ pub enum LocalError {
     /// The tensor engine failed while running the model.
     #[error("inference failed: {0}")]
     Inference(String),
+    /// The request was cancelled.
+    #[error("cancelled")]
+    Cancelled,
     /// The compute thread went away (a panic inside the engine).
     #[error("the inference worker stopped: {0}")]
     Worker(String),
@@ -69,6 +72,7 @@ impl From<LocalError> for SummarizerError {
             | LocalError::Tokenizer(_)
             | LocalError::Template(_) => FailureKind::Unavailable,
             LocalError::PromptTooLong { .. } => FailureKind::ContextLengthExceeded { status: None },
+            LocalError::Cancelled => FailureKind::Cancelled,
             LocalError::Inference(_) | LocalError::Worker(_) => FailureKind::Other,
         };
         SummarizerError::new(kind, err.to_string())

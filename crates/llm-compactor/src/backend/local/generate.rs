@@ -67,27 +67,19 @@ impl Default for DecodeParams {
     }
 }
 
-/// The result of one decoding run.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct Decoded {
-    pub(crate) tokens: Vec<u32>,
-    pub(crate) stop: StopReason,
+/// The result of one generation.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Generation {
+    /// Prompt tokens processed.
+    pub prompt_tokens: usize,
+    /// The generated tokens (the stop token excluded).
+    pub tokens: Vec<u32>,
+    /// Complete on a stop token; Truncated at the budget or the end of the context.
+    pub stop: StopReason,
 }
 
-/// Why a decoding run ended without a result.
-#[derive(Debug)]
-pub(crate) enum DecodeEnd {
-    Cancelled,
-    Failed(LocalError),
-}
-
-impl From<LocalError> for DecodeEnd {
-    fn from(err: LocalError) -> Self {
-        DecodeEnd::Failed(err)
-    }
-}
-
-/// Run the model on `prompt` and generate at most `max_new` tokens.
+/// Run the model on `prompt` and generate at most `max_new` tokens, ending early on
+/// any of `stop_ids`.
 pub(crate) fn decode(
     weights: &Weights,
     prompt: &[u32],
@@ -96,14 +88,13 @@ pub(crate) fn decode(
     params: DecodeParams,
     cancel: &CancellationToken,
     progress: &dyn Fn(LocalProgress),
-) -> Result<Decoded, DecodeEnd> {
+) -> Result<Generation, LocalError> {
     let context = weights.max_positions;
     if prompt.is_empty() || prompt.len() >= context {
         return Err(LocalError::PromptTooLong {
             prompt: prompt.len(),
             context,
-        }
-        .into());
+        });
     }
     let max_new = max_new.min(context - prompt.len());
     let mut session = Session::new(weights, prompt.len() + max_new)?;
@@ -112,7 +103,7 @@ pub(crate) fn decode(
     let mut done = 0;
     for piece in prompt.chunks(chunk) {
         if cancel.is_cancelled() {
-            return Err(DecodeEnd::Cancelled);
+            return Err(LocalError::Cancelled);
         }
         logits = session.forward(piece)?;
         done += piece.len();
@@ -124,13 +115,14 @@ pub(crate) fn decode(
     let mut tokens: Vec<u32> = Vec::new();
     loop {
         if cancel.is_cancelled() {
-            return Err(DecodeEnd::Cancelled);
+            return Err(LocalError::Cancelled);
         }
         let recent = &tokens[tokens.len().saturating_sub(params.repeat_last_n)..];
         apply_repeat_penalty(&mut logits, params.repeat_penalty, recent);
         let next = argmax(&logits).ok_or_else(|| LocalError::Inference("empty logits".into()))?;
         if stop_ids.contains(&next) {
-            return Ok(Decoded {
+            return Ok(Generation {
+                prompt_tokens: prompt.len(),
                 tokens,
                 stop: StopReason::Complete,
             });
@@ -141,7 +133,8 @@ pub(crate) fn decode(
             max: max_new,
         });
         if tokens.len() >= max_new || session.room() == 0 {
-            return Ok(Decoded {
+            return Ok(Generation {
+                prompt_tokens: prompt.len(),
                 tokens,
                 stop: StopReason::Truncated,
             });

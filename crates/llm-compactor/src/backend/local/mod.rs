@@ -46,12 +46,12 @@ use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
 pub use error::LocalError;
-pub use generate::{DecodeParams, LocalProgress};
+pub use generate::{DecodeParams, Generation, LocalProgress};
 pub use gguf::{Architecture, GgufHeader, Hyperparams, read_header};
 pub use template::{ChatFormat, Piece};
 pub use tokenizer::{Tokenizer, TokenizerTables};
 
-use generate::{DecodeEnd, decode};
+use generate::decode;
 use model::Weights;
 
 use crate::Usage;
@@ -223,6 +223,62 @@ impl LocalSummarizer {
         Ok(Arc::clone(weights))
     }
 
+    /// Run the model on raw token ids and generate up to `max_new` tokens (greedy, with
+    /// the configured repeat penalty). With `stop_at_eos` false it always writes
+    /// `max_new` tokens (or fills the context): what benchmarks measure.
+    pub async fn generate(
+        &self,
+        prompt: Vec<u32>,
+        max_new: usize,
+        stop_at_eos: bool,
+        cancel: &CancellationToken,
+    ) -> Result<Generation, LocalError> {
+        self.run(cancel, move |tokenizer, format, _| {
+            let stops = if stop_at_eos { format.stop_ids(tokenizer) } else { Vec::new() };
+            Ok((prompt, max_new, stops))
+        })
+        .await
+    }
+
+    /// Load the weights if needed, build the prompt with `prepare` and decode it on a
+    /// blocking thread, returning as soon as `cancel` fires.
+    async fn run<F>(&self, cancel: &CancellationToken, prepare: F) -> Result<Generation, LocalError>
+    where
+        F: FnOnce(&Tokenizer, ChatFormat, bool) -> Result<(Vec<u32>, usize, Vec<u32>), LocalError> + Send + 'static,
+    {
+        if cancel.is_cancelled() {
+            return Err(LocalError::Cancelled);
+        }
+        let weights = tokio::select! {
+            biased;
+            _ = cancel.cancelled() => return Err(LocalError::Cancelled),
+            loaded = self.weights() => loaded?,
+        };
+        // The worker watches a child token; dropping this future (a caller's timeout)
+        // cancels it as well, so no orphaned computation keeps the CPU busy.
+        let worker_cancel = cancel.child_token();
+        let _stop_worker = worker_cancel.clone().drop_guard();
+        let tokenizer = Arc::clone(&self.tokenizer);
+        let (format, add_bos, params) = (self.format, self.header.add_bos, self.config.decode);
+        let progress = self.progress.clone();
+        let worker = tokio::task::spawn_blocking(move || {
+            let (prompt, max_new, stops) = prepare(&tokenizer, format, add_bos)?;
+            let report = |event: LocalProgress| {
+                if let Some(p) = &progress {
+                    p(event);
+                }
+            };
+            decode(&weights, &prompt, &stops, max_new, params, &worker_cancel, &report)
+        });
+        let outcome = tokio::select! {
+            biased;
+            _ = cancel.cancelled() => Err(LocalError::Cancelled),
+            joined = worker => joined.map_err(|e| LocalError::Worker(e.to_string())).and_then(|r| r),
+        };
+        self.report(LocalProgress::Finished);
+        outcome
+    }
+
     fn report(&self, event: LocalProgress) {
         if let Some(p) = &self.progress {
             p(event);
@@ -250,51 +306,15 @@ impl Summarizer for LocalSummarizer {
         request: SummaryRequest,
         cancel: &CancellationToken,
     ) -> Result<SummaryReply, SummarizerError> {
-        let cancelled = || SummarizerError::new(FailureKind::Cancelled, "the local summary was cancelled");
-        if cancel.is_cancelled() {
-            return Err(cancelled());
-        }
-        let weights = tokio::select! {
-            biased;
-            _ = cancel.cancelled() => return Err(cancelled()),
-            loaded = self.weights() => loaded.map_err(SummarizerError::from)?,
-        };
-        // The worker watches a child token; dropping this future (a caller's timeout)
-        // cancels it as well, so no orphaned computation keeps the CPU busy.
-        let worker_cancel = cancel.child_token();
-        let _stop_worker = worker_cancel.clone().drop_guard();
-        let tokenizer = Arc::clone(&self.tokenizer);
-        let format = self.format;
-        let add_bos = self.header.add_bos;
-        let params = self.config.decode;
-        let progress = self.progress.clone();
         let max_new = request.max_output_tokens as usize;
-        let worker = tokio::task::spawn_blocking(move || -> Result<(usize, Vec<u32>, _), DecodeEnd> {
-            let prompt = format.encode(&tokenizer, &request.system, &request.transcript, add_bos)?;
-            let stops = format.stop_ids(&tokenizer);
-            let report = |event: LocalProgress| {
-                if let Some(p) = &progress {
-                    p(event);
-                }
-            };
-            let decoded = decode(&weights, &prompt, &stops, max_new, params, &worker_cancel, &report)?;
-            Ok((prompt.len(), decoded.tokens, decoded.stop))
-        });
-        let outcome = tokio::select! {
-            biased;
-            _ = cancel.cancelled() => {
-                self.report(LocalProgress::Finished);
-                return Err(cancelled());
-            }
-            joined = worker => joined,
-        };
-        self.report(LocalProgress::Finished);
-        let (prompt_tokens, tokens, stop) = match outcome {
-            Ok(Ok(done)) => done,
-            Ok(Err(DecodeEnd::Cancelled)) => return Err(cancelled()),
-            Ok(Err(DecodeEnd::Failed(err))) => return Err(err.into()),
-            Err(join) => return Err(LocalError::Worker(join.to_string()).into()),
-        };
+        let generation = self
+            .run(cancel, move |tokenizer, format, add_bos| {
+                let prompt = format.encode(tokenizer, &request.system, &request.transcript, add_bos)?;
+                Ok((prompt, max_new, format.stop_ids(tokenizer)))
+            })
+            .await
+            .map_err(SummarizerError::from)?;
+        let (prompt_tokens, tokens, stop) = (generation.prompt_tokens, generation.tokens, generation.stop);
         let usage = Usage {
             input_tokens: prompt_tokens as u64,
             output_tokens: tokens.len() as u64,
