@@ -24,6 +24,8 @@ enum Command {
     Convert(cmd::convert::Args),
     /// Count a conversation's tokens.
     Count(cmd::count::Args),
+    /// Fetch the local summarizer's default model, or print where it is.
+    Model(cmd::model::Args),
 }
 
 fn main() {
@@ -38,6 +40,7 @@ fn main() {
     let outcome: Result<(), CliError> = match cli.command {
         Command::Convert(args) => cmd::convert::run(args),
         Command::Count(args) => cmd::count::run(args),
+        Command::Model(args) => cmd::model::run(args),
     };
     if let Err(err) = outcome {
         eprintln!("compactor: {err}");

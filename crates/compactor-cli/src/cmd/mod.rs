@@ -2,3 +2,6 @@
 
 pub mod convert;
 pub mod count;
+pub mod model;
+#[cfg(feature = "local")]
+pub mod summarizer_local;
