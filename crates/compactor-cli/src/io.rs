@@ -62,7 +62,11 @@ pub fn write_output(output: Option<&Path>, text: &str) -> Result<(), CliError> {
         }
         None => {
             let mut stdout = std::io::stdout().lock();
-            writeln!(stdout, "{text}").map_err(|e| CliError::Failed(format!("<stdout>: {e}")))
+            match writeln!(stdout, "{text}").and_then(|()| stdout.flush()) {
+                // A reader that stopped early (`| head`) is not our failure.
+                Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+                other => other.map_err(|e| CliError::Failed(format!("<stdout>: {e}"))),
+            }
         }
     }
 }

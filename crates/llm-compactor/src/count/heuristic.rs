@@ -4,6 +4,7 @@
 //! the calibrated counter and a safe default where no tokenizer is known.
 
 use crate::count::TokenCounter;
+use crate::count::framing::tool_calls_json;
 use crate::message::Message;
 
 /// Per-message framing allowance of the heuristic.
@@ -13,13 +14,8 @@ pub const MESSAGE_OVERHEAD: usize = 8;
 /// compact JSON of its tool calls (`[{"id":..,"name":..,"arguments":..}]`).
 pub fn message_chars(message: &Message) -> usize {
     let mut chars = message.content.chars();
-    if !message.tool_calls.is_empty() {
-        let calls: Vec<serde_json::Value> = message
-            .tool_calls
-            .iter()
-            .map(|c| serde_json::json!({"id": c.id, "name": c.name, "arguments": c.arguments}))
-            .collect();
-        chars += serde_json::to_string(&calls).map(|s| s.chars().count()).unwrap_or(0);
+    if let Some(calls) = tool_calls_json(message) {
+        chars += calls.chars().count();
     }
     chars
 }

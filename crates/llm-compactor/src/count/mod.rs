@@ -5,6 +5,19 @@
 //! encodings, and the calibrated usage counter is anchored on what the provider actually
 //! billed. The compactor proves every compaction with the counter it was given (or the
 //! per-call override), and never mixes units of two tokenizers.
+//!
+//! The pieces compose through `Arc<dyn TokenCounter>`:
+//!
+//! - [`HeuristicCounter`]: `8 + ceil(chars / 4)` per message.
+//! - [`BpeCounter`] (feature `bpe`): exact `o200k_base` / `cl100k_base` counts with the
+//!   OpenAI chat framing of [`framing`].
+//! - [`CalibratedCounter`]: the provider's last bill plus a fallback count of what came
+//!   after it; the counter an agent loop should share with its compactor.
+//! - [`MemoCounter`]: remembers per-message counts so that a conversation growing by one
+//!   turn per round costs one message's tokenization, not a recount.
+//! - [`RequestCounter`]: the complete-request adapter (conversation + tool declarations +
+//!   runtime context) a loop passes to the compactor as a per-call override.
+//! - [`counter_by_name`]: the factory behind `--counter heuristic|o200k|cl100k`.
 
 use serde_json::Value;
 
@@ -15,6 +28,13 @@ use crate::message::Message;
 /// Implementations are `Send + Sync` so one instance can be shared (behind an
 /// `Arc<dyn TokenCounter>`) by the agent loop and the compactor: the loop's counter is the
 /// one that has been calibrated against the provider's bills.
+///
+/// Contract for wrappers: for every counter,
+/// `count_request(m, tools, context) == count_messages(m) + count_request_overhead(tools, context)`
+/// whenever [`TokenCounter::additive`] is true, and an additive counter's
+/// `count_messages(m)` is the sum of `count_message` over `m`. Wrappers
+/// ([`MemoCounter`], [`RequestCounter`]) rely on it to give back the wrapped counter's
+/// numbers exactly.
 pub trait TokenCounter: Send + Sync {
     /// A short name for reports (`heuristic`, `o200k`, `cl100k`, `calibrated`, ...).
     fn name(&self) -> &str;
@@ -34,6 +54,13 @@ pub trait TokenCounter: Send + Sync {
     /// Tokens of a complete request: the conversation, the tool declarations it carries
     /// and any runtime context sent beside it.
     fn count_request(&self, messages: &[Message], tools: &[Value], context: &str) -> usize {
+        self.count_messages(messages) + self.count_request_overhead(tools, context)
+    }
+
+    /// What a request adds to its conversation: the tool declarations (as their compact
+    /// JSON array) and the runtime context. The default counts both as text; the BPE
+    /// counters add the reply priming of the chat format.
+    fn count_request_overhead(&self, tools: &[Value], context: &str) -> usize {
         let tools_tokens = if tools.is_empty() {
             0
         } else {
@@ -44,10 +71,71 @@ pub trait TokenCounter: Send + Sync {
         } else {
             self.count_text(context)
         };
-        self.count_messages(messages) + tools_tokens + context_tokens
+        tools_tokens + context_tokens
+    }
+
+    /// True when [`TokenCounter::count_messages`] is the sum of
+    /// [`TokenCounter::count_message`] (and `count_request` is `count_messages` plus
+    /// [`TokenCounter::count_request_overhead`]). Counters whose count of a conversation
+    /// depends on the conversation as a whole (the calibrated counter, the request
+    /// adapter) say `false`, and wrappers then delegate instead of summing.
+    fn additive(&self) -> bool {
+        true
     }
 }
 
-mod heuristic;
+/// A shared counter shows its name (so `Arc<dyn TokenCounter>` fits in `Debug` types).
+impl std::fmt::Debug for dyn TokenCounter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TokenCounter").field("name", &self.name()).finish()
+    }
+}
 
+#[cfg(feature = "bpe")]
+mod bpe;
+mod by_name;
+mod calibrated;
+pub mod framing;
+mod heuristic;
+mod memo;
+mod request;
+
+#[cfg(feature = "bpe")]
+pub use bpe::{BpeCounter, Encoding};
+pub use by_name::{COUNTER_NAMES, CounterByNameError, counter_by_name};
+pub use calibrated::{CalibratedCounter, CalibrationRecord};
 pub use heuristic::{HeuristicCounter, MESSAGE_OVERHEAD, message_chars};
+pub use memo::{MemoCounter, MemoStats};
+pub use request::RequestCounter;
+
+macro_rules! forward_token_counter {
+    ($($wrapper:ty),*) => {$(
+        /// Forwards every method to the pointee, so wrappers and `Arc<dyn TokenCounter>`
+        /// compose.
+        impl<T: TokenCounter + ?Sized> TokenCounter for $wrapper {
+            fn name(&self) -> &str {
+                (**self).name()
+            }
+            fn count_text(&self, text: &str) -> usize {
+                (**self).count_text(text)
+            }
+            fn count_message(&self, message: &Message) -> usize {
+                (**self).count_message(message)
+            }
+            fn count_messages(&self, messages: &[Message]) -> usize {
+                (**self).count_messages(messages)
+            }
+            fn count_request(&self, messages: &[Message], tools: &[Value], context: &str) -> usize {
+                (**self).count_request(messages, tools, context)
+            }
+            fn count_request_overhead(&self, tools: &[Value], context: &str) -> usize {
+                (**self).count_request_overhead(tools, context)
+            }
+            fn additive(&self) -> bool {
+                (**self).additive()
+            }
+        }
+    )*};
+}
+
+forward_token_counter!(std::sync::Arc<T>, Box<T>, &T);

@@ -51,8 +51,13 @@ pub fn tau_bench_file() -> Option<PathBuf> {
 
 /// Every tau-bench conversation as an OpenAI messages array.
 pub fn tau_bench_conversations() -> Vec<serde_json::Value> {
-    let Some(path) = tau_bench_file() else { return Vec::new() };
+    let Some(path) = tau_bench_file() else {
+        return Vec::new();
+    };
     let text = std::fs::read_to_string(&path).expect("tau-bench file is readable");
     let tasks: Vec<serde_json::Value> = serde_json::from_str(&text).expect("tau-bench file is JSON");
-    tasks.into_iter().filter_map(|mut t| t.get_mut("traj").map(serde_json::Value::take)).collect()
+    tasks
+        .into_iter()
+        .filter_map(|mut t| t.get_mut("traj").map(serde_json::Value::take))
+        .collect()
 }

@@ -1,0 +1,261 @@
+//! Counting benchmarks.
+//!
+//! 1. Throughput: `o200k_base` counting of the same text by our counter (`bpe-openai`)
+//!    and by `tiktoken-rs`, in MB/s, and their ratio.
+//! 2. Per-round cost in an agent loop whose conversation has grown to ~1M tokens: one new
+//!    message per round, counted through the memo versus a full recount.
+//! 3. The whole `compactor count` path on the largest trajectory (read, parse, count).
+//!
+//! Text comes from the real trajectories when `LLM_COMPACTOR_DATA` (or `../shared/data`)
+//! has them, from a deterministic synthetic generator otherwise.
+//! Run: `LLM_COMPACTOR_DATA=/work/shared/data cargo bench -p llm-compactor --bench counting`.
+
+#[path = "../tests/count_support/mod.rs"]
+mod count_support;
+
+use std::hint::black_box;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use llm_compactor::Message;
+use llm_compactor::count::{BpeCounter, MemoCounter, TokenCounter};
+
+const TARGET_TOKENS: usize = 1_000_000;
+
+fn mini_swe_agent_files() -> Vec<PathBuf> {
+    let dir = std::env::var_os("LLM_COMPACTOR_DATA")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/data")))
+        .join("trajectories/mini-swe-agent");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map(|entries| {
+            entries
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| p.to_string_lossy().ends_with(".traj.json"))
+                .collect()
+        })
+        .unwrap_or_default();
+    files.sort();
+    files
+}
+
+/// A deterministic synthetic agent conversation (prose, code, tool output).
+fn synthetic_messages(count: usize) -> Vec<Message> {
+    let words = [
+        "the",
+        "function",
+        "returns",
+        "None",
+        "when",
+        "path",
+        "is",
+        "missing",
+        "fix",
+        "test",
+        "parser",
+        "module",
+        "élan",
+        "数据",
+        "🙂",
+        "fn",
+        "let",
+        "mut",
+        "=>",
+        "{",
+        "}",
+        "();",
+        "0x1F",
+        "42",
+        "\n",
+        "    ",
+        "self.value",
+    ];
+    let mut state: u64 = 0x9E37_79B9_7F4A_7C15;
+    let mut next = move || {
+        state = state
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        (state >> 33) as usize
+    };
+    let mut messages = vec![Message::system("You are a careful coding agent.")];
+    for i in 0..count {
+        let len = 50 + next() % 1_500;
+        let text: Vec<&str> = (0..len).map(|_| words[next() % words.len()]).collect();
+        let text = text.join(" ");
+        messages.push(match i % 3 {
+            0 => Message::assistant(text),
+            1 => Message::tool(format!("call_{i}"), text),
+            _ => Message::user(text),
+        });
+    }
+    messages
+}
+
+/// Real trajectory messages (every file, concatenated) or synthetic ones.
+fn corpus_messages() -> (Vec<Message>, &'static str) {
+    let files = mini_swe_agent_files();
+    if files.is_empty() {
+        return (synthetic_messages(8_000), "synthetic");
+    }
+    let messages = files
+        .iter()
+        .flat_map(|p| count_support::mini_swe_agent_messages(p))
+        .collect();
+    (messages, "real trajectories")
+}
+
+/// The first messages of `corpus` whose o200k count reaches `target`.
+fn conversation_of(corpus: &[Message], target: usize) -> Vec<Message> {
+    let counter = BpeCounter::o200k();
+    let mut total = 0;
+    let mut conversation = Vec::new();
+    for message in corpus.iter().cycle() {
+        if total >= target {
+            break;
+        }
+        total += counter.count_message(message);
+        conversation.push(message.clone());
+    }
+    conversation
+}
+
+fn mb_per_s(bytes: usize, elapsed: Duration, iterations: u32) -> f64 {
+    bytes as f64 * f64::from(iterations) / elapsed.as_secs_f64() / 1e6
+}
+
+fn time_it(iterations: u32, mut f: impl FnMut() -> usize) -> Duration {
+    black_box(f());
+    let start = Instant::now();
+    for _ in 0..iterations {
+        black_box(f());
+    }
+    start.elapsed()
+}
+
+fn throughput(c: &mut Criterion) {
+    let (corpus, source) = corpus_messages();
+    let text: String = corpus.iter().map(|m| m.text()).collect::<Vec<_>>().join("\n");
+    let text: String = text.chars().take(4_000_000).collect();
+    let ours = BpeCounter::o200k();
+    let tiktoken = tiktoken_rs::o200k_base_singleton();
+    assert_eq!(ours.count_text(&text), tiktoken.encode_ordinary(&text).len());
+
+    let ours_time = time_it(3, || ours.count_text(&text));
+    let tiktoken_time = time_it(3, || tiktoken.encode_ordinary(&text).len());
+    let (ours_mbs, tiktoken_mbs) = (
+        mb_per_s(text.len(), ours_time, 3),
+        mb_per_s(text.len(), tiktoken_time, 3),
+    );
+    println!(
+        "\nthroughput on {:.1} MB of {source} text ({} o200k tokens): ours (bpe-openai) {ours_mbs:.1} MB/s, \
+         tiktoken-rs {tiktoken_mbs:.1} MB/s, ratio {:.2}x\n",
+        text.len() as f64 / 1e6,
+        ours.count_text(&text),
+        ours_mbs / tiktoken_mbs
+    );
+
+    let sample: String = text.chars().take(1_000_000).collect();
+    let mut group = c.benchmark_group("o200k_throughput");
+    group.throughput(Throughput::Bytes(sample.len() as u64));
+    group.bench_function("ours_bpe_openai", |b| b.iter(|| ours.count_text(black_box(&sample))));
+    group.bench_function("tiktoken_rs", |b| {
+        b.iter(|| tiktoken.encode_ordinary(black_box(&sample)).len())
+    });
+    group.finish();
+}
+
+fn per_round(c: &mut Criterion) {
+    let (corpus, source) = corpus_messages();
+    let conversation = conversation_of(&corpus, TARGET_TOKENS);
+    let plain = BpeCounter::o200k();
+    let n = conversation.len();
+    let (prefix, full) = (&conversation[..n - 1], &conversation[..]);
+    let tokens = plain.count_messages(full);
+
+    // A table over the growth: the cost of one round at several sizes.
+    println!("\nper-round cost, one new message per round ({source}, o200k):");
+    println!(
+        "{:>10} {:>9} {:>14} {:>14} {:>9}",
+        "tokens", "messages", "memo", "recount", "speedup"
+    );
+    for fraction in [8, 4, 2, 1] {
+        let size = conversation_of(&conversation, TARGET_TOKENS / fraction).len().min(n);
+        let (before, after) = (&conversation[..size - 1], &conversation[..size]);
+        let memo = MemoCounter::new(plain);
+        let mut memo_time = Duration::ZERO;
+        for _ in 0..5 {
+            memo.count_messages(before);
+            let start = Instant::now();
+            black_box(memo.count_messages(after));
+            memo_time += start.elapsed();
+        }
+        let recount_time = time_it(3, || plain.count_messages(after));
+        let (memo_round, recount_round) = (memo_time / 5, recount_time / 3);
+        println!(
+            "{:>10} {:>9} {:>14?} {:>14?} {:>8.0}x",
+            plain.count_messages(after),
+            size,
+            memo_round,
+            recount_round,
+            recount_round.as_secs_f64() / memo_round.as_secs_f64()
+        );
+    }
+    println!();
+
+    let mut group = c.benchmark_group(format!("round_at_{}k_tokens_{n}_messages", tokens / 1000));
+    group.bench_function("memo_one_new_message", |b| {
+        let memo = MemoCounter::new(plain);
+        b.iter_custom(|iterations| {
+            let mut elapsed = Duration::ZERO;
+            for _ in 0..iterations {
+                memo.count_messages(prefix);
+                let start = Instant::now();
+                black_box(memo.count_messages(full));
+                elapsed += start.elapsed();
+            }
+            elapsed
+        });
+    });
+    group.bench_function("full_recount", |b| b.iter(|| plain.count_messages(black_box(full))));
+    group.finish();
+}
+
+fn largest_file(c: &mut Criterion) {
+    let mut files: Vec<(u64, PathBuf)> = mini_swe_agent_files()
+        .into_iter()
+        .filter_map(|p| Some((std::fs::metadata(&p).ok()?.len(), p)))
+        .collect();
+    files.sort();
+    let Some((size, path)) = files.pop() else {
+        println!("no trajectories: skipping the largest-file benchmark");
+        return;
+    };
+    let count = || {
+        let messages = count_support::mini_swe_agent_messages(&path);
+        BpeCounter::o200k().count_messages(&messages)
+    };
+    let start = Instant::now();
+    let tokens = count();
+    println!(
+        "\nlargest trajectory {} ({:.2} MB, {tokens} o200k tokens): read + parse + count in {:?}\n",
+        path.file_name().unwrap_or_default().to_string_lossy(),
+        size as f64 / 1e6,
+        start.elapsed()
+    );
+    c.bench_function("largest_trajectory_read_parse_count_o200k", |b| b.iter(count));
+}
+
+fn config() -> Criterion {
+    Criterion::default()
+        .sample_size(10)
+        .measurement_time(Duration::from_secs(3))
+        .warm_up_time(Duration::from_secs(1))
+}
+
+criterion_group! {
+    name = benches;
+    config = config();
+    targets = throughput, per_round, largest_file
+}
+criterion_main!(benches);

@@ -1,0 +1,105 @@
+//! Exact counters for OpenAI's `o200k_base` and `cl100k_base` encodings.
+//!
+//! Tokenization is `bpe-openai`'s (GitHub's linear-time BPE, whose encodings are tested
+//! identical to tiktoken's and which runs about twice as fast as `tiktoken-rs`); we never
+//! hand-write BPE. The framing of messages and requests is [`super::framing`]'s rule.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::count::TokenCounter;
+use crate::count::framing::{self, REPLY_PRIMING};
+use crate::message::Message;
+
+/// An OpenAI BPE encoding.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Encoding {
+    /// `o200k_base` (GPT-4o, GPT-4.1, o-series, GPT-5).
+    O200kBase,
+    /// `cl100k_base` (GPT-4, GPT-3.5-turbo, text-embedding-3).
+    Cl100kBase,
+}
+
+impl Encoding {
+    /// The short counter name: `o200k` or `cl100k`.
+    pub fn counter_name(self) -> &'static str {
+        match self {
+            Encoding::O200kBase => "o200k",
+            Encoding::Cl100kBase => "cl100k",
+        }
+    }
+
+    /// The `bpe-openai` tokenizer (built on first use, then shared by the process).
+    pub fn tokenizer(self) -> &'static bpe_openai::Tokenizer {
+        match self {
+            Encoding::O200kBase => bpe_openai::o200k_base(),
+            Encoding::Cl100kBase => bpe_openai::cl100k_base(),
+        }
+    }
+}
+
+/// Exact token counts in one OpenAI encoding, with the chat format's framing.
+///
+/// ```
+/// use llm_compactor::count::{BpeCounter, TokenCounter};
+/// use llm_compactor::Message;
+/// let counter = BpeCounter::o200k();
+/// assert_eq!(counter.count_text("hello world"), 2);
+/// // 3 framing + "user" (1) + "hello world" (2)
+/// assert_eq!(counter.count_message(&Message::user("hello world")), 6);
+/// // ... plus 3 tokens priming the reply, once per request
+/// assert_eq!(counter.count_request(&[Message::user("hello world")], &[], ""), 9);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct BpeCounter {
+    encoding: Encoding,
+}
+
+impl BpeCounter {
+    /// A counter for `encoding`.
+    pub fn new(encoding: Encoding) -> Self {
+        BpeCounter { encoding }
+    }
+
+    /// `o200k_base`.
+    pub fn o200k() -> Self {
+        BpeCounter::new(Encoding::O200kBase)
+    }
+
+    /// `cl100k_base`.
+    pub fn cl100k() -> Self {
+        BpeCounter::new(Encoding::Cl100kBase)
+    }
+
+    /// The encoding.
+    pub fn encoding(&self) -> Encoding {
+        self.encoding
+    }
+}
+
+impl TokenCounter for BpeCounter {
+    fn name(&self) -> &str {
+        self.encoding.counter_name()
+    }
+
+    fn count_text(&self, text: &str) -> usize {
+        if text.is_empty() {
+            return 0;
+        }
+        self.encoding.tokenizer().count(text)
+    }
+
+    fn count_message(&self, message: &Message) -> usize {
+        framing::message_tokens(message, &|text| self.count_text(text))
+    }
+
+    fn count_request_overhead(&self, tools: &[Value], context: &str) -> usize {
+        let tools_tokens = if tools.is_empty() {
+            0
+        } else {
+            self.count_text(&serde_json::to_string(tools).unwrap_or_default())
+        };
+        tools_tokens + self.count_text(context) + REPLY_PRIMING
+    }
+}

@@ -1,0 +1,259 @@
+//! The calibrated usage counter: the provider's last bill plus a count of what came
+//! after it.
+//!
+//! No local tokenizer knows what a provider will bill: it adds tool declarations, hidden
+//! system text and its own framing, and for most models its tokenizer is not public. The
+//! provider tells us, though, after every call: `prompt_tokens` for the conversation it
+//! was sent. So the counter an agent loop should hold keeps ONE record of the last bill
+//! (message count N, billed prompt tokens P, the digest of those N messages, the model)
+//! and counts a conversation as `P + fallback(m[N..])` while the conversation still
+//! starts with exactly those N messages and the model is the same. Anything else (a
+//! compaction or an elision rewrote the prefix, the conversation got shorter, the loop
+//! switched models) forgets the record and counts with the fallback alone until the next
+//! bill recalibrates: a stale anchor is worse than arithmetic.
+//!
+//! The counter is shared (`Arc<dyn TokenCounter>`) between the loop, which records bills,
+//! and the compactor, which counts; the record sits behind a `Mutex`. A poisoned lock is
+//! recovered (the record is a plain value, never left half-written).
+
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::count::{HeuristicCounter, TokenCounter};
+use crate::message::{Message, conversation_digest};
+use crate::usage::Usage;
+
+/// The one bill the calibrated counter remembers.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CalibrationRecord {
+    /// How many messages were sent (N).
+    pub messages: usize,
+    /// The prompt tokens billed for them (P), cached ones included.
+    pub billed_prompt_tokens: u64,
+    /// [`conversation_digest`] of those N messages.
+    pub digest: String,
+    /// The model that billed them.
+    pub model: String,
+}
+
+/// `P + fallback(m[N..])` anchored on the last bill; the fallback alone otherwise.
+///
+/// ```
+/// use std::sync::Arc;
+/// use llm_compactor::count::{CalibratedCounter, TokenCounter};
+/// use llm_compactor::{Message, Usage};
+///
+/// let counter = Arc::new(CalibratedCounter::new());
+/// let mut conversation = vec![Message::system("be brief"), Message::user("hi")];
+/// counter.record(&conversation, "gpt-4o", Some(1234));
+/// conversation.push(Message::assistant("hello")); // heuristic: 8 + ceil(5 / 4) = 10
+/// assert_eq!(counter.count_messages(&conversation), 1234 + 10);
+///
+/// // The loop reports the next call's usage; a usage report works the same way.
+/// counter.record_usage(&conversation, "gpt-4o", &Usage { input_tokens: 1300, ..Usage::default() });
+/// assert_eq!(counter.count_messages(&conversation), 1300);
+/// ```
+pub struct CalibratedCounter {
+    fallback: Arc<dyn TokenCounter>,
+    record: Mutex<Option<CalibrationRecord>>,
+}
+
+impl Default for CalibratedCounter {
+    fn default() -> Self {
+        CalibratedCounter::new()
+    }
+}
+
+impl std::fmt::Debug for CalibratedCounter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CalibratedCounter")
+            .field("fallback", &self.fallback.name())
+            .field("record", &self.calibration())
+            .finish()
+    }
+}
+
+impl CalibratedCounter {
+    /// A counter with no record, falling back to the [`HeuristicCounter`].
+    pub fn new() -> Self {
+        CalibratedCounter::with_fallback(Arc::new(HeuristicCounter))
+    }
+
+    /// A counter with no record, falling back to `fallback` (for example an exact BPE
+    /// counter, memoized).
+    pub fn with_fallback(fallback: Arc<dyn TokenCounter>) -> Self {
+        CalibratedCounter {
+            fallback,
+            record: Mutex::new(None),
+        }
+    }
+
+    /// The fallback counter.
+    pub fn fallback(&self) -> &Arc<dyn TokenCounter> {
+        &self.fallback
+    }
+
+    /// The current record, if any.
+    pub fn calibration(&self) -> Option<CalibrationRecord> {
+        self.lock().clone()
+    }
+
+    /// Forgets the record.
+    pub fn forget(&self) {
+        *self.lock() = None;
+    }
+
+    /// Reports a model call: `messages` were sent to `model` and billed
+    /// `billed_prompt_tokens` prompt tokens (cached ones included).
+    ///
+    /// With a bill, the record becomes this call. Without one (the provider sent no
+    /// usage), the old record is kept, unless `model` is not its model, which forgets it.
+    pub fn record(&self, messages: &[Message], model: &str, billed_prompt_tokens: Option<u64>) {
+        let mut record = self.lock();
+        match billed_prompt_tokens {
+            Some(billed) => {
+                *record = Some(CalibrationRecord {
+                    messages: messages.len(),
+                    billed_prompt_tokens: billed,
+                    digest: conversation_digest(messages),
+                    model: model.to_owned(),
+                });
+            }
+            None => {
+                if record.as_ref().is_some_and(|r| r.model != model) {
+                    tracing::debug!(
+                        model,
+                        "calibrated counter: model changed without usage, record forgotten"
+                    );
+                    *record = None;
+                }
+            }
+        }
+    }
+
+    /// [`CalibratedCounter::record`] with a [`Usage`]: the billed prompt tokens are
+    /// `usage.input_tokens`, which is OpenAI's `prompt_tokens` (cached included) and
+    /// Anthropic's `input_tokens + cache_read_input_tokens + cache_creation_input_tokens`.
+    /// A zero usage is taken as "no usage reported".
+    pub fn record_usage(&self, messages: &[Message], model: &str, usage: &Usage) {
+        let billed = (!usage.is_zero()).then_some(usage.input_tokens);
+        self.record(messages, model, billed);
+    }
+
+    /// [`CalibratedCounter::record`] with an optional [`Usage`] (a response that carried
+    /// none keeps the record, unless the model changed).
+    pub fn record_optional_usage(&self, messages: &[Message], model: &str, usage: Option<&Usage>) {
+        match usage {
+            Some(usage) => self.record_usage(messages, model, usage),
+            None => self.record(messages, model, None),
+        }
+    }
+
+    /// Counts `messages` about to be sent to `model`: a record for another model is
+    /// forgotten first.
+    pub fn count_for_model(&self, messages: &[Message], model: &str) -> usize {
+        {
+            let mut record = self.lock();
+            if record.as_ref().is_some_and(|r| r.model != model) {
+                tracing::debug!(model, "calibrated counter: model changed, record forgotten");
+                *record = None;
+            }
+        }
+        self.count_messages(messages)
+    }
+
+    /// The anchor `(N, P)` when `messages` still starts with the recorded prefix; forgets
+    /// the record (and gives `None`) when it does not. The digest is computed outside the
+    /// lock, so concurrent counts do not serialize on it.
+    fn anchor(&self, messages: &[Message]) -> Option<(usize, u64)> {
+        let current = self.lock().clone()?;
+        let n = current.messages;
+        if messages.len() >= n && conversation_digest(&messages[..n]) == current.digest {
+            return Some((n, current.billed_prompt_tokens));
+        }
+        tracing::debug!(
+            recorded = n,
+            given = messages.len(),
+            "calibrated counter: conversation no longer starts with the billed prefix, record forgotten"
+        );
+        let mut record = self.lock();
+        // Forget only the record we checked: a bill recorded meanwhile is newer news.
+        if record.as_ref() == Some(&current) {
+            *record = None;
+        }
+        None
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Option<CalibrationRecord>> {
+        self.record.lock().unwrap_or_else(|poisoned| {
+            self.record.clear_poison();
+            poisoned.into_inner()
+        })
+    }
+}
+
+fn saturating_usize(value: u64) -> usize {
+    usize::try_from(value).unwrap_or(usize::MAX)
+}
+
+impl TokenCounter for CalibratedCounter {
+    fn name(&self) -> &str {
+        "calibrated"
+    }
+
+    fn count_text(&self, text: &str) -> usize {
+        self.fallback.count_text(text)
+    }
+
+    fn count_message(&self, message: &Message) -> usize {
+        self.fallback.count_message(message)
+    }
+
+    fn count_messages(&self, messages: &[Message]) -> usize {
+        match self.anchor(messages) {
+            Some((n, billed)) => saturating_usize(billed).saturating_add(self.fallback.count_messages(&messages[n..])),
+            None => self.fallback.count_messages(messages),
+        }
+    }
+
+    /// The bill already includes the tool declarations and context it was sent with, so
+    /// an anchored request is `P + fallback(m[N..])`; an unanchored one is the
+    /// fallback's whole request count.
+    fn count_request(&self, messages: &[Message], tools: &[Value], context: &str) -> usize {
+        match self.anchor(messages) {
+            Some((n, billed)) => saturating_usize(billed).saturating_add(self.fallback.count_messages(&messages[n..])),
+            None => self.fallback.count_request(messages, tools, context),
+        }
+    }
+
+    fn count_request_overhead(&self, tools: &[Value], context: &str) -> usize {
+        self.fallback.count_request_overhead(tools, context)
+    }
+
+    fn additive(&self) -> bool {
+        false
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_poisoned_lock_is_recovered() {
+        let counter = Arc::new(CalibratedCounter::new());
+        let messages = [Message::user("hi")];
+        counter.record(&messages, "m", Some(42));
+        let c = counter.clone();
+        let joined = std::thread::spawn(move || {
+            let _guard = c.record.lock();
+            panic!("poison the record while holding it");
+        })
+        .join();
+        assert!(joined.is_err() && counter.record.is_poisoned());
+        assert_eq!(counter.count_messages(&messages), 42);
+        assert!(!counter.record.is_poisoned());
+    }
+}

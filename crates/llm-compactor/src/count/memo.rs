@@ -1,0 +1,366 @@
+//! [`MemoCounter`]: per-message counts remembered between calls.
+//!
+//! An agent loop counts its conversation every round, and the conversation grows by one
+//! turn per round; recounting it would tokenize the whole transcript each time
+//! (quadratic over a run, and ~100 ms per round at 1M tokens with an exact BPE). The memo
+//! caches each message's count under a fingerprint of the message, so a round costs the
+//! tokenization of the new messages only.
+//!
+//! Why a fingerprint cache and not a prefix ledger (counts per position, reused while
+//! the prefix is unchanged):
+//!
+//! - A ledger must still prove that the prefix is unchanged, which means looking at every
+//!   message anyway (or trusting lengths or addresses, which is wrong the moment an
+//!   elision rewrites a middle message in place).
+//! - A compaction removes the middle and shifts every later position: a ledger would
+//!   recount every kept turn, a fingerprint cache still hits the system prompt and the
+//!   kept recent turns. The compactor's own candidate counts (aged, summarized, trimmed
+//!   variants of one conversation) share most messages and hit too.
+//!
+//! The fingerprint is foldhash's quality variant (seeded randomly per memo) over every
+//! field of the message, plus the content's length. Hashing runs at GB/s against tens of
+//! MB/s for BPE, so a round costs one new message's tokenization plus a hash pass that is
+//! two orders of magnitude cheaper than a recount (see `benches/counting.rs`). A 64-bit
+//! collision among the few thousand messages of one conversation has odds around 1e-12;
+//! a collision would cost a wrong count for one message, never a panic.
+//!
+//! Memory is bounded: after each [`TokenCounter::count_messages`] the cache holds exactly
+//! the messages of that call (entries not seen in the last call are evicted). A single
+//! [`TokenCounter::count_message`] reads the cache but does not fill it.
+//!
+//! Only additive counters can be memoized message by message; over a non-additive one
+//! (see [`TokenCounter::additive`]) the memo delegates every call unchanged.
+
+use std::collections::HashMap;
+use std::hash::{BuildHasher, Hash, Hasher};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, MutexGuard};
+
+use foldhash::quality::RandomState;
+use serde_json::{Map, Value};
+
+use crate::count::TokenCounter;
+use crate::message::{Content, Message, Part};
+
+/// A message's cache key: a 64-bit fingerprint and the content's length.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+struct Key {
+    hash: u64,
+    len: usize,
+}
+
+/// Hits and misses of a [`MemoCounter`] since it was made.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MemoStats {
+    /// Messages whose count came from the cache.
+    pub hits: u64,
+    /// Messages the wrapped counter had to count.
+    pub misses: u64,
+    /// Messages in the cache now.
+    pub entries: usize,
+}
+
+/// Remembers the wrapped counter's per-message counts; gives back its numbers exactly.
+///
+/// ```
+/// use llm_compactor::count::{HeuristicCounter, MemoCounter, TokenCounter};
+/// use llm_compactor::Message;
+///
+/// let memo = MemoCounter::new(HeuristicCounter);
+/// let mut conversation = vec![Message::system("rules"), Message::user("task")];
+/// assert_eq!(memo.count_messages(&conversation), HeuristicCounter.count_messages(&conversation));
+/// conversation.push(Message::assistant("on it"));
+/// let before = memo.stats().misses;
+/// assert_eq!(memo.count_messages(&conversation), HeuristicCounter.count_messages(&conversation));
+/// assert_eq!(memo.stats().misses - before, 1); // only the new message was counted
+/// ```
+pub struct MemoCounter<C> {
+    inner: C,
+    keys: RandomState,
+    cache: Mutex<HashMap<Key, usize>>,
+    hits: AtomicU64,
+    misses: AtomicU64,
+}
+
+impl<C: TokenCounter> std::fmt::Debug for MemoCounter<C> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MemoCounter")
+            .field("inner", &self.inner.name())
+            .field("stats", &self.stats())
+            .finish()
+    }
+}
+
+impl<C: TokenCounter> MemoCounter<C> {
+    /// Memoizes `inner`.
+    pub fn new(inner: C) -> Self {
+        MemoCounter {
+            inner,
+            keys: RandomState::default(),
+            cache: Mutex::new(HashMap::new()),
+            hits: AtomicU64::new(0),
+            misses: AtomicU64::new(0),
+        }
+    }
+
+    /// The wrapped counter.
+    pub fn inner(&self) -> &C {
+        &self.inner
+    }
+
+    /// Hits, misses and cache size.
+    pub fn stats(&self) -> MemoStats {
+        MemoStats {
+            hits: self.hits.load(Ordering::Relaxed),
+            misses: self.misses.load(Ordering::Relaxed),
+            entries: self.lock().len(),
+        }
+    }
+
+    /// Empties the cache.
+    pub fn clear(&self) {
+        self.lock().clear();
+    }
+
+    fn key(&self, message: &Message) -> Key {
+        let mut hasher = self.keys.build_hasher();
+        hash_message(message, &mut hasher);
+        Key {
+            hash: hasher.finish(),
+            len: content_len(&message.content),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, HashMap<Key, usize>> {
+        self.cache.lock().unwrap_or_else(|poisoned| {
+            self.cache.clear_poison();
+            poisoned.into_inner()
+        })
+    }
+}
+
+impl<C: TokenCounter> TokenCounter for MemoCounter<C> {
+    fn name(&self) -> &str {
+        self.inner.name()
+    }
+
+    fn count_text(&self, text: &str) -> usize {
+        self.inner.count_text(text)
+    }
+
+    fn count_message(&self, message: &Message) -> usize {
+        let key = self.key(message);
+        let cached = self.lock().get(&key).copied();
+        match cached {
+            Some(count) => {
+                self.hits.fetch_add(1, Ordering::Relaxed);
+                count
+            }
+            None => {
+                self.misses.fetch_add(1, Ordering::Relaxed);
+                self.inner.count_message(message)
+            }
+        }
+    }
+
+    fn count_messages(&self, messages: &[Message]) -> usize {
+        if !self.inner.additive() {
+            return self.inner.count_messages(messages);
+        }
+        let keys: Vec<Key> = messages.iter().map(|m| self.key(m)).collect();
+        let mut counts: Vec<Option<usize>> = {
+            let cache = self.lock();
+            keys.iter().map(|k| cache.get(k).copied()).collect()
+        };
+        // Tokenize the misses outside the lock.
+        let mut misses = 0u64;
+        for (count, message) in counts.iter_mut().zip(messages) {
+            if count.is_none() {
+                *count = Some(self.inner.count_message(message));
+                misses += 1;
+            }
+        }
+        let counts: Vec<usize> = counts.into_iter().map(|c| c.unwrap_or_default()).collect();
+        let fresh: HashMap<Key, usize> = keys.into_iter().zip(counts.iter().copied()).collect();
+        *self.lock() = fresh;
+        self.misses.fetch_add(misses, Ordering::Relaxed);
+        self.hits.fetch_add(messages.len() as u64 - misses, Ordering::Relaxed);
+        counts.iter().sum()
+    }
+
+    fn count_request(&self, messages: &[Message], tools: &[Value], context: &str) -> usize {
+        if !self.inner.additive() {
+            return self.inner.count_request(messages, tools, context);
+        }
+        self.count_messages(messages) + self.inner.count_request_overhead(tools, context)
+    }
+
+    fn count_request_overhead(&self, tools: &[Value], context: &str) -> usize {
+        self.inner.count_request_overhead(tools, context)
+    }
+
+    fn additive(&self) -> bool {
+        self.inner.additive()
+    }
+}
+
+fn content_len(content: &Content) -> usize {
+    match content {
+        Content::Absent | Content::Null => 0,
+        Content::Text(text) => text.len(),
+        Content::Parts(parts) => parts.len(),
+    }
+}
+
+/// Feeds every field of `message` to `hasher`, each behind a tag, so that distinct
+/// messages give distinct streams.
+fn hash_message(message: &Message, hasher: &mut impl Hasher) {
+    message.id.hash(hasher);
+    message.role.as_str().hash(hasher);
+    match &message.content {
+        Content::Absent => hasher.write_u8(0),
+        Content::Null => hasher.write_u8(1),
+        Content::Text(text) => {
+            hasher.write_u8(2);
+            text.hash(hasher);
+        }
+        Content::Parts(parts) => {
+            hasher.write_u8(3);
+            hasher.write_usize(parts.len());
+            for part in parts {
+                match part {
+                    Part::Text { text, extras } => {
+                        hasher.write_u8(0);
+                        text.hash(hasher);
+                        hash_map(extras, hasher);
+                    }
+                    Part::Thinking { thinking, extras } => {
+                        hasher.write_u8(1);
+                        thinking.hash(hasher);
+                        hash_map(extras, hasher);
+                    }
+                    Part::ToolUse { id } => {
+                        hasher.write_u8(2);
+                        id.hash(hasher);
+                    }
+                    Part::Other(value) => {
+                        hasher.write_u8(3);
+                        hash_value(value, hasher);
+                    }
+                }
+            }
+        }
+    }
+    hasher.write_usize(message.tool_calls.len());
+    for call in &message.tool_calls {
+        call.id.hash(hasher);
+        call.name.hash(hasher);
+        call.arguments.hash(hasher);
+        hash_map(&call.extras, hasher);
+    }
+    message.tool_call_id.hash(hasher);
+    message.name.hash(hasher);
+    message.sticky.hash(hasher);
+    message.sysprompt.hash(hasher);
+    message.depth.hash(hasher);
+    hash_map(&message.extras, hasher);
+}
+
+fn hash_map(map: &Map<String, Value>, hasher: &mut impl Hasher) {
+    hasher.write_usize(map.len());
+    for (key, value) in map {
+        key.hash(hasher);
+        hash_value(value, hasher);
+    }
+}
+
+fn hash_value(value: &Value, hasher: &mut impl Hasher) {
+    match value {
+        Value::Null => hasher.write_u8(0),
+        Value::Bool(b) => {
+            hasher.write_u8(1);
+            b.hash(hasher);
+        }
+        Value::Number(n) => {
+            hasher.write_u8(2);
+            n.to_string().hash(hasher);
+        }
+        Value::String(s) => {
+            hasher.write_u8(3);
+            s.hash(hasher);
+        }
+        Value::Array(items) => {
+            hasher.write_u8(4);
+            hasher.write_usize(items.len());
+            for item in items {
+                hash_value(item, hasher);
+            }
+        }
+        Value::Object(map) => {
+            hasher.write_u8(5);
+            hash_map(map, hasher);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::count::HeuristicCounter;
+
+    #[test]
+    fn a_poisoned_cache_is_recovered() {
+        let memo = Arc::new(MemoCounter::new(HeuristicCounter));
+        let messages = [Message::user("hello"), Message::assistant("world")];
+        assert_eq!(
+            memo.count_messages(&messages),
+            HeuristicCounter.count_messages(&messages)
+        );
+        let m = memo.clone();
+        let joined = std::thread::spawn(move || {
+            let _guard = m.cache.lock();
+            panic!("poison the cache while holding it");
+        })
+        .join();
+        assert!(joined.is_err() && memo.cache.is_poisoned());
+        assert_eq!(
+            memo.count_messages(&messages),
+            HeuristicCounter.count_messages(&messages)
+        );
+        assert_eq!(memo.stats().entries, 2);
+    }
+
+    #[test]
+    fn every_field_changes_the_fingerprint() {
+        let memo = MemoCounter::new(HeuristicCounter);
+        let base = Message::user("same text");
+        let mut variants = vec![
+            base.clone(),
+            base.clone().with_id("x"),
+            base.clone().sticky(),
+            base.clone().at_depth(2),
+        ];
+        let mut named = base.clone();
+        named.name = Some("n".into());
+        variants.push(named);
+        let mut extra = base.clone();
+        extra.extras.insert("k".into(), Value::from(1));
+        variants.push(extra);
+        let mut parts = base.clone();
+        parts.content = Content::Parts(vec![Part::text("same text")]);
+        variants.push(parts);
+        let mut null = base.clone();
+        null.content = Content::Null;
+        variants.push(null);
+        let mut absent = base.clone();
+        absent.content = Content::Absent;
+        variants.push(absent);
+        let mut keys: Vec<Key> = variants.iter().map(|m| memo.key(m)).collect();
+        keys.sort_by_key(|k| (k.hash, k.len));
+        keys.dedup();
+        assert_eq!(keys.len(), variants.len());
+        assert_eq!(memo.key(&base), memo.key(&base.clone()));
+    }
+}
