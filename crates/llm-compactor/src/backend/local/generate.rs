@@ -62,7 +62,7 @@ impl Default for DecodeParams {
         DecodeParams {
             repeat_penalty: 1.1,
             repeat_last_n: 64,
-            prefill_chunk: 64,
+            prefill_chunk: 256,
         }
     }
 }

@@ -109,11 +109,15 @@ pub(crate) fn header_from_content(content: &Content) -> Result<GgufHeader, Local
     let heads = md.usize(&k("attention.head_count"))?;
     let hidden = md.usize(&k("embedding_length"))?;
     if heads == 0 || hidden % heads != 0 {
-        return Err(LocalError::Format(format!("{hidden} is not divisible into {heads} heads")));
+        return Err(LocalError::Format(format!(
+            "{hidden} is not divisible into {heads} heads"
+        )));
     }
     let kv_heads = md.opt_usize(&k("attention.head_count_kv"))?.unwrap_or(heads);
     if kv_heads == 0 || heads % kv_heads != 0 {
-        return Err(LocalError::Format(format!("{heads} heads cannot share {kv_heads} kv heads")));
+        return Err(LocalError::Format(format!(
+            "{heads} heads cannot share {kv_heads} kv heads"
+        )));
     }
     let head_dim = md.opt_usize(&k("attention.key_length"))?.unwrap_or(hidden / heads);
     if head_dim % 2 != 0 {

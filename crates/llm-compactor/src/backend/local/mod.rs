@@ -84,7 +84,7 @@ pub struct LocalConfig {
 
 impl LocalConfig {
     /// Defaults for `model_path`: up to 8,192 positions, 2,048 reserved for output,
-    /// room factor 0.75, greedy decoding with a 1.1 repeat penalty over 64 tokens.
+    /// room factor 0.75, greedy decoding with a 1.1 repeat penalty over 64 tokens, prefill in chunks of 256.
     pub fn new(model_path: impl Into<PathBuf>) -> Self {
         LocalConfig {
             model_path: model_path.into(),
@@ -187,7 +187,8 @@ impl LocalSummarizer {
 
     /// The prompt a request becomes, as token ids.
     pub fn prompt_tokens(&self, system: &str, transcript: &str) -> Result<Vec<u32>, LocalError> {
-        self.format.encode(&self.tokenizer, system, transcript, self.header.add_bos)
+        self.format
+            .encode(&self.tokenizer, system, transcript, self.header.add_bos)
     }
 
     /// Read and dequantize the weights now (otherwise the first request does). Safe to
@@ -234,7 +235,11 @@ impl LocalSummarizer {
         cancel: &CancellationToken,
     ) -> Result<Generation, LocalError> {
         self.run(cancel, move |tokenizer, format, _| {
-            let stops = if stop_at_eos { format.stop_ids(tokenizer) } else { Vec::new() };
+            let stops = if stop_at_eos {
+                format.stop_ids(tokenizer)
+            } else {
+                Vec::new()
+            };
             Ok((prompt, max_new, stops))
         })
         .await

@@ -67,7 +67,10 @@ impl Weights {
             if t.dims() == dims {
                 Ok(())
             } else {
-                Err(LocalError::Format(format!("tensor {name} has shape {:?}, expected {dims:?}", t.dims())))
+                Err(LocalError::Format(format!(
+                    "tensor {name} has shape {:?}, expected {dims:?}",
+                    t.dims()
+                )))
             }
         };
         let h = &hyper;
@@ -225,7 +228,10 @@ impl<'w> Session<'w> {
                 qkv = qkv.broadcast_add(bias)?;
             }
             let heads = |t: Tensor, n: usize| -> candle_core::Result<Tensor> {
-                t.reshape((seq, n, h.head_dim))?.transpose(0, 1)?.contiguous()?.unsqueeze(0)
+                t.reshape((seq, n, h.head_dim))?
+                    .transpose(0, 1)?
+                    .contiguous()?
+                    .unsqueeze(0)
             };
             let q = heads(qkv.narrow(1, 0, q_w)?, h.heads)?;
             let k = heads(qkv.narrow(1, q_w, kv_w)?, h.kv_heads)?;

@@ -99,7 +99,13 @@ impl ChatFormat {
 
     /// The prompt as token ids. `add_bos` prepends the model's BOS token when the
     /// format does not already start with one.
-    pub fn encode(self, tokenizer: &Tokenizer, system: &str, user: &str, add_bos: bool) -> Result<Vec<u32>, LocalError> {
+    pub fn encode(
+        self,
+        tokenizer: &Tokenizer,
+        system: &str,
+        user: &str,
+        add_bos: bool,
+    ) -> Result<Vec<u32>, LocalError> {
         let mut ids = Vec::new();
         if add_bos
             && self == ChatFormat::ChatMl

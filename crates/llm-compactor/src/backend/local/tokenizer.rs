@@ -26,7 +26,8 @@ const GPT2_PATTERN: &str = r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{
 /// Llama 3's pre-tokenizer regex.
 const LLAMA3_PATTERN: &str = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+";
 /// Qwen 2's pre-tokenizer regex (Llama 3's with single digits).
-const QWEN2_PATTERN: &str = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+";
+const QWEN2_PATTERN: &str =
+    r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+";
 
 /// The raw tables a [`Tokenizer`] is built from (as read from GGUF metadata).
 #[derive(Clone, Debug, Default)]
@@ -311,7 +312,13 @@ mod tests {
             pre: "smollm".into(),
             tokens,
             token_types,
-            merges: vec!["h e".into(), "l l".into(), "he ll".into(), "hell o".into(), "Ġ w".into()],
+            merges: vec![
+                "h e".into(),
+                "l l".into(),
+                "he ll".into(),
+                "hell o".into(),
+                "Ġ w".into(),
+            ],
             bos: Some(0),
             eos: Some(1),
         })
@@ -324,7 +331,10 @@ mod tests {
         let ids = tok.encode("hello world 42 <|im_end|> é");
         assert_eq!(tok.token(ids[0]), Some("hello"));
         assert_eq!(tok.token(ids[1]), Some("Ġw"));
-        assert!(!ids.iter().any(|&id| tok.is_special(id)), "special strings stay plain text");
+        assert!(
+            !ids.iter().any(|&id| tok.is_special(id)),
+            "special strings stay plain text"
+        );
         assert_eq!(tok.decode(&ids, true), "hello world 42 <|im_end|> é");
     }
 
