@@ -24,6 +24,12 @@ enum Command {
     Convert(cmd::convert::Args),
     /// Count a conversation's tokens.
     Count(cmd::count::Args),
+    /// Compact a conversation (one pass, like a manual /compact).
+    Compact(cmd::compact::Args),
+    /// Show what a compaction pass would do, without doing it.
+    Plan(cmd::plan::Args),
+    /// Build, compact, replay and inspect session transcripts.
+    Session(cmd::session::Args),
     /// Fetch the local summarizer's default model, or print where it is.
     Model(cmd::model::Args),
 }
@@ -40,6 +46,9 @@ fn main() {
     let outcome: Result<(), CliError> = match cli.command {
         Command::Convert(args) => cmd::convert::run(args),
         Command::Count(args) => cmd::count::run(args),
+        Command::Compact(args) => cmd::compact::run(args),
+        Command::Plan(args) => cmd::plan::run(args),
+        Command::Session(args) => cmd::session::run(args),
         Command::Model(args) => cmd::model::run(args),
     };
     if let Err(err) = outcome {

@@ -12,7 +12,7 @@
 //! [ the last keep_recent turns ]        kept verbatim
 //! ```
 //!
-//! Layout: [`message`] (model, canonical JSON, digest), [`format`] (wire formats),
+//! Layout: [`message`] (model, canonical JSON, digest), [`mod@format`] (wire formats),
 //! [`count`] (token counters), [`plan`] (the pure planning core), [`summarize`] (the
 //! summarizer port), [`compactor`] (the async shell), [`backend`] (summarizer backends),
 //! [`session`] (the replayable transcript), [`simulate`] (the cost simulator).
@@ -35,3 +35,8 @@ pub use count::TokenCounter;
 pub use message::{Content, Message, Part, Role, ToolCall};
 pub use summarize::{Summarizer, SummarizerError};
 pub use usage::Usage;
+
+/// The README's Rust examples, compiled and run as doctests so the README stays true.
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+pub struct ReadmeDoctests;

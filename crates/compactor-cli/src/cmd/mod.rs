@@ -1,7 +1,13 @@
 //! One module per subcommand.
 
+pub mod compact;
+pub mod compact_opts;
 pub mod convert;
 pub mod count;
 pub mod model;
+pub mod plan;
+pub mod session;
+pub mod summarizer;
+pub mod summarizer_http;
 #[cfg(feature = "local")]
 pub mod summarizer_local;

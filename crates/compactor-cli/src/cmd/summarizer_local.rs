@@ -1,5 +1,4 @@
 //! Building the local summarizer from the command line, with progress bars.
-#![allow(dead_code)] // TODO(engine merge): used by `--summarizer local|auto` in cmd/summarizer.rs.
 
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};

@@ -1,5 +1,15 @@
 //! Summarizer backends: the world-facing implementations of
 //! [`crate::summarize::Summarizer`].
+//!
+//! Each backend only reports what happened (a [`crate::summarize::FailureKind`]); what
+//! that means for the pass is decided once, by the classification table.
+
+pub mod exec;
+
+pub use exec::ExecSummarizer;
+
+#[cfg(feature = "http")]
+pub mod http;
 
 #[cfg(feature = "local")]
 pub mod local;

@@ -2,20 +2,37 @@
 //!
 //! Everything that talks to the world (the summarizer, waits, cancellation, hooks,
 //! events) lives here; every decision is made by the pure functions of [`crate::plan`].
+//! A pass: no-op when there is no middle; aging first (when on) and an elision-only
+//! result when that was enough; else a summary that must prove it shrank the
+//! conversation (one tighten retry, one doubled-budget retry after a truncated summary);
+//! else the hard trim, which always makes progress.
 
+mod backoff;
+mod calls;
 mod config;
+mod events;
+mod hooks;
+mod pass;
+mod report;
 mod result;
+mod summary;
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use tokio_util::sync::CancellationToken;
 
+pub use backoff::{MAX_BACKOFF, Sleeper, TokioSleeper, backoff_delay};
 pub use config::{CompactorConfig, CompactorConfigBuilder, ConfigError};
+pub use events::{CompactionEvent, Observer};
+pub use hooks::{CompactionHooks, NoHooks, RequestDecision, ResponseDecision};
+pub use report::{NeedReason, PlanReport, TrimPreview};
 pub use result::{Attempt, AttemptKind, AttemptOutcome, CompactionResult, Elision};
 
 use crate::count::TokenCounter;
 use crate::message::Message;
-use crate::summarize::Summarizer;
+use crate::plan::{self, AgingRules, Pairs};
+use crate::summarize::{Prompts, Summarizer};
 
 /// A compaction that could not even start: invalid input. A failing summarizer is NOT an
 /// error (it ends in the hard trim with `fallback: true`).
@@ -30,6 +47,9 @@ pub enum CompactError {
         /// What is wrong with it.
         problem: String,
     },
+    /// A per-call option is unusable (a target of 0 tokens).
+    #[error("invalid compaction option: {0}")]
+    InvalidOptions(String),
 }
 
 /// Per-call overrides of one `compact` invocation.
@@ -46,11 +66,57 @@ pub struct CompactOptions {
     pub focus: Option<String>,
 }
 
+impl std::fmt::Debug for CompactOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CompactOptions")
+            .field("target", &self.target)
+            .field("counter", &self.counter.as_ref().map(|c| c.name().to_owned()))
+            .field("cancelled", &self.cancel.is_cancelled())
+            .field("focus", &self.focus)
+            .finish()
+    }
+}
+
 /// Keeps a conversation inside its context window.
+///
+/// ```
+/// use std::sync::Arc;
+/// use llm_compactor::count::HeuristicCounter;
+/// use llm_compactor::{CompactOptions, Compactor, CompactorConfig, Message};
+///
+/// let config = CompactorConfig::builder(1_000).keep_recent(2).build().unwrap();
+/// let compactor = Compactor::new(config, Arc::new(HeuristicCounter));
+/// let mut conversation = vec![Message::system("Be terse.")];
+/// for i in 0..40 {
+///     conversation.push(Message::user(format!("question {i}: {}", "x".repeat(80))));
+///     conversation.push(Message::assistant(format!("answer {i}")));
+/// }
+/// assert!(compactor.needs_compaction(&conversation));
+/// // No summarizer configured: the pass hard-trims, and says so.
+/// let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+/// let result = rt.block_on(compactor.compact(&conversation, CompactOptions::default())).unwrap();
+/// assert!(result.fallback && result.tokens_after < result.tokens_before);
+/// assert_eq!(result.messages[0], conversation[0]);
+/// ```
 pub struct Compactor {
     config: CompactorConfig,
     counter: Arc<dyn TokenCounter>,
     summarizer: Option<Arc<dyn Summarizer>>,
+    hooks: Arc<dyn CompactionHooks>,
+    observer: Option<Observer>,
+    prompts: Prompts,
+    sleeper: Arc<dyn Sleeper>,
+    rounds: AtomicU64,
+}
+
+impl std::fmt::Debug for Compactor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Compactor")
+            .field("config", &self.config)
+            .field("counter", &self.counter.name())
+            .field("summarizer", &self.summarizer.as_ref().map(|s| s.name().to_owned()))
+            .finish_non_exhaustive()
+    }
 }
 
 impl Compactor {
@@ -60,12 +126,41 @@ impl Compactor {
             config,
             counter,
             summarizer: None,
+            hooks: Arc::new(NoHooks),
+            observer: None,
+            prompts: Prompts::default(),
+            sleeper: Arc::new(TokioSleeper),
+            rounds: AtomicU64::new(0),
         }
     }
 
     /// The same compactor with this summarizer.
     pub fn with_summarizer(mut self, summarizer: Arc<dyn Summarizer>) -> Self {
         self.summarizer = Some(summarizer);
+        self
+    }
+
+    /// The same compactor with guardrail hooks run on every summarizer call.
+    pub fn with_hooks(mut self, hooks: Arc<dyn CompactionHooks>) -> Self {
+        self.hooks = hooks;
+        self
+    }
+
+    /// The same compactor reporting [`CompactionEvent`]s to `observer`.
+    pub fn with_observer(mut self, observer: Observer) -> Self {
+        self.observer = Some(observer);
+        self
+    }
+
+    /// The same compactor with other summarization texts.
+    pub fn with_prompts(mut self, prompts: Prompts) -> Self {
+        self.prompts = prompts;
+        self
+    }
+
+    /// The same compactor waiting through `sleeper` between attempts.
+    pub fn with_sleeper(mut self, sleeper: Arc<dyn Sleeper>) -> Self {
+        self.sleeper = sleeper;
         self
     }
 
@@ -79,21 +174,52 @@ impl Compactor {
         &self.counter
     }
 
-    /// True when a pass should run now.
-    pub fn needs_compaction(&self, messages: &[Message]) -> bool {
-        self.counter.count_messages(messages) > self.config.trigger()
+    /// The summarizer, if one is configured.
+    pub fn summarizer(&self) -> Option<&Arc<dyn Summarizer>> {
+        self.summarizer.as_ref()
     }
 
-    /// Runs one compaction pass.
-    ///
-    /// # Errors
-    /// Only for invalid input.
-    pub async fn compact(
-        &self,
-        messages: &[Message],
-        options: CompactOptions,
-    ) -> Result<CompactionResult, CompactError> {
-        let _ = (messages, options, &self.summarizer);
-        unimplemented!("the engine lands with issue 3")
+    /// The summarization texts.
+    pub fn prompts(&self) -> &Prompts {
+        &self.prompts
+    }
+
+    /// The aging rules of the configuration.
+    pub fn aging_rules(&self) -> AgingRules {
+        AgingRules {
+            min_chars: self.config.age_min_chars,
+            reclaim_min: self.config.age_reclaim_min,
+        }
+    }
+
+    /// True when a pass should run now: the conversation is over the trigger (strictly),
+    /// or, with aging on, the eligible results add up to a whole epoch
+    /// (`age_reclaim_min` chars).
+    pub fn needs_compaction(&self, messages: &[Message]) -> bool {
+        if self.counter.count_messages(messages) > self.config.trigger() {
+            return true;
+        }
+        self.config.age_observations && self.reclaimable(messages) >= self.config.age_reclaim_min
+    }
+
+    /// The eligible pool of `messages` in chars (0 with aging off).
+    fn reclaimable(&self, messages: &[Message]) -> usize {
+        if !self.config.age_observations {
+            return 0;
+        }
+        let pairs = Pairs::build(messages);
+        let layout = plan::layout_with(messages, &pairs, self.config.keep_recent);
+        plan::reclaimable_pool(&plan::eligible(messages, &pairs, &layout, self.aging_rules()))
+    }
+
+    fn next_round(&self) -> u64 {
+        self.rounds.fetch_add(1, Ordering::Relaxed) + 1
+    }
+
+    fn emit(&self, event: CompactionEvent) {
+        tracing::info!(?event, "compaction event");
+        if let Some(observer) = &self.observer {
+            observer(&event);
+        }
     }
 }

@@ -201,7 +201,17 @@ impl Part {
     }
 
     /// A part from a wire JSON object. A `text` or `thinking` part whose text field is
-    /// not a string is kept as [`Part::Other`], so nothing is lost.
+    /// not a string is kept as [`Part::Other`], so nothing is lost. The exact shape
+    /// [`Part::to_value`] gives a tool-use placeholder (`{"type": "tool_use", "id": ...}`
+    /// and nothing else; a real `tool_use` block always has `name` and `input`) reads back
+    /// as [`Part::ToolUse`], so a message's native serde form round-trips (the session
+    /// transcript relies on it).
+    ///
+    /// ```
+    /// use llm_compactor::message::Part;
+    /// let placeholder = Part::ToolUse { id: "tu_1".into() };
+    /// assert_eq!(Part::from_value(placeholder.to_value()), Ok(placeholder));
+    /// ```
     ///
     /// # Errors
     /// The value is not a JSON object.
@@ -210,6 +220,12 @@ impl Part {
             return Err(format!("a content part must be an object, not {}", kind_of(&value)));
         };
         let kind = object.get("type").and_then(Value::as_str).map(str::to_owned);
+        if kind.as_deref() == Some("tool_use")
+            && object.len() == 2
+            && let Some(Value::String(id)) = object.get("id")
+        {
+            return Ok(Part::ToolUse { id: id.clone() });
+        }
         let typed_field = match kind.as_deref() {
             Some("text") => Some("text"),
             Some("thinking") => Some("thinking"),

@@ -1,2 +1,25 @@
-//! The pure planning core: cut, sticky, eligibility, stubs, trim, assembly, validation.
-//! No I/O, no async, no clock, no randomness.
+//! The pure planning core: cut, pairs, call identity, elision eligibility, stubs,
+//! assembly, hard-trim planning and validation.
+//!
+//! Every decision a compaction makes is taken here, by functions of their arguments
+//! only: no I/O, no async, no clock, no randomness. That is what lets the async shell in
+//! [`crate::compactor`] stay thin, lets a session replay reproduce a pass byte for byte,
+//! and lets `compactor plan` show what a pass would do without doing it.
+
+mod assemble;
+mod cut;
+mod eligibility;
+mod identity;
+mod pairs;
+mod stub;
+mod trim;
+mod validate;
+
+pub use assemble::{SUMMARY_HEADER, apply_elisions, assemble, notice_content, summary_content, summary_message};
+pub use cut::{Layout, layout, layout_with};
+pub use eligibility::{AgingRules, Eligible, EligibleReason, eligible, reclaimable_pool};
+pub use identity::call_identity;
+pub use pairs::Pairs;
+pub use stub::{is_stub, stub_text};
+pub use trim::{TrimPlan, plan_trim};
+pub use validate::{Violation, validate};

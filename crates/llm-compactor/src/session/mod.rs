@@ -1,1 +1,52 @@
 //! The session transcript: an append-only JSONL record that replays byte-identically.
+//!
+//! A long agent run outlives its process: it is resumed, audited, and asked "why does the
+//! model seem to have forgotten everything?" months later. The transcript answers all
+//! three because it records not only the messages but every pass that changed them — the
+//! compaction that replaced the middle by a summary, the elision epoch that stubbed old
+//! tool results — by id, so that replay rebuilds exactly the conversation that was live:
+//! same messages, same ids, same bytes.
+//!
+//! ```text
+//! {"id":"…","payload":{"created_by":"llm-compactor 0.1.0"},"ts":"2025-01-01T00:00:00.000000Z","type":"session-meta","v":1}
+//! {"id":"…","payload":{"id":"…","role":"user","content":"Fix the build."},"ts":"…","type":"message","v":1}
+//! {"id":"…","payload":{"items":[{"id":"…","stub":"[elided by the harness: …]"}]},"ts":"…","type":"elision","v":1}
+//! {"id":"…","payload":{"fallback":false,"replaces_through_id":"…","summary":"…",…},"ts":"…","type":"compaction","v":1}
+//! ```
+//!
+//! Layout: [`Session`] writes (one locked writer, mode 0600, a configurable fsync policy),
+//! [`Transcript`] reads (strict, except that a torn final line is reported), [`repair`]
+//! removes a torn final line atomically, [`Replayer`] is the pure replay both share,
+//! [`Session::record_result`] turns a [`crate::CompactionResult`] into lines, and
+//! [`ContextManager`] is the agent-loop glue that ties counter, compactor and session
+//! together.
+
+mod clock;
+mod envelope;
+mod error;
+mod load;
+mod lock;
+mod log;
+mod manager;
+mod pass;
+mod record;
+mod repair;
+mod replay;
+
+pub use clock::{Clock, FixedClock, IdSource, RandomIds, SequentialIds, SystemClock, format_timestamp};
+pub use envelope::VERSION;
+pub use error::SessionError;
+pub use load::{TornTail, Transcript};
+pub use lock::SESSION_FILE_MODE;
+pub use log::{Durability, OpenReport, Session, SessionOptions};
+pub use manager::{
+    BackendRoom, CompactionReason, ContextEvent, ContextManager, ContextObserver, DEFAULT_MAX_FORCED_COMPACTIONS,
+    ManagerError, PassReport, Prepared, RequestShape, UsageRecorder,
+};
+pub use pass::RecordedPass;
+pub use record::{
+    CompactionRecord, ElisionItem, ElisionRecord, Entry, Record, SessionMeta, TYPE_COMPACTION, TYPE_ELISION,
+    TYPE_MESSAGE, TYPE_META,
+};
+pub use repair::repair;
+pub use replay::{ReplayError, Replayer, summary_message};

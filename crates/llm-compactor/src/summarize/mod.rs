@@ -1,8 +1,14 @@
-//! Asking a model for a summary: the [`Summarizer`] port and how its failures are
-//! classified.
+//! Asking a model for a summary: the [`Summarizer`] port, how its failures are
+//! classified, and what it is asked (instruction, transcript, chunks).
 
+mod chunk;
 mod failure;
+mod prompts;
 mod summarizer;
+mod transcript;
 
+pub use chunk::{next_chunk, render_units};
 pub use failure::{FailureClass, FailureKind, SummarizerError};
+pub use prompts::{DEFAULT_CARRY, DEFAULT_INSTRUCTION, DEFAULT_TIGHTEN, Prompts};
 pub use summarizer::{StopReason, Summarizer, SummaryReply, SummaryRequest};
+pub use transcript::{render_message, render_transcript, truncate_marked};

@@ -1,0 +1,128 @@
+//! `compactor compact`: one compaction pass over a conversation file, like a manual
+//! `/compact` (it compacts even below the trigger).
+
+use std::path::PathBuf;
+
+use llm_compactor::format::Document;
+use llm_compactor::{CompactionResult, Compactor};
+use serde_json::{Value, json};
+
+use super::compact_opts::CompactOpts;
+use crate::error::CliError;
+use crate::io;
+
+/// Compact a conversation: write it back in its own format, report on stderr.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// The conversation file, or `-` for stdin.
+    pub input: String,
+    /// Write the result here (atomically) instead of stdout.
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Print the whole result as JSON (messages in the input's format, summary, counts,
+    /// elisions, usage, attempts).
+    #[arg(long)]
+    pub json: bool,
+    /// The compaction options.
+    #[command(flatten)]
+    pub opts: CompactOpts,
+}
+
+/// Runs the command.
+pub fn run(args: Args) -> Result<(), CliError> {
+    let config = args.opts.config()?;
+    let counter = args.opts.counter()?;
+    let summarizer = args.opts.summarizer.build_with_progress(!args.json)?;
+    let document = io::read_document(&args.input, args.opts.format())?;
+    let mut compactor = Compactor::new(config, counter.clone());
+    if let Some(summarizer) = summarizer {
+        compactor = compactor.with_summarizer(summarizer);
+    }
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(CliError::failed)?;
+    let result = runtime
+        .block_on(compactor.compact(document.messages(), args.opts.options()))
+        .map_err(|e| CliError::Usage(e.to_string()))?;
+    let compacted = document.with_messages(result.messages.clone());
+    let text = if args.json {
+        serde_json::to_string_pretty(&result_json(&compacted, &result)).map_err(CliError::failed)?
+    } else {
+        serde_json::to_string_pretty(&compacted.to_value()).map_err(CliError::failed)?
+    };
+    io::write_output(args.output.as_deref(), &text)?;
+    eprint!("{}", human_report(&result, counter.name()));
+    Ok(())
+}
+
+/// The messages array of a document in its own format.
+fn messages_value(document: &Document) -> Value {
+    match document.to_value() {
+        Value::Object(mut object) => object.remove("messages").unwrap_or(Value::Array(Vec::new())),
+        other => other,
+    }
+}
+
+/// The `--json` object.
+pub fn result_json(document: &Document, result: &CompactionResult) -> Value {
+    json!({
+        "messages": messages_value(document),
+        "summary": result.summary,
+        "dropped": result.dropped,
+        "cut_index": result.cut_index,
+        "tokens_before": result.tokens_before,
+        "tokens_after": result.tokens_after,
+        "fallback": result.fallback,
+        "exhausted": result.exhausted,
+        "elisions": result.elisions,
+        "usage": result.usage,
+        "attempts": result.attempts,
+    })
+}
+
+/// The human report printed on stderr.
+pub fn human_report(result: &CompactionResult, counter: &str) -> String {
+    let mut out = String::new();
+    let what = if result.is_noop() {
+        "nothing to compact (no messages between the sticky prefix and the recent window)".to_owned()
+    } else if result.is_elision_only() {
+        format!("aged {} tool results (no summary needed)", result.elisions.len())
+    } else if result.fallback {
+        format!("HARD TRIM: dropped {} messages unsummarized", result.dropped)
+    } else {
+        format!("summarized {} messages", result.dropped)
+    };
+    out.push_str(&format!(
+        "compactor: {what}; {} -> {} tokens ({counter})\n",
+        result.tokens_before, result.tokens_after
+    ));
+    if !result.elisions.is_empty() && !result.is_elision_only() {
+        out.push_str(&format!("compactor: {} tool results stubbed\n", result.elisions.len()));
+    }
+    if !result.attempts.is_empty() {
+        let list: Vec<String> = result
+            .attempts
+            .iter()
+            .map(|a| {
+                let mut s = format!("{:?} {:?}", a.kind, a.outcome).to_lowercase();
+                if let Some(note) = &a.note {
+                    s.push_str(&format!(" ({note})"));
+                }
+                s
+            })
+            .collect();
+        out.push_str(&format!("compactor: summarizer attempts: {}\n", list.join("; ")));
+        out.push_str(&format!(
+            "compactor: summarizer usage: {} input, {} output tokens\n",
+            result.usage.input_tokens, result.usage.output_tokens
+        ));
+    }
+    if result.exhausted {
+        out.push_str(
+            "compactor: EXHAUSTED: the result still does not fit; the sticky prefix plus the recent window \
+             is too big for the budget\n",
+        );
+    }
+    out
+}

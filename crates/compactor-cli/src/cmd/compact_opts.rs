@@ -1,0 +1,162 @@
+//! The options `compact` and `plan` share: the conversation's format, the compactor's
+//! numbers, the counter, the focus and the summarizer.
+
+use std::sync::Arc;
+
+use llm_compactor::count::{TokenCounter, counter_by_name};
+use llm_compactor::format::Format;
+use llm_compactor::{CompactOptions, CompactorConfig};
+
+use super::summarizer::SummarizerOpts;
+use crate::error::CliError;
+
+/// The wire format of the input.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FormatChoice {
+    /// Detect it.
+    Auto,
+    /// OpenAI chat completions.
+    Openai,
+    /// Anthropic Messages.
+    Anthropic,
+    /// A mini-swe-agent trajectory.
+    MiniSweAgent,
+}
+
+/// The token counter.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CounterChoice {
+    /// `8 + ceil(chars / 4)` per message.
+    Heuristic,
+    /// OpenAI o200k_base.
+    O200k,
+    /// OpenAI cl100k_base.
+    Cl100k,
+}
+
+impl CounterChoice {
+    fn name(self) -> &'static str {
+        match self {
+            CounterChoice::Heuristic => "heuristic",
+            CounterChoice::O200k => "o200k",
+            CounterChoice::Cl100k => "cl100k",
+        }
+    }
+}
+
+/// Options shared by `compact` and `plan`.
+#[derive(clap::Args, Clone, Debug)]
+pub struct CompactOpts {
+    /// The input's wire format.
+    #[arg(long, value_enum, default_value_t = FormatChoice::Auto)]
+    pub format: FormatChoice,
+    /// The context window in tokens.
+    #[arg(long, default_value_t = 128_000)]
+    pub budget: usize,
+    /// Compaction is needed above budget x this (default 0.8).
+    #[arg(long)]
+    pub trigger_ratio: Option<f64>,
+    /// A pass aims at budget x this (default 0.4).
+    #[arg(long)]
+    pub target_ratio: Option<f64>,
+    /// Aim at this many tokens instead (also judges acceptance and exhaustion).
+    #[arg(long, value_name = "N")]
+    pub target: Option<usize>,
+    /// Messages kept verbatim at the end (default 6).
+    #[arg(long, value_name = "N")]
+    pub keep_recent: Option<usize>,
+    /// Cap in chars on tool results and call arguments in the summarizer's input (default 2000).
+    #[arg(long, value_name = "N")]
+    pub tool_result_cap: Option<usize>,
+    /// Stub fat old tool results before summarizing.
+    #[arg(long)]
+    pub age_observations: bool,
+    /// A result must be longer than this (chars) to be stubbed (default 2048).
+    #[arg(long, value_name = "N")]
+    pub age_min_chars: Option<usize>,
+    /// The aging epoch in chars (default 49152).
+    #[arg(long, value_name = "N")]
+    pub age_reclaim_min: Option<usize>,
+    /// Summarizer attempts in total (default 3).
+    #[arg(long, value_name = "N")]
+    pub max_attempts: Option<u32>,
+    /// The token counter.
+    #[arg(long, value_enum, default_value_t = CounterChoice::O200k)]
+    pub counter: CounterChoice,
+    /// Extra instruction for the summarizer (like `/compact <focus>`).
+    #[arg(long, value_name = "TEXT")]
+    pub focus: Option<String>,
+    /// The summarizer.
+    #[command(flatten)]
+    pub summarizer: SummarizerOpts,
+}
+
+impl CompactOpts {
+    /// The format to read with (`None`: detect).
+    pub fn format(&self) -> Option<Format> {
+        match self.format {
+            FormatChoice::Auto => None,
+            FormatChoice::Openai => Some(Format::OpenAi),
+            FormatChoice::Anthropic => Some(Format::Anthropic),
+            FormatChoice::MiniSweAgent => Some(Format::MiniSweAgent),
+        }
+    }
+
+    /// The validated compactor configuration.
+    ///
+    /// # Errors
+    /// A usage error naming the invalid setting.
+    pub fn config(&self) -> Result<CompactorConfig, CliError> {
+        let mut builder = CompactorConfig::builder(self.budget).age_observations(self.age_observations);
+        if let Some(v) = self.trigger_ratio {
+            builder = builder.trigger_ratio(v);
+        }
+        if let Some(v) = self.target_ratio {
+            builder = builder.target_ratio(v);
+        }
+        if let Some(v) = self.keep_recent {
+            builder = builder.keep_recent(v);
+        }
+        if let Some(v) = self.tool_result_cap {
+            builder = builder.tool_result_cap(v);
+        }
+        if let Some(v) = self.age_min_chars {
+            builder = builder.age_min_chars(v);
+        }
+        if let Some(v) = self.age_reclaim_min {
+            builder = builder.age_reclaim_min(v);
+        }
+        if let Some(v) = self.max_attempts {
+            builder = builder.max_attempts(v);
+        }
+        if self.target == Some(0) {
+            return Err(CliError::Usage(
+                "invalid configuration: --target must be greater than 0".into(),
+            ));
+        }
+        builder
+            .build()
+            .map_err(|e| CliError::Usage(format!("invalid configuration: {e}")))
+    }
+
+    /// The counter.
+    ///
+    /// # Errors
+    /// A usage error when the counter is not available in this build.
+    pub fn counter(&self) -> Result<Arc<dyn TokenCounter>, CliError> {
+        counter_named(self.counter.name())
+    }
+
+    /// The per-pass options (target, focus).
+    pub fn options(&self) -> CompactOptions {
+        CompactOptions {
+            target: self.target,
+            focus: self.focus.clone(),
+            ..CompactOptions::default()
+        }
+    }
+}
+
+fn counter_named(name: &str) -> Result<Arc<dyn TokenCounter>, CliError> {
+    counter_by_name(name).map_err(|e| CliError::Usage(e.to_string()))
+}

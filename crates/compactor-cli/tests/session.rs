@@ -1,0 +1,418 @@
+//! `compactor session`: the real binary over real transcripts.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use llm_compactor::Usage;
+use llm_compactor::message::{Message, ToolCall};
+use llm_compactor::session::{CompactionRecord, ElisionItem, Session, SessionOptions};
+use serde_json::Value;
+
+fn compactor(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_compactor"))
+        .args(args)
+        // Hermetic: `--summarizer auto` (the default) must resolve to `none` here.
+        .env_remove("OPENAI_API_KEY")
+        .env_remove("ANTHROPIC_API_KEY")
+        .env("LLM_COMPACTOR_MODEL_DIR", "/nonexistent/llm-compactor-models")
+        .output()
+        .expect("run compactor")
+}
+
+fn stdout(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+/// A transcript with messages, an elision epoch and a hard-trim compaction.
+fn sample(dir: &Path) -> (PathBuf, Vec<Message>) {
+    let path = dir.join("run.jsonl");
+    let mut session = Session::create(&path, SessionOptions::new()).unwrap();
+    session.append_message(Message::system("You are careful.")).unwrap();
+    session.append_message(Message::user("Fix the build.")).unwrap();
+    session
+        .append_message(Message::assistant("Reading.").with_tool_calls(vec![ToolCall::new(
+            "c1",
+            "read_file",
+            r#"{"path":"a"}"#,
+        )]))
+        .unwrap();
+    let read = session
+        .append_message(Message::tool("c1", "x".repeat(4000)))
+        .unwrap()
+        .id
+        .clone()
+        .unwrap();
+    session.append_message(Message::assistant("Found it.")).unwrap();
+    session
+        .append_elision(vec![ElisionItem {
+            id: read,
+            stub: "[elided by the harness: 4000-char read_file result; re-run the call if you need it again]".into(),
+        }])
+        .unwrap();
+    let through = session.messages()[3].id.clone().unwrap();
+    session
+        .append_compaction(CompactionRecord {
+            dropped: 3,
+            exhausted: false,
+            fallback: true,
+            replaces_through_id: through,
+            summary: "[3 messages were dropped unsummarized]".into(),
+            tokens_after: 40,
+            tokens_before: 1060,
+            usage: Usage::default(),
+        })
+        .unwrap();
+    session.append_message(Message::user("Now the tests.")).unwrap();
+    let messages = session.messages().to_vec();
+    (path, messages)
+}
+
+#[test]
+fn replay_prints_the_rebuilt_conversation() {
+    let dir = tempfile::tempdir().unwrap();
+    let (path, messages) = sample(dir.path());
+    let out = compactor(&["session", "replay", path.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = stdout(&out);
+    assert!(text.starts_with("[system]\nYou are careful.\n"), "{text}");
+    assert!(
+        text.contains("[user]\n[3 messages were dropped unsummarized]\n"),
+        "{text}"
+    );
+    assert!(!text.contains("Fix the build."), "the compaction replaced it");
+
+    let out = compactor(&["session", "replay", path.to_str().unwrap(), "--json"]);
+    assert!(out.status.success());
+    let value: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let replayed = value["messages"].as_array().unwrap();
+    assert_eq!(replayed.len(), messages.len());
+    let roles: Vec<&str> = replayed.iter().map(|m| m["role"].as_str().unwrap()).collect();
+    assert_eq!(roles, ["system", "user", "assistant", "user"]);
+    assert_eq!(replayed[3]["content"], "Now the tests.");
+}
+
+#[test]
+fn inspect_shows_the_timeline_with_the_hard_trim() {
+    let dir = tempfile::tempdir().unwrap();
+    let (path, _) = sample(dir.path());
+    let out = compactor(&["session", "inspect", path.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = stdout(&out);
+    assert!(text.contains("9 lines"), "{text}");
+    assert!(text.contains("elision     1 tool result(s) stubbed"), "{text}");
+    assert!(text.contains("1060 -> 40 tokens"), "{text}");
+    assert!(text.contains("HARD TRIM"), "{text}");
+    assert!(
+        text.contains("totals: 6 message(s), 1 elision epoch(s), 1 compaction(s) (1 hard trim(s))"),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_malformed_transcript_fails_naming_file_and_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let (path, _) = sample(dir.path());
+    let text = std::fs::read_to_string(&path).unwrap();
+    let mut lines: Vec<&str> = text.lines().collect();
+    lines[2] = "{not json";
+    std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+    for command in ["replay", "inspect"] {
+        let out = compactor(&["session", command, path.to_str().unwrap()]);
+        assert_eq!(out.status.code(), Some(1));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(&format!("{}:3: not valid JSON", path.display())), "{err}");
+    }
+}
+
+#[test]
+fn a_torn_tail_is_reported_and_ignored_by_readers() {
+    let dir = tempfile::tempdir().unwrap();
+    let (path, messages) = sample(dir.path());
+    let mut bytes = std::fs::read(&path).unwrap();
+    bytes.extend_from_slice(br#"{"id":"x","payl"#);
+    std::fs::write(&path, &bytes).unwrap();
+    let out = compactor(&["session", "replay", path.to_str().unwrap(), "--json"]);
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("torn final line"));
+    let value: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(value["messages"].as_array().unwrap().len(), messages.len());
+    assert_eq!(std::fs::read(&path).unwrap(), bytes, "readers do not modify the file");
+}
+
+#[test]
+fn help_and_usage_errors() {
+    for sub in ["replay", "inspect"] {
+        let out = compactor(&["session", sub, "--help"]);
+        assert!(out.status.success());
+        assert!(stdout(&out).contains("Example"));
+    }
+    assert_eq!(compactor(&["session", "replay"]).status.code(), Some(2));
+    assert_eq!(compactor(&["session", "nope"]).status.code(), Some(2));
+}
+
+#[test]
+fn import_then_replay_gives_back_the_openai_conversation() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let conversation = serde_json::json!([
+        {"role": "system", "content": "You are careful."},
+        {"role": "user", "content": "List the files."},
+        {"role": "assistant", "content": null, "tool_calls": [
+            {"id": "call_1", "type": "function", "function": {"name": "shell", "arguments": "{\"command\":\"ls\"}"}}
+        ]},
+        {"role": "tool", "tool_call_id": "call_1", "content": "a.rs\nb.rs"},
+        {"role": "assistant", "content": "Two files.", "refusal": null}
+    ]);
+    let input = dir.path().join("conv.json");
+    std::fs::write(&input, serde_json::to_string(&conversation).unwrap()).unwrap();
+    let session = dir.path().join("s.jsonl");
+    let out = compactor(&[
+        "session",
+        "import",
+        input.to_str().unwrap(),
+        "-o",
+        session.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(std::fs::metadata(&session).unwrap().permissions().mode() & 0o777, 0o600);
+
+    let out = compactor(&["session", "replay", session.to_str().unwrap(), "--json"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let value: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(value, serde_json::json!({ "messages": conversation }));
+
+    let out = compactor(&[
+        "session",
+        "replay",
+        session.to_str().unwrap(),
+        "--json",
+        "--to",
+        "anthropic",
+    ]);
+    assert!(out.status.success());
+    let value: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(value["system"], "You are careful.");
+    assert_eq!(value["messages"][0]["role"], "user");
+
+    // Importing over an existing session is refused.
+    let out = compactor(&[
+        "session",
+        "import",
+        input.to_str().unwrap(),
+        "-o",
+        session.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("already exists"));
+}
+
+#[test]
+fn import_an_anthropic_conversation_and_replay_it_in_kind() {
+    let dir = tempfile::tempdir().unwrap();
+    let conversation = serde_json::json!({
+        "system": "Be brief.",
+        "messages": [
+            {"role": "user", "content": "Read a.rs"},
+            {"role": "assistant", "content": [
+                {"type": "text", "text": "Reading."},
+                {"type": "tool_use", "id": "tu_1", "name": "read_file", "input": {"path": "a.rs"}}
+            ]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "tu_1", "content": "fn main() {}"}]}
+        ]
+    });
+    let input = dir.path().join("conv.json");
+    std::fs::write(&input, serde_json::to_string(&conversation).unwrap()).unwrap();
+    let session = dir.path().join("s.jsonl");
+    let out = compactor(&[
+        "session",
+        "import",
+        input.to_str().unwrap(),
+        "-o",
+        session.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = compactor(&[
+        "session",
+        "replay",
+        session.to_str().unwrap(),
+        "--json",
+        "--to",
+        "anthropic",
+    ]);
+    assert!(out.status.success());
+    let value: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(
+        value, conversation,
+        "imported from Anthropic, replayed in kind: the same document"
+    );
+}
+
+#[test]
+fn import_a_real_mini_swe_agent_trajectory() {
+    let data = std::env::var_os("LLM_COMPACTOR_DATA")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/data")));
+    let dir = data.join("trajectories/mini-swe-agent");
+    let Some(file) = std::fs::read_dir(&dir).ok().and_then(|entries| {
+        entries
+            .filter_map(Result::ok)
+            .map(|e| e.path())
+            .find(|p| p.to_string_lossy().ends_with(".traj.json"))
+    }) else {
+        eprintln!("NOTICE: skipping: no mini-swe-agent trajectory under {}", dir.display());
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let session = tmp.path().join("s.jsonl");
+    let out = compactor(&[
+        "session",
+        "import",
+        file.to_str().unwrap(),
+        "-o",
+        session.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let original: Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+    let out = compactor(&["session", "replay", session.to_str().unwrap(), "--json"]);
+    assert!(out.status.success());
+    let value: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let wanted = original["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] != "exit")
+        .count();
+    assert_eq!(value["messages"].as_array().unwrap().len(), wanted);
+    let out = compactor(&["session", "inspect", session.to_str().unwrap()]);
+    assert!(out.status.success());
+}
+
+/// A long OpenAI conversation of tool rounds, imported as a session.
+fn long_session(dir: &Path) -> PathBuf {
+    let mut messages = vec![
+        serde_json::json!({"role": "system", "content": "You are careful."}),
+        serde_json::json!({"role": "user", "content": "Read all the files."}),
+    ];
+    for i in 0..8 {
+        messages.push(serde_json::json!({"role": "assistant", "content": null, "tool_calls": [
+            {"id": format!("call_{i}"), "type": "function", "function": {"name": "read_file", "arguments": format!("{{\"path\":\"f{i}\"}}")}}
+        ]}));
+        messages.push(serde_json::json!({"role": "tool", "tool_call_id": format!("call_{i}"), "content": format!("{i}").repeat(3_000)}));
+    }
+    let input = dir.join("conv.json");
+    std::fs::write(&input, serde_json::to_string(&messages).unwrap()).unwrap();
+    let session = dir.join("s.jsonl");
+    let out = compactor(&[
+        "session",
+        "import",
+        input.to_str().unwrap(),
+        "-o",
+        session.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    session
+}
+
+#[test]
+fn compact_appends_a_pass_that_replay_reproduces() {
+    let dir = tempfile::tempdir().unwrap();
+    let session = long_session(dir.path());
+    let s = session.to_str().unwrap();
+    let out = compactor(&[
+        "session",
+        "compact",
+        s,
+        "--json",
+        "--budget",
+        "4000",
+        "--keep-recent",
+        "2",
+        "--counter",
+        "heuristic",
+        "--summarizer",
+        "exec",
+        "--summarizer-cmd",
+        "echo 'Summary: eight files were read.'",
+    ]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let result: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert!(result["dropped"].as_u64().unwrap() > 0);
+    assert_eq!(result["fallback"], false);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("appended to"));
+
+    let out = compactor(&["session", "replay", s, "--json"]);
+    assert!(out.status.success());
+    let replayed: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(
+        replayed["messages"], result["messages"],
+        "replay gives the compacted conversation"
+    );
+    let summary = replayed["messages"].as_array().unwrap().iter().find(|m| {
+        m["content"]
+            .as_str()
+            .is_some_and(|c| c.contains("eight files were read"))
+    });
+    assert!(summary.is_some());
+
+    let out = compactor(&["session", "inspect", s]);
+    let text = stdout(&out);
+    assert!(text.contains("compaction  replaces through"), "{text}");
+    assert!(!text.contains("HARD TRIM"), "{text}");
+}
+
+#[test]
+fn compact_with_aging_appends_an_elision_epoch() {
+    let dir = tempfile::tempdir().unwrap();
+    let session = long_session(dir.path());
+    let s = session.to_str().unwrap();
+    let out = compactor(&[
+        "session",
+        "compact",
+        s,
+        "--json",
+        "--budget",
+        "100000",
+        "--keep-recent",
+        "2",
+        "--counter",
+        "heuristic",
+        "--age-observations",
+        "--age-min-chars",
+        "1000",
+        "--age-reclaim-min",
+        "6000",
+    ]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let result: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(result["dropped"], 0);
+    assert!(!result["elisions"].as_array().unwrap().is_empty());
+    let out = compactor(&["session", "replay", s, "--json"]);
+    let replayed: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(replayed["messages"], result["messages"]);
+    let text = stdout(&compactor(&["session", "inspect", s]));
+    assert!(text.contains("elision "), "{text}");
+}
+
+#[test]
+fn compact_on_a_locked_session_fails_cleanly() {
+    let dir = tempfile::tempdir().unwrap();
+    let session = long_session(dir.path());
+    let (held, _) = Session::open(&session, SessionOptions::new()).unwrap();
+    let before = std::fs::read(&session).unwrap();
+    let out = compactor(&[
+        "session",
+        "compact",
+        session.to_str().unwrap(),
+        "--budget",
+        "4000",
+        "--counter",
+        "heuristic",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("locked"));
+    assert_eq!(std::fs::read(&session).unwrap(), before);
+    drop(held);
+    assert_eq!(compactor(&["session", "compact", "--help"]).status.code(), Some(0));
+    let out = compactor(&["session", "compact", session.to_str().unwrap(), "--budget", "0"]);
+    assert_eq!(out.status.code(), Some(2), "an invalid configuration is a usage error");
+}

@@ -1,0 +1,127 @@
+//! [`PlanReport`]: what a pass would do, computed without doing it.
+//!
+//! `compactor plan` prints this: it changes nothing and calls nothing, so an operator can
+//! see why a conversation does or does not need compaction, where the cut falls, what
+//! aging would reclaim and what a hard trim would cost, before spending a request.
+
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+use super::{CompactOptions, Compactor};
+use crate::message::Message;
+use crate::plan::{self, Eligible, Pairs};
+
+/// Why a pass is (or is not) needed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum NeedReason {
+    /// The conversation is over the trigger.
+    OverTrigger,
+    /// Aging is on and the eligible pool is a whole epoch.
+    ReclaimablePool,
+    /// Neither.
+    NotNeeded,
+}
+
+/// What a hard trim would do now.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TrimPreview {
+    /// The last index it would drop.
+    pub cut_index: usize,
+    /// How many messages it would drop.
+    pub dropped: usize,
+    /// The tokens after it.
+    pub tokens_after: usize,
+}
+
+/// A dry run of a pass over a conversation.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PlanReport {
+    /// The counter's name.
+    pub counter: String,
+    /// Messages in the conversation.
+    pub messages: usize,
+    /// Tokens now.
+    pub tokens: usize,
+    /// The context budget (or the per-call target, when one is given, for `exhausted`).
+    pub budget: usize,
+    /// `ceil(budget x trigger_ratio)`.
+    pub trigger: usize,
+    /// What a pass aims at (the per-call target, else `ceil(budget x target_ratio)`).
+    pub target: usize,
+    /// True when `needs_compaction` would answer true.
+    pub needs_compaction: bool,
+    /// Why.
+    pub reason: NeedReason,
+    /// The cut (-1 when there is none).
+    pub cut_index: i64,
+    /// The first index of the recent window.
+    pub recent_start: usize,
+    /// Messages in the recent window.
+    pub recent_messages: usize,
+    /// Sticky messages anywhere.
+    pub sticky_messages: usize,
+    /// Non-sticky messages before the cut: what a summary would replace.
+    pub middle_messages: usize,
+    /// True when aging is on.
+    pub aging: bool,
+    /// The results aging would stub now (empty with aging off).
+    pub eligible: Vec<Eligible>,
+    /// Their summed chars.
+    pub reclaimable_pool: usize,
+    /// What a hard trim would do (none without a middle).
+    pub trim: Option<TrimPreview>,
+}
+
+impl Compactor {
+    /// A dry run of a pass over `messages` with `options`' target and counter. Pure: it
+    /// makes no request, waits for nothing and changes nothing.
+    pub fn plan(&self, messages: &[Message], options: &CompactOptions) -> PlanReport {
+        let counter = options.counter.clone().unwrap_or_else(|| Arc::clone(&self.counter));
+        let tokens = counter.count_messages(messages);
+        let pairs = Pairs::build(messages);
+        let layout = plan::layout_with(messages, &pairs, self.config.keep_recent);
+        let aging = self.config.age_observations;
+        let eligible = if aging {
+            plan::eligible(messages, &pairs, &layout, self.aging_rules())
+        } else {
+            Vec::new()
+        };
+        let pool = plan::reclaimable_pool(&eligible);
+        let trigger = self.config.trigger();
+        let reason = if tokens > trigger {
+            NeedReason::OverTrigger
+        } else if aging && pool >= self.config.age_reclaim_min {
+            NeedReason::ReclaimablePool
+        } else {
+            NeedReason::NotNeeded
+        };
+        let target = options.target.unwrap_or(self.config.target());
+        let mut count = |m: &[Message]| counter.count_messages(m);
+        let trim = plan::plan_trim(messages, &pairs, &layout, target, tokens, &mut count).map(|t| TrimPreview {
+            cut_index: t.cut_index,
+            dropped: t.dropped,
+            tokens_after: t.tokens,
+        });
+        PlanReport {
+            counter: counter.name().to_owned(),
+            messages: messages.len(),
+            tokens,
+            budget: options.target.unwrap_or(self.config.context_budget),
+            trigger,
+            target,
+            needs_compaction: reason != NeedReason::NotNeeded,
+            reason,
+            cut_index: layout.cut_index(),
+            recent_start: layout.recent_start,
+            recent_messages: messages.len() - layout.recent_start,
+            sticky_messages: messages.iter().filter(|m| m.is_sticky()).count(),
+            middle_messages: layout.middle.len(),
+            aging,
+            eligible,
+            reclaimable_pool: pool,
+            trim,
+        }
+    }
+}

@@ -1,0 +1,272 @@
+//! The summarizing phase of a pass: chunked requests, the doubled-budget retry after a
+//! truncated summary, the proof of shrinkage and the single tighten retry.
+
+use std::sync::Arc;
+
+use super::Compactor;
+use super::calls::{Calls, GiveUp};
+use super::result::{Attempt, AttemptKind, AttemptOutcome};
+use crate::count::TokenCounter;
+use crate::message::{Message, conversation_digest};
+use crate::plan::{self, Layout};
+use crate::summarize::{
+    FailureKind, StopReason, Summarizer, SummarizerError, SummaryReply, SummaryRequest, next_chunk, render_units,
+};
+use crate::usage::Usage;
+
+/// Tokens kept free in every request beside the estimate (framing, estimate error).
+const ROOM_MARGIN: usize = 64;
+/// Below this many tokens of transcript room, summarizing is pointless.
+const MIN_TRANSCRIPT_ROOM: usize = 256;
+
+/// A summary that proved it shrank the conversation.
+pub(crate) struct Accepted {
+    pub(crate) content: String,
+    pub(crate) messages: Vec<Message>,
+    pub(crate) dropped: usize,
+    pub(crate) tokens: usize,
+}
+
+/// What the summarizing phase produced.
+pub(crate) struct SummaryOutcome {
+    pub(crate) accepted: Option<Accepted>,
+    pub(crate) attempts: Vec<Attempt>,
+    pub(crate) usage: Usage,
+}
+
+/// A conservative token estimate for the summarizer's input: the pass counter's count,
+/// but never less than one token per three chars (tokenizers differ; overflowing the
+/// summarizer's window is the one failure this phase must never cause).
+fn estimate(counter: &dyn TokenCounter, text: &str) -> usize {
+    counter.count_text(text).max(text.chars().count().div_ceil(3))
+}
+
+impl Compactor {
+    /// Summarizes the middle of `aged` and proves the result; `None` inside the outcome
+    /// means the pass goes to the hard trim.
+    pub(crate) async fn summarize_phase(
+        &self,
+        aged: &[Message],
+        layout: &Layout,
+        aged_count: usize,
+        counter: &Arc<dyn TokenCounter>,
+        options: &super::CompactOptions,
+    ) -> SummaryOutcome {
+        let Some(summarizer) = self.summarizer.as_deref() else {
+            let error = SummarizerError::new(FailureKind::Unavailable, "no summarizer configured");
+            return SummaryOutcome {
+                accepted: None,
+                attempts: vec![failed_attempt(&error)],
+                usage: Usage::default(),
+            };
+        };
+        let Some(cut) = layout.cut else {
+            return SummaryOutcome {
+                accepted: None,
+                attempts: Vec::new(),
+                usage: Usage::default(),
+            };
+        };
+        let mut calls = Calls {
+            summarizer,
+            hooks: self.hooks.as_ref(),
+            sleeper: self.sleeper.as_ref(),
+            cancel: &options.cancel,
+            seed: conversation_digest(aged),
+            max_attempts: self.config.max_attempts,
+            failures: 0,
+            retry_after: None,
+            attempts: Vec::new(),
+            usage: Usage::default(),
+        };
+        let accepted = self
+            .summarize_inner(&mut calls, summarizer, aged, cut, layout, aged_count, counter, options)
+            .await
+            .ok()
+            .flatten();
+        SummaryOutcome {
+            accepted,
+            attempts: calls.attempts,
+            usage: calls.usage,
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    async fn summarize_inner(
+        &self,
+        calls: &mut Calls<'_>,
+        summarizer: &dyn Summarizer,
+        aged: &[Message],
+        cut: usize,
+        layout: &Layout,
+        aged_count: usize,
+        counter: &Arc<dyn TokenCounter>,
+        options: &super::CompactOptions,
+    ) -> Result<Option<Accepted>, GiveUp> {
+        let focus = options.focus.as_deref();
+        let system = self.prompts.system(None, focus);
+        let estimator = |text: &str| estimate(counter.as_ref(), text);
+        let units = render_units(aged, &layout.middle, self.config.tool_result_cap);
+        let room = match summarizer.input_room() {
+            None => usize::MAX,
+            Some(room) => {
+                let instruction = estimator(&self.prompts.system(Some(usize::MAX), focus));
+                let room = room.saturating_sub(instruction + ROOM_MARGIN);
+                if room < MIN_TRANSCRIPT_ROOM {
+                    let error = SummarizerError::new(
+                        FailureKind::ContextLengthExceeded { status: None },
+                        "the instruction leaves no room for a transcript in the summarizer's input",
+                    );
+                    calls.record_failure(AttemptKind::Summary, std::time::Duration::ZERO, &error);
+                    return Ok(None);
+                }
+                room
+            }
+        };
+        let mut max_output_tokens = self.config.summary_max_tokens;
+        let mut expanded = false;
+        let mut carry: Option<String> = None;
+        let mut start = 0;
+        let (transcript, first) = loop {
+            let (transcript, next) = if room == usize::MAX {
+                (units[start..].join("\n"), units.len())
+            } else {
+                let carried = carry.as_deref().map(|s| (self.prompts.carry.as_str(), s));
+                next_chunk(&units, start, carried, room, &estimator)
+            };
+            let last = next >= units.len();
+            let kind = if last { AttemptKind::Summary } else { AttemptKind::Chunk };
+            let request = SummaryRequest {
+                system: system.clone(),
+                transcript,
+                max_output_tokens,
+            };
+            let (index, reply) = self
+                .request(calls, kind, request.clone(), &mut max_output_tokens, &mut expanded)
+                .await?;
+            if last {
+                break (request.transcript, (index, reply));
+            }
+            calls.mark(
+                index,
+                AttemptOutcome::Carried,
+                Some("summary of an earlier chunk, carried into the next".into()),
+            );
+            carry = Some(reply.text.trim().to_owned());
+            start = next;
+        };
+        let target = options.target;
+        let prove = |text: &str| {
+            let content = plan::summary_content(text.trim());
+            let (messages, dropped) = plan::assemble(aged, cut, &content);
+            let tokens = counter.count_messages(&messages);
+            let valid = plan::validate(aged, &messages, layout.recent_start);
+            (
+                Accepted {
+                    content,
+                    messages,
+                    dropped,
+                    tokens,
+                },
+                valid,
+            )
+        };
+        let fits = |tokens: usize| tokens < aged_count && target.is_none_or(|t| tokens <= t);
+        let (index, reply) = first;
+        let (candidate, valid) = prove(&reply.text);
+        if let Err(violation) = &valid {
+            calls.mark(
+                index,
+                AttemptOutcome::Rejected,
+                Some(format!("invalid result: {violation}")),
+            );
+            return Ok(None);
+        }
+        if fits(candidate.tokens) {
+            calls.mark(index, AttemptOutcome::Accepted, None);
+            return Ok(Some(candidate));
+        }
+        calls.mark(
+            index,
+            AttemptOutcome::Rejected,
+            Some(not_enough(candidate.tokens, aged_count, target)),
+        );
+        // The single tighten retry, over the same transcript.
+        let limit = transcript.chars().count() / 4;
+        let request = SummaryRequest {
+            system: self.prompts.system(Some(limit), focus),
+            transcript,
+            max_output_tokens,
+        };
+        let (index, reply) = self
+            .request(
+                calls,
+                AttemptKind::Tighten,
+                request,
+                &mut max_output_tokens,
+                &mut expanded,
+            )
+            .await?;
+        let (tightened, _) = prove(&reply.text);
+        if fits(tightened.tokens) && tightened.tokens < candidate.tokens {
+            calls.mark(index, AttemptOutcome::Accepted, None);
+            return Ok(Some(tightened));
+        }
+        let note = if tightened.tokens >= candidate.tokens {
+            format!(
+                "not shorter than the first attempt ({} >= {} tokens)",
+                tightened.tokens, candidate.tokens
+            )
+        } else {
+            not_enough(tightened.tokens, aged_count, target)
+        };
+        calls.mark(index, AttemptOutcome::Rejected, Some(note));
+        Ok(None)
+    }
+
+    /// One request; a truncated reply gets one retry (per pass) with a doubled output
+    /// budget, which later requests of the pass keep.
+    async fn request(
+        &self,
+        calls: &mut Calls<'_>,
+        kind: AttemptKind,
+        mut request: SummaryRequest,
+        max_output_tokens: &mut u32,
+        expanded: &mut bool,
+    ) -> Result<(usize, SummaryReply), GiveUp> {
+        let (index, reply) = calls.call(kind, &request).await?;
+        if reply.stop != StopReason::Truncated || *expanded {
+            return Ok((index, reply));
+        }
+        *expanded = true;
+        *max_output_tokens = max_output_tokens.saturating_mul(2);
+        calls.mark(
+            index,
+            AttemptOutcome::Rejected,
+            Some(format!(
+                "truncated: retrying with a doubled output budget of {max_output_tokens} tokens"
+            )),
+        );
+        request.max_output_tokens = *max_output_tokens;
+        calls.call(AttemptKind::Expand, &request).await
+    }
+}
+
+fn not_enough(tokens: usize, aged_count: usize, target: Option<usize>) -> String {
+    match target {
+        Some(t) if tokens < aged_count => format!("{tokens} tokens is above the target of {t}"),
+        _ => format!("did not shrink the conversation ({tokens} >= {aged_count} tokens)"),
+    }
+}
+
+fn failed_attempt(error: &SummarizerError) -> Attempt {
+    Attempt {
+        kind: AttemptKind::Summary,
+        outcome: AttemptOutcome::Failed,
+        class: Some(error.class()),
+        status: error.kind.status(),
+        wait_ms: 0,
+        usage: error.usage,
+        note: Some(format!("{:?}: {}", error.kind, error.message)),
+    }
+}

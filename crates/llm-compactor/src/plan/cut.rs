@@ -1,0 +1,93 @@
+//! The cut: where the middle ends and the recent window begins.
+//!
+//! The recent window starts `keep_recent` messages from the end and is extended backwards
+//! while its first message is a tool result, so an assistant turn and the results that
+//! answered it are never separated. Everything before the cut that is not sticky is the
+//! middle: what a summary replaces, what aging may stub, what a hard trim may drop.
+
+use super::pairs::Pairs;
+use crate::message::Message;
+
+/// The three regions of a conversation for one pass.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Layout {
+    /// The last index of the region before the recent window; `None` when the recent
+    /// window is the whole conversation.
+    pub cut: Option<usize>,
+    /// The first index of the recent window (`messages.len()` when it is empty).
+    pub recent_start: usize,
+    /// The non-sticky indices in `0..=cut`, in order.
+    pub middle: Vec<usize>,
+}
+
+impl Layout {
+    /// The cut as the result reports it: -1 when there is none.
+    pub fn cut_index(&self) -> i64 {
+        self.cut.map_or(-1, |c| c as i64)
+    }
+
+    /// True when there is nothing to summarize (a no-op pass).
+    pub fn is_noop(&self) -> bool {
+        self.middle.is_empty()
+    }
+}
+
+/// The layout of `messages` with `keep_recent` recent messages.
+///
+/// `start = max(0, n - keep_recent)`, then moved back while it points at a tool result
+/// (the spec's pair extension), and also while a result at or after it answers a
+/// non-sticky turn before it (a result separated from its asking turn by other messages;
+/// for ordinary conversations this second rule never fires). `cut = start - 1`.
+///
+/// ```
+/// use llm_compactor::message::{Message, ToolCall};
+/// use llm_compactor::plan::layout;
+/// let messages = vec![
+///     Message::system("rules"),
+///     Message::user("go"),
+///     Message::assistant("").with_tool_calls(vec![ToolCall::new("a", "ls", "{}"), ToolCall::new("b", "ls", "[]")]),
+///     Message::tool("a", "x"),
+///     Message::tool("b", "y"),
+///     Message::assistant("done"),
+/// ];
+/// let l = layout(&messages, 2);
+/// assert_eq!((l.cut, l.recent_start, l.middle.clone()), (Some(1), 2, vec![1]));
+/// ```
+pub fn layout(messages: &[Message], keep_recent: usize) -> Layout {
+    let pairs = Pairs::build(messages);
+    layout_with(messages, &pairs, keep_recent)
+}
+
+/// [`layout`] with a prebuilt pair index.
+pub fn layout_with(messages: &[Message], pairs: &Pairs, keep_recent: usize) -> Layout {
+    let n = messages.len();
+    let mut start = n.saturating_sub(keep_recent);
+    // The earliest non-sticky asking turn of any result at or after each index.
+    let mut earliest_asker = vec![usize::MAX; n + 1];
+    for i in (0..n).rev() {
+        let own = pairs
+            .asker(i)
+            .filter(|&turn| !messages[turn].is_sticky())
+            .unwrap_or(usize::MAX);
+        earliest_asker[i] = earliest_asker[i + 1].min(own);
+    }
+    loop {
+        if start > 0 && start < n && messages[start].is_tool_result() {
+            start -= 1;
+        } else if start > 0 && earliest_asker[start] < start {
+            start = earliest_asker[start];
+        } else {
+            break;
+        }
+    }
+    let cut = start.checked_sub(1);
+    let middle = match cut {
+        Some(c) => (0..=c).filter(|&i| !messages[i].is_sticky()).collect(),
+        None => Vec::new(),
+    };
+    Layout {
+        cut,
+        recent_start: start,
+        middle,
+    }
+}

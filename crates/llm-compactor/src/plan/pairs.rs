@@ -1,0 +1,60 @@
+//! [`Pairs`]: which assistant turn asked for which tool result.
+//!
+//! A tool result and the assistant turn whose `tool_calls` asked for it must live or die
+//! together: a result without its asking turn, or an asking turn whose answers are gone,
+//! is a conversation providers reject ("tool_call_id did not match a preceding
+//! tool_calls"). Every rule that moves a boundary consults this index.
+
+use std::collections::HashMap;
+
+use crate::message::{Message, ToolCall};
+
+/// The asking turn of every tool result and the answers of every asking turn.
+///
+/// A result is joined to the NEAREST preceding assistant turn that has a call with its
+/// `tool_call_id` (so a provider that reuses ids across turns still pairs correctly). A
+/// result with no such turn is an orphan: it has no asker and no call identity.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Pairs {
+    asker: Vec<Option<(usize, usize)>>,
+    last_answer: Vec<Option<usize>>,
+}
+
+impl Pairs {
+    /// Indexes a conversation in one pass.
+    pub fn build(messages: &[Message]) -> Pairs {
+        let mut asker = vec![None; messages.len()];
+        let mut last_answer = vec![None; messages.len()];
+        let mut open: HashMap<&str, (usize, usize)> = HashMap::new();
+        for (i, message) in messages.iter().enumerate() {
+            for (position, call) in message.tool_calls.iter().enumerate() {
+                open.insert(call.id.as_str(), (i, position));
+            }
+            if message.is_tool_result()
+                && let Some(id) = message.tool_call_id.as_deref()
+                && let Some(&(turn, position)) = open.get(id)
+                && turn < i
+            {
+                asker[i] = Some((turn, position));
+                last_answer[turn] = Some(i);
+            }
+        }
+        Pairs { asker, last_answer }
+    }
+
+    /// The index of the assistant turn that asked for the result at `index`.
+    pub fn asker(&self, index: usize) -> Option<usize> {
+        self.asker.get(index).copied().flatten().map(|(turn, _)| turn)
+    }
+
+    /// The call (in its asking turn) that the result at `index` answers.
+    pub fn call<'a>(&self, messages: &'a [Message], index: usize) -> Option<&'a ToolCall> {
+        let (turn, position) = self.asker.get(index).copied().flatten()?;
+        messages.get(turn)?.tool_calls.get(position)
+    }
+
+    /// The index of the last result answering the turn at `index`, if any.
+    pub fn last_answer(&self, index: usize) -> Option<usize> {
+        self.last_answer.get(index).copied().flatten()
+    }
+}

@@ -1,0 +1,345 @@
+//! [`Session`]: the append-only writer of one transcript.
+//!
+//! Every line is written with one `write` of the whole line through an `O_APPEND`
+//! descriptor, so it reaches the OS before `append_*` returns; whether it also reaches the
+//! disk is the [`Durability`] policy (by default compaction and elision lines are
+//! fsynced, because losing one of those would make replay rebuild a conversation that was
+//! never live, while losing the last message only loses the last message). A failed write
+//! is rolled back by truncating to the last good length, so a live writer never leaves a
+//! partial line in the middle of the file.
+
+use std::fs::File;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde_json::{Map, Value};
+
+use super::clock::{Clock, IdSource, RandomIds, SystemClock, format_timestamp};
+use super::envelope;
+use super::error::SessionError;
+use super::load::{TornTail, Transcript};
+use super::lock::{SESSION_FILE_MODE, create_locked, open_locked, sync_parent};
+use super::record::{CompactionRecord, ElisionItem, ElisionRecord, Record, SessionMeta};
+use super::repair::{read_all, rewrite_prefix};
+use super::replay::Replayer;
+use crate::message::Message;
+
+/// When a transcript line is fsynced (every line is always written to the OS at once).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Durability {
+    /// Every line.
+    Always,
+    /// Compaction and elision lines (and the opening line): the default.
+    #[default]
+    OnCompaction,
+    /// Never (the OS decides; a power cut may lose recent lines).
+    Never,
+}
+
+/// How a session writes: fsync policy, clock, id source, and the opening line's extras.
+#[derive(Clone)]
+pub struct SessionOptions {
+    durability: Durability,
+    clock: Arc<dyn Clock>,
+    ids: Arc<dyn IdSource>,
+    meta: Map<String, Value>,
+}
+
+impl Default for SessionOptions {
+    fn default() -> Self {
+        SessionOptions {
+            durability: Durability::default(),
+            clock: Arc::new(SystemClock),
+            ids: Arc::new(RandomIds),
+            meta: Map::new(),
+        }
+    }
+}
+
+impl std::fmt::Debug for SessionOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SessionOptions")
+            .field("durability", &self.durability)
+            .field("meta", &self.meta)
+            .finish_non_exhaustive()
+    }
+}
+
+impl SessionOptions {
+    /// The defaults: fsync on compaction, the system clock, random UUID v4 ids.
+    pub fn new() -> Self {
+        SessionOptions::default()
+    }
+
+    /// The fsync policy.
+    pub fn durability(mut self, durability: Durability) -> Self {
+        self.durability = durability;
+        self
+    }
+
+    /// The clock that stamps each line.
+    pub fn clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.clock = clock;
+        self
+    }
+
+    /// The source of new envelope ids.
+    pub fn ids(mut self, ids: Arc<dyn IdSource>) -> Self {
+        self.ids = ids;
+        self
+    }
+
+    /// Extra fields for the `session-meta` line of a new session.
+    pub fn meta(mut self, meta: Map<String, Value>) -> Self {
+        self.meta = meta;
+        self
+    }
+}
+
+/// What opening an existing session found.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct OpenReport {
+    /// The torn final line that was removed, if there was one.
+    pub repaired: Option<TornTail>,
+}
+
+/// An open, locked transcript: the conversation it replays to, and the writer that
+/// appends to both.
+pub struct Session {
+    path: PathBuf,
+    file: File,
+    len: u64,
+    meta: SessionMeta,
+    replayer: Replayer,
+    options: SessionOptions,
+    poisoned: bool,
+}
+
+impl std::fmt::Debug for Session {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Session")
+            .field("path", &self.path)
+            .field("len", &self.len)
+            .field("messages", &self.replayer.messages().len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Session {
+    /// Creates a new transcript (mode 0600) and writes its `session-meta` line.
+    ///
+    /// # Errors
+    /// The file exists ([`SessionError::AlreadyExists`]), or I/O.
+    pub fn create(path: impl AsRef<Path>, options: SessionOptions) -> Result<Session, SessionError> {
+        let path = path.as_ref().to_owned();
+        let file = create_locked(&path, SESSION_FILE_MODE)?;
+        let meta = SessionMeta {
+            extra: options.meta.clone(),
+            ..SessionMeta::default()
+        };
+        let mut session = Session {
+            path,
+            file,
+            len: 0,
+            meta: meta.clone(),
+            replayer: Replayer::new(),
+            options,
+            poisoned: false,
+        };
+        let id = session.options.ids.next_id();
+        session.append(id, Record::Meta(meta), true)?;
+        if session.options.durability != Durability::Never {
+            sync_parent(&session.path)?;
+        }
+        Ok(session)
+    }
+
+    /// Opens an existing transcript for appending: locks it, replays it, and repairs a
+    /// torn final line (reported in the [`OpenReport`] and by a `tracing` warning).
+    ///
+    /// # Errors
+    /// A held lock ([`SessionError::Locked`]), I/O, or a malformed line other than a torn
+    /// final one (then the file is left untouched).
+    pub fn open(path: impl AsRef<Path>, options: SessionOptions) -> Result<(Session, OpenReport), SessionError> {
+        let path = path.as_ref().to_owned();
+        let mut file = open_locked(&path)?;
+        let bytes = read_all(&path, &mut file)?;
+        let transcript = Transcript::parse(&path, &bytes)?;
+        let (meta, replayer, good_len, torn) = transcript.into_parts();
+        if let Some(torn) = &torn {
+            file = rewrite_prefix(&path, &file, &bytes[..good_len as usize], torn)?;
+        }
+        let session = Session {
+            path,
+            file,
+            len: good_len,
+            meta,
+            replayer,
+            options,
+            poisoned: false,
+        };
+        Ok((session, OpenReport { repaired: torn }))
+    }
+
+    /// The transcript file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The opening line's payload.
+    pub fn meta(&self) -> &SessionMeta {
+        &self.meta
+    }
+
+    /// The conversation the transcript replays to, every message with its id.
+    pub fn messages(&self) -> &[Message] {
+        self.replayer.messages()
+    }
+
+    /// Bytes written so far.
+    pub fn len(&self) -> u64 {
+        self.len
+    }
+
+    /// True before the opening line is written (never, for a session that was created or
+    /// opened successfully).
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// A fresh id from the session's id source (for a message the caller builds itself).
+    /// Ids the transcript already uses are skipped, so a deterministic source that starts
+    /// over after a reopen does not collide.
+    pub fn next_id(&self) -> String {
+        let mut id = self.options.ids.next_id();
+        for _ in 0..10_000 {
+            if !self.replayer.is_used(&id) {
+                break;
+            }
+            id = self.options.ids.next_id();
+        }
+        id
+    }
+
+    /// Appends a message. A message without an id gets a fresh one; a message with one
+    /// keeps it (it must not be in use). Returns the message as stored.
+    ///
+    /// # Errors
+    /// A reused id ([`SessionError::Rejected`]), or I/O.
+    pub fn append_message(&mut self, message: Message) -> Result<&Message, SessionError> {
+        let id = match &message.id {
+            Some(id) => id.clone(),
+            None => self.next_id(),
+        };
+        let sync = self.options.durability == Durability::Always;
+        self.append(id, Record::Message(message), sync)?;
+        let last = self.replayer.messages().len() - 1;
+        Ok(&self.replayer.messages()[last])
+    }
+
+    /// Appends an elision line: each named message's content becomes its stub. Returns the
+    /// line's id.
+    ///
+    /// # Errors
+    /// An id that is not a message of the conversation ([`SessionError::Rejected`]), or I/O.
+    pub fn append_elision(&mut self, items: Vec<ElisionItem>) -> Result<String, SessionError> {
+        let id = self.next_id();
+        self.append_elision_with_id(id.clone(), items)?;
+        Ok(id)
+    }
+
+    pub(crate) fn append_elision_with_id(&mut self, id: String, items: Vec<ElisionItem>) -> Result<(), SessionError> {
+        let sync = self.options.durability != Durability::Never;
+        self.append(id, Record::Elision(ElisionRecord { items }), sync)
+    }
+
+    /// Appends a compaction line with a fresh id, which becomes the summary message's id.
+    /// Returns that id.
+    ///
+    /// # Errors
+    /// `replaces_through_id` is not a message of the conversation, or I/O.
+    pub fn append_compaction(&mut self, compaction: CompactionRecord) -> Result<String, SessionError> {
+        let id = self.next_id();
+        self.append_compaction_with_id(id.clone(), compaction)?;
+        Ok(id)
+    }
+
+    pub(crate) fn append_compaction_with_id(
+        &mut self,
+        id: String,
+        compaction: CompactionRecord,
+    ) -> Result<(), SessionError> {
+        let sync = self.options.durability != Durability::Never;
+        self.append(id, Record::Compaction(compaction), sync)
+    }
+
+    /// Appends a line of a type replay skips (annotations of the caller's own).
+    ///
+    /// # Errors
+    /// A reserved type name, a reused id, or I/O.
+    pub fn append_custom(&mut self, kind: &str, payload: Value) -> Result<String, SessionError> {
+        let record = Record::Unknown {
+            kind: kind.to_owned(),
+            payload,
+        };
+        if matches!(kind, "session-meta" | "message" | "compaction" | "elision") {
+            return Err(SessionError::Encode {
+                path: self.path.clone(),
+                problem: format!("{kind:?} is a reserved line type"),
+            });
+        }
+        let id = self.next_id();
+        let sync = self.options.durability == Durability::Always;
+        self.append(id.clone(), record, sync)?;
+        Ok(id)
+    }
+
+    /// Fsyncs everything written so far.
+    ///
+    /// # Errors
+    /// I/O.
+    pub fn sync(&self) -> Result<(), SessionError> {
+        self.file.sync_data().map_err(|e| SessionError::io(&self.path, e))
+    }
+
+    pub(crate) fn replayer(&self) -> &Replayer {
+        &self.replayer
+    }
+
+    fn append(&mut self, id: String, record: Record, sync: bool) -> Result<(), SessionError> {
+        if self.poisoned {
+            return Err(SessionError::Poisoned {
+                path: self.path.clone(),
+            });
+        }
+        self.replayer
+            .check(&id, &record)
+            .map_err(|source| SessionError::Rejected {
+                path: self.path.clone(),
+                source,
+            })?;
+        let ts = format_timestamp(self.options.clock.now());
+        let line = envelope::encode_record(&id, &ts, &record).map_err(|e| SessionError::Encode {
+            path: self.path.clone(),
+            problem: e.to_string(),
+        })?;
+        if let Err(e) = self.file.write_all(line.as_bytes()) {
+            if self.file.set_len(self.len).is_err() {
+                self.poisoned = true;
+            }
+            return Err(SessionError::io(&self.path, e));
+        }
+        self.len += line.len() as u64;
+        if sync {
+            self.sync()?;
+        }
+        self.replayer
+            .apply(&id, &record)
+            .map_err(|source| SessionError::Rejected {
+                path: self.path.clone(),
+                source,
+            })
+    }
+}

@@ -1,0 +1,452 @@
+//! [`ContextManager`]: the agent-loop glue between the counter, the compactor and the
+//! session transcript.
+//!
+//! An agent loop asks two things of it. Before each request: "what do I send?" — the
+//! manager counts the conversation together with the request's tool declarations and
+//! runtime context, runs a compaction pass when the compactor says so (or when the
+//! request would not fit the backend's usable room), writes the pass to the transcript
+//! and hands back the conversation. After each response: "remember this" — it feeds the
+//! billed usage to the calibrating counter and appends the new messages. When the
+//! provider rejects a request as too long anyway, it forces a pass aimed below what was
+//! sent, a bounded number of times per run.
+//!
+//! The order of effects is the point: the transcript is written before anything is
+//! reported, so even a run that ends in [`ManagerError::ContextExhausted`] leaves a
+//! session that replays to its last conversation.
+
+use std::sync::Arc;
+
+use serde::Serialize;
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use super::error::SessionError;
+use super::log::Session;
+use super::pass::RecordedPass;
+use crate::compactor::{CompactError, CompactOptions, CompactionResult, Compactor};
+use crate::count::{CalibratedCounter, RequestCounter, TokenCounter};
+use crate::message::Message;
+use crate::usage::Usage;
+
+/// What a backend can take: its window, less the answer's reserve and a safety margin.
+/// The request's own tool declarations and runtime context are subtracted per request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct BackendRoom {
+    /// The model's context window in tokens.
+    pub window: usize,
+    /// Tokens reserved for the completion (the request's max output tokens).
+    pub completion_reserve: usize,
+    /// Tokens kept free for counting error.
+    pub safety_margin: usize,
+}
+
+impl BackendRoom {
+    /// The room left for the conversation when the request also carries `overhead` tokens
+    /// of tool declarations and runtime context.
+    ///
+    /// ```
+    /// use llm_compactor::session::BackendRoom;
+    /// let room = BackendRoom { window: 128_000, completion_reserve: 8_000, safety_margin: 2_000 };
+    /// assert_eq!(room.usable(1_500), 116_500);
+    /// ```
+    pub fn usable(&self, overhead: usize) -> usize {
+        self.window
+            .saturating_sub(self.completion_reserve)
+            .saturating_sub(self.safety_margin)
+            .saturating_sub(overhead)
+    }
+}
+
+/// What a request carries besides the conversation.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct RequestShape<'a> {
+    /// The tool declarations, as JSON.
+    pub tools: &'a [Value],
+    /// Runtime context sent beside the conversation (a system suffix, retrieved notes).
+    pub context: &'a str,
+}
+
+/// Feeds what a provider billed back into a counter that calibrates on it.
+pub trait UsageRecorder: Send + Sync {
+    /// `sent` is the conversation the billed request carried, `usage` what it was billed
+    /// (`None` when the response carried no usage), `model` the model that answered.
+    fn record_usage(&self, sent: &[Message], usage: Option<&Usage>, model: &str);
+}
+
+/// The calibrated counter is the recorder an agent loop wants: pass the same `Arc` as the
+/// compactor's counter and as the manager's recorder.
+impl UsageRecorder for CalibratedCounter {
+    fn record_usage(&self, sent: &[Message], usage: Option<&Usage>, model: &str) {
+        self.record_optional_usage(sent, model, usage);
+    }
+}
+
+/// Why a pass ran.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum CompactionReason {
+    /// The compactor asked for one (over the trigger, or an elision epoch is due), or the
+    /// whole request is over the trigger.
+    Threshold,
+    /// The request would not fit the backend's usable room.
+    Room,
+    /// The provider rejected the request as too long.
+    ContextLengthExceeded,
+}
+
+/// What the manager reports to an observer.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(tag = "event", rename_all = "kebab-case")]
+pub enum ContextEvent {
+    /// A pass is starting.
+    CompactionStarted {
+        /// Why.
+        reason: CompactionReason,
+        /// The request's tokens (conversation, tools and context).
+        tokens: usize,
+        /// The per-call target, when the pass aims below the compactor's own.
+        target: Option<usize>,
+    },
+    /// A pass ended and was written to the transcript.
+    CompactionDone {
+        /// Why it ran.
+        reason: CompactionReason,
+        /// Messages replaced or dropped.
+        dropped: usize,
+        /// Tool results stubbed.
+        elided: usize,
+        /// Tokens before.
+        tokens_before: usize,
+        /// Tokens after.
+        tokens_after: usize,
+        /// The hard trim ran (the summarizer could not produce an accepted summary).
+        fallback: bool,
+        /// Even the best result does not fit.
+        exhausted: bool,
+    },
+}
+
+/// An observer of [`ContextEvent`]s.
+pub type ContextObserver = Arc<dyn Fn(&ContextEvent) + Send + Sync>;
+
+/// The loop cannot go on.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ManagerError {
+    /// The transcript could not be written.
+    #[error(transparent)]
+    Session(#[from] SessionError),
+    /// The compactor refused its input.
+    #[error(transparent)]
+    Compact(#[from] CompactError),
+    /// Nothing more can be done to make the conversation fit; the transcript holds the
+    /// best conversation there was.
+    #[error("context exhausted: {tokens} tokens do not fit in {limit} ({why})")]
+    ContextExhausted {
+        /// The conversation's tokens after the last pass.
+        tokens: usize,
+        /// What it had to fit in.
+        limit: usize,
+        /// Why nothing more can be tried.
+        why: String,
+    },
+}
+
+/// What a pass did, for the caller.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct PassReport {
+    /// Why it ran.
+    pub reason: CompactionReason,
+    /// The lines it wrote.
+    pub recorded: RecordedPass,
+    /// The compactor's whole result.
+    pub result: CompactionResult,
+}
+
+/// The conversation to send, and what was done to it.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Prepared {
+    /// The conversation, every message with its transcript id.
+    pub messages: Vec<Message>,
+    /// Tokens of the whole request (conversation, tools, context) after any pass.
+    pub request_tokens: usize,
+    /// The pass that ran, if one did.
+    pub pass: Option<PassReport>,
+}
+
+/// The glue an agent loop calls around each model request.
+pub struct ContextManager {
+    compactor: Arc<Compactor>,
+    counter: Arc<dyn TokenCounter>,
+    session: Session,
+    room: Option<BackendRoom>,
+    max_forced: u32,
+    forced: u32,
+    recorder: Option<Arc<dyn UsageRecorder>>,
+    observer: Option<ContextObserver>,
+}
+
+impl std::fmt::Debug for ContextManager {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ContextManager")
+            .field("session", &self.session)
+            .field("room", &self.room)
+            .field("max_forced", &self.max_forced)
+            .field("forced", &self.forced)
+            .finish_non_exhaustive()
+    }
+}
+
+/// How many forced passes a run may make by default.
+pub const DEFAULT_MAX_FORCED_COMPACTIONS: u32 = 2;
+
+impl ContextManager {
+    /// Glue over this compactor (whose counter the manager counts with: the same instance
+    /// the compactor proves with) and this session.
+    pub fn new(compactor: Arc<Compactor>, session: Session) -> Self {
+        let counter = compactor.counter().clone();
+        ContextManager {
+            compactor,
+            counter,
+            session,
+            room: None,
+            max_forced: DEFAULT_MAX_FORCED_COMPACTIONS,
+            forced: 0,
+            recorder: None,
+            observer: None,
+        }
+    }
+
+    /// The backend's usable room: requests (conversation, tools and context) that would
+    /// not fit it are compacted before they are sent, and forced passes aim at it.
+    pub fn with_room(mut self, room: BackendRoom) -> Self {
+        self.room = Some(room);
+        self
+    }
+
+    /// How many forced passes (after a context-length rejection) one run may make.
+    pub fn with_max_forced_compactions(mut self, max: u32) -> Self {
+        self.max_forced = max;
+        self
+    }
+
+    /// Where billed usage goes: the calibrated counter (the same instance the compactor
+    /// counts with).
+    pub fn with_usage_recorder(mut self, recorder: Arc<dyn UsageRecorder>) -> Self {
+        self.recorder = Some(recorder);
+        self
+    }
+
+    /// Who hears about passes.
+    pub fn with_observer(mut self, observer: ContextObserver) -> Self {
+        self.observer = Some(observer);
+        self
+    }
+
+    /// The transcript.
+    pub fn session(&self) -> &Session {
+        &self.session
+    }
+
+    /// The transcript, consumed (closing the manager releases nothing else).
+    pub fn into_session(self) -> Session {
+        self.session
+    }
+
+    /// The conversation as it stands.
+    pub fn messages(&self) -> &[Message] {
+        self.session.messages()
+    }
+
+    /// Starts a run: the forced-pass allowance is renewed.
+    pub fn begin_run(&mut self) {
+        self.forced = 0;
+    }
+
+    /// Appends a message (the user's, or the harness's) to conversation and transcript.
+    ///
+    /// # Errors
+    /// The transcript could not be written.
+    pub fn push(&mut self, message: Message) -> Result<&Message, ManagerError> {
+        Ok(self.session.append_message(message)?)
+    }
+
+    fn emit(&self, event: ContextEvent) {
+        if let Some(observer) = &self.observer {
+            observer(&event);
+        }
+    }
+
+    /// The counter of one request's passes: the compactor's counter as it is when the
+    /// request carries nothing besides the conversation, else the complete-request
+    /// adapter, so that every count, target and acceptance of the pass is in the units
+    /// of the whole request (tools and context included).
+    fn request_counter(&self, request: RequestShape<'_>) -> Arc<dyn TokenCounter> {
+        if request.tools.is_empty() && request.context.is_empty() {
+            self.counter.clone()
+        } else {
+            Arc::new(RequestCounter::new(
+                self.counter.clone(),
+                request.tools.to_vec(),
+                request.context,
+            ))
+        }
+    }
+
+    /// Before a request: counts it (conversation, tools and context), compacts when
+    /// needed (writing the pass to the transcript), and returns the conversation to send.
+    ///
+    /// A pass runs when the compactor asks for one (over its trigger, or an elision epoch
+    /// is due), when the whole request is over the trigger, or when it would not fit the
+    /// backend's usable room; in the last case the pass aims at that room.
+    ///
+    /// # Errors
+    /// [`ManagerError::ContextExhausted`] (after the transcript was written) when even
+    /// the best pass does not fit; transcript or compactor errors.
+    pub async fn prepare(
+        &mut self,
+        request: RequestShape<'_>,
+        cancel: CancellationToken,
+    ) -> Result<Prepared, ManagerError> {
+        let messages = self.session.messages();
+        let request_tokens = self.counter.count_request(messages, request.tools, request.context);
+        let room = self.room.map(|r| r.usable(0));
+        let reason = if room.is_some_and(|room| request_tokens > room) {
+            Some(CompactionReason::Room)
+        } else if self.compactor.needs_compaction(messages) || request_tokens > self.compactor.config().trigger() {
+            Some(CompactionReason::Threshold)
+        } else {
+            None
+        };
+        let pass = match reason {
+            None => None,
+            Some(reason) => {
+                let target = (reason == CompactionReason::Room).then_some(room).flatten();
+                let counter = self.request_counter(request);
+                Some(self.run_pass(reason, request_tokens, target, counter, cancel).await?)
+            }
+        };
+        Ok(self.prepared(request, pass))
+    }
+
+    /// After the provider rejected a request as longer than its window: forces a pass
+    /// aimed at the backend's usable room (the compactor's target without one), and at
+    /// most three quarters of what our counter believes was sent (the rejection proves
+    /// that belief too low), and returns the conversation to retry with.
+    ///
+    /// # Errors
+    /// [`ManagerError::ContextExhausted`] once the run's allowance of forced passes is
+    /// spent (nothing is written then), or when the pass cannot make the conversation fit
+    /// (after writing it).
+    pub async fn on_context_length_exceeded(
+        &mut self,
+        request: RequestShape<'_>,
+        cancel: CancellationToken,
+    ) -> Result<Prepared, ManagerError> {
+        let messages = self.session.messages();
+        let request_tokens = self.counter.count_request(messages, request.tools, request.context);
+        let base = match self.room {
+            Some(room) => room.usable(0),
+            None => self.compactor.config().target(),
+        };
+        let target = base.min(request_tokens.saturating_mul(3) / 4);
+        if self.forced >= self.max_forced {
+            return Err(ManagerError::ContextExhausted {
+                tokens: request_tokens,
+                limit: target,
+                why: format!(
+                    "the provider still rejects the request after {} forced compaction(s) this run",
+                    self.forced
+                ),
+            });
+        }
+        self.forced += 1;
+        let counter = self.request_counter(request);
+        let pass = self
+            .run_pass(
+                CompactionReason::ContextLengthExceeded,
+                request_tokens,
+                Some(target),
+                counter,
+                cancel,
+            )
+            .await?;
+        Ok(self.prepared(request, Some(pass)))
+    }
+
+    fn prepared(&self, request: RequestShape<'_>, pass: Option<PassReport>) -> Prepared {
+        let messages = self.session.messages().to_vec();
+        let request_tokens = self.counter.count_request(&messages, request.tools, request.context);
+        Prepared {
+            messages,
+            request_tokens,
+            pass,
+        }
+    }
+
+    async fn run_pass(
+        &mut self,
+        reason: CompactionReason,
+        tokens: usize,
+        target: Option<usize>,
+        counter: Arc<dyn TokenCounter>,
+        cancel: CancellationToken,
+    ) -> Result<PassReport, ManagerError> {
+        self.emit(ContextEvent::CompactionStarted { reason, tokens, target });
+        let options = CompactOptions {
+            target,
+            counter: Some(counter),
+            cancel,
+            ..CompactOptions::default()
+        };
+        let result = self.compactor.compact(self.session.messages(), options).await?;
+        let recorded = self.session.record_result(&result)?;
+        self.emit(ContextEvent::CompactionDone {
+            reason,
+            dropped: result.dropped,
+            elided: result.elisions.len(),
+            tokens_before: result.tokens_before,
+            tokens_after: result.tokens_after,
+            fallback: result.fallback,
+            exhausted: result.exhausted,
+        });
+        if result.exhausted {
+            // Only now, with the transcript written, is the run told it cannot go on.
+            return Err(ManagerError::ContextExhausted {
+                tokens: result.tokens_after,
+                limit: target.unwrap_or(self.compactor.config().context_budget),
+                why: if result.fallback {
+                    "the hard trim reached the recent window".to_owned()
+                } else {
+                    "the sticky prefix and the recent window alone are too large".to_owned()
+                },
+            });
+        }
+        Ok(PassReport {
+            reason,
+            recorded,
+            result,
+        })
+    }
+
+    /// After a response: records what the request was billed (the conversation it
+    /// carried is the current one) and appends the new messages (the assistant turn, then
+    /// its tool results).
+    ///
+    /// # Errors
+    /// The transcript could not be written.
+    pub fn record_response(
+        &mut self,
+        usage: Option<Usage>,
+        model: &str,
+        new_messages: impl IntoIterator<Item = Message>,
+    ) -> Result<(), ManagerError> {
+        if let Some(recorder) = &self.recorder {
+            recorder.record_usage(self.session.messages(), usage.as_ref(), model);
+        }
+        for message in new_messages {
+            self.session.append_message(message)?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,167 @@
+//! Recording a compaction pass: [`CompactionResult`] indices turned into ids.
+//!
+//! The engine speaks in positions of the conversation it was given (`cut_index`,
+//! `elisions[].index`); the transcript speaks in ids, which survive later compactions.
+//! Before anything is written, the pass is replayed on a copy of the conversation and
+//! compared with `result.messages`: a result that replay would not rebuild is refused
+//! whole, so the transcript can never drift from the live conversation. Then the elision
+//! line is written before the compaction line, as replay expects.
+
+use serde::Serialize;
+
+use super::error::SessionError;
+use super::log::Session;
+use super::record::{CompactionRecord, ElisionItem, ElisionRecord, Record};
+use crate::compactor::CompactionResult;
+use crate::message::Message;
+
+/// The lines one pass wrote.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct RecordedPass {
+    /// The elision line's id, when the pass stubbed anything.
+    pub elision_id: Option<String>,
+    /// The compaction line's id (and the summary message's), when the pass cut.
+    pub compaction_id: Option<String>,
+}
+
+impl RecordedPass {
+    /// True when the pass wrote nothing (a no-op).
+    pub fn is_empty(&self) -> bool {
+        self.elision_id.is_none() && self.compaction_id.is_none()
+    }
+}
+
+impl Session {
+    /// Records a pass that `compact` ran over exactly [`Session::messages`]: an elision
+    /// line for `result.elisions`, then a compaction line for `result.cut_index >= 0`.
+    /// Afterwards [`Session::messages`] equals `result.messages` (plus ids: the summary
+    /// message gets the compaction line's id).
+    ///
+    /// # Errors
+    /// [`SessionError::ResultMismatch`] when an index is out of range or replay would not
+    /// rebuild `result.messages` (nothing is written then), or I/O.
+    pub fn record_result(&mut self, result: &CompactionResult) -> Result<RecordedPass, SessionError> {
+        let (elisions, compaction) = self.plan_pass(result)?;
+        let elision_id = (!elisions.is_empty()).then(|| self.next_id());
+        let compaction_id = compaction.as_ref().map(|_| self.next_id());
+        self.verify_pass(result, &elisions, compaction.as_ref(), compaction_id.as_deref())?;
+        let mut recorded = RecordedPass::default();
+        if let Some(id) = elision_id {
+            self.append_elision_with_id(id.clone(), elisions)?;
+            recorded.elision_id = Some(id);
+        }
+        if let (Some(compaction), Some(id)) = (compaction, compaction_id) {
+            self.append_compaction_with_id(id.clone(), compaction)?;
+            recorded.compaction_id = Some(id);
+        }
+        Ok(recorded)
+    }
+
+    fn mismatch(&self, problem: String) -> SessionError {
+        SessionError::ResultMismatch {
+            path: self.path().to_owned(),
+            problem,
+        }
+    }
+
+    fn id_at(&self, index: usize, what: &str) -> Result<String, SessionError> {
+        let messages = self.messages();
+        match messages.get(index) {
+            Some(message) => message
+                .id
+                .clone()
+                .ok_or_else(|| self.mismatch(format!("message {index} has no id"))),
+            None => Err(self.mismatch(format!(
+                "{what} {index} is past the end of the conversation ({} messages)",
+                messages.len()
+            ))),
+        }
+    }
+
+    fn plan_pass(
+        &self,
+        result: &CompactionResult,
+    ) -> Result<(Vec<ElisionItem>, Option<CompactionRecord>), SessionError> {
+        let elisions = result
+            .elisions
+            .iter()
+            .map(|e| {
+                Ok(ElisionItem {
+                    id: self.id_at(e.index, "elision index")?,
+                    stub: e.stub.clone(),
+                })
+            })
+            .collect::<Result<Vec<_>, SessionError>>()?;
+        let compaction = if result.cut_index >= 0 {
+            let cut = usize::try_from(result.cut_index).map_err(|e| self.mismatch(e.to_string()))?;
+            Some(CompactionRecord {
+                dropped: result.dropped,
+                exhausted: result.exhausted,
+                fallback: result.fallback,
+                replaces_through_id: self.id_at(cut, "cut_index")?,
+                summary: result.summary.clone(),
+                tokens_after: result.tokens_after,
+                tokens_before: result.tokens_before,
+                usage: result.usage,
+            })
+        } else {
+            None
+        };
+        Ok((elisions, compaction))
+    }
+
+    fn verify_pass(
+        &self,
+        result: &CompactionResult,
+        elisions: &[ElisionItem],
+        compaction: Option<&CompactionRecord>,
+        compaction_id: Option<&str>,
+    ) -> Result<(), SessionError> {
+        let mut replay = self.replayer().clone();
+        if !elisions.is_empty() {
+            let id = format!("{}#elision-check", compaction_id.unwrap_or("pass"));
+            let record = Record::Elision(ElisionRecord {
+                items: elisions.to_vec(),
+            });
+            replay.apply(&id, &record).map_err(|e| self.mismatch(e.to_string()))?;
+        }
+        if let (Some(compaction), Some(id)) = (compaction, compaction_id) {
+            replay
+                .apply(id, &Record::Compaction(compaction.clone()))
+                .map_err(|e| self.mismatch(e.to_string()))?;
+        }
+        let rebuilt = replay.messages();
+        if rebuilt.len() != result.messages.len() {
+            return Err(self.mismatch(format!(
+                "replay gives {} messages, the result has {}",
+                rebuilt.len(),
+                result.messages.len()
+            )));
+        }
+        for (index, (ours, theirs)) in rebuilt.iter().zip(&result.messages).enumerate() {
+            if !same_but_id(ours, theirs) {
+                return Err(self.mismatch(format!("message {index} differs from what replay rebuilds")));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Equal in everything but the id (the engine's summary message has none yet; a message
+/// it kept may or may not carry one).
+fn same_but_id(ours: &Message, theirs: &Message) -> bool {
+    if let Some(id) = &theirs.id
+        && ours.id.as_ref() != Some(id)
+    {
+        return false;
+    }
+    ours.role == theirs.role
+        && ours.content == theirs.content
+        && ours.tool_calls == theirs.tool_calls
+        && ours.tool_call_id == theirs.tool_call_id
+        && ours.name == theirs.name
+        && ours.sticky == theirs.sticky
+        && ours.sysprompt == theirs.sysprompt
+        && ours.depth == theirs.depth
+        && ours.extras == theirs.extras
+}

@@ -1,0 +1,128 @@
+//! What one transcript line says: the payload types and [`Record`].
+//!
+//! Payload fields are declared in sorted order so that, like the envelope, every line of
+//! our own making has sorted keys. A message payload is the message in its native serde
+//! form (field order and `extras` order kept), because replay must give back the same
+//! bytes that the live conversation had.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::message::Message;
+use crate::usage::Usage;
+
+/// Envelope type of the first line.
+pub const TYPE_META: &str = "session-meta";
+/// Envelope type of a message line.
+pub const TYPE_MESSAGE: &str = "message";
+/// Envelope type of a compaction line.
+pub const TYPE_COMPACTION: &str = "compaction";
+/// Envelope type of an elision line.
+pub const TYPE_ELISION: &str = "elision";
+
+/// The payload of the `session-meta` line that opens every transcript.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SessionMeta {
+    /// What wrote the transcript (`llm-compactor 0.1.0`).
+    pub created_by: String,
+    /// Anything the caller wants to remember beside the conversation (model, task, ...).
+    #[serde(default, skip_serializing_if = "Map::is_empty")]
+    pub extra: Map<String, Value>,
+}
+
+impl Default for SessionMeta {
+    fn default() -> Self {
+        SessionMeta {
+            created_by: concat!("llm-compactor ", env!("CARGO_PKG_VERSION")).to_owned(),
+            extra: Map::new(),
+        }
+    }
+}
+
+/// The payload of a `compaction` line: the middle up to `replaces_through_id` was replaced
+/// by one summary message (role user, content `summary`) whose id is the line's own id.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CompactionRecord {
+    /// How many messages the summary replaced (or the hard trim dropped).
+    #[serde(default)]
+    pub dropped: usize,
+    /// True when the even the best result did not fit.
+    #[serde(default)]
+    pub exhausted: bool,
+    /// True for a hard trim (the summarizer could not produce an accepted summary).
+    pub fallback: bool,
+    /// The id of the last message the summary replaces: every non-sticky message up to
+    /// and including it is gone.
+    pub replaces_through_id: String,
+    /// The whole content of the summary message (header included).
+    pub summary: String,
+    /// Tokens after the pass.
+    pub tokens_after: usize,
+    /// Tokens before the pass.
+    pub tokens_before: usize,
+    /// What the summarizer was billed for the pass, failed calls included.
+    #[serde(default)]
+    pub usage: Usage,
+}
+
+/// One stubbed tool result of an `elision` line.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ElisionItem {
+    /// The id of the message whose content was replaced.
+    pub id: String,
+    /// The stub text that is now its whole content.
+    pub stub: String,
+}
+
+/// The payload of an `elision` line: tool results stubbed in place by one pass.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ElisionRecord {
+    /// The stubbed results, applied in order.
+    pub items: Vec<ElisionItem>,
+}
+
+/// One transcript line, decoded.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Record {
+    /// The opening line.
+    Meta(SessionMeta),
+    /// A message appended to the conversation (its `id` is the envelope id).
+    Message(Message),
+    /// A summarizing (or hard-trimming) compaction.
+    Compaction(CompactionRecord),
+    /// Tool results stubbed in place.
+    Elision(ElisionRecord),
+    /// A line of a type this version does not know: kept, and skipped by replay.
+    Unknown {
+        /// The envelope type.
+        kind: String,
+        /// The payload, verbatim.
+        payload: Value,
+    },
+}
+
+impl Record {
+    /// The envelope type of this record.
+    pub fn kind(&self) -> &str {
+        match self {
+            Record::Meta(_) => TYPE_META,
+            Record::Message(_) => TYPE_MESSAGE,
+            Record::Compaction(_) => TYPE_COMPACTION,
+            Record::Elision(_) => TYPE_ELISION,
+            Record::Unknown { kind, .. } => kind,
+        }
+    }
+}
+
+/// One line of a loaded transcript.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Entry {
+    /// The 1-based line number in the file.
+    pub line: usize,
+    /// The envelope id.
+    pub id: String,
+    /// The envelope timestamp, as written.
+    pub ts: String,
+    /// What the line says.
+    pub record: Record,
+}

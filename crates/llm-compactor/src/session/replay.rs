@@ -1,0 +1,160 @@
+//! Replay: the pure state machine that turns transcript records into the conversation.
+//!
+//! The same [`Replayer`] validates every line the writer appends and every line the
+//! loader reads, so "an unknown id is an error at append time and at load" is one rule in
+//! one place, and the live conversation is by construction what replay rebuilds.
+//!
+//! A compaction cuts at `replaces_through_id`: the sticky messages up to it stay where
+//! they were, one summary message (role user, content = the summary, id = the compaction
+//! line's id) takes the place of the rest, then everything after the cut follows. An
+//! elision replaces the content of each named message with its stub text. This is the
+//! contract of [`crate::CompactionResult`] (`cut_index`, `elisions`) expressed by id.
+
+use std::collections::{HashMap, HashSet};
+
+use super::record::{CompactionRecord, ElisionItem, Record};
+use crate::message::{Content, Message};
+
+/// A record that cannot apply to the conversation as it stands.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ReplayError {
+    /// An id that is already used by an earlier line.
+    #[error("id {id:?} is already used by an earlier line")]
+    DuplicateId {
+        /// The id.
+        id: String,
+    },
+    /// A compaction or elision names a message that is not in the conversation (never
+    /// was, or an earlier compaction replaced it).
+    #[error("{what} names id {id:?}, which is not a message of the conversation")]
+    UnknownId {
+        /// The id.
+        id: String,
+        /// Which field named it.
+        what: &'static str,
+    },
+    /// `session-meta` somewhere other than the first line.
+    #[error("session-meta may only be the first line")]
+    MetaNotFirst,
+}
+
+/// The conversation rebuilt so far, with the ids every line has used.
+#[derive(Clone, Debug, Default)]
+pub struct Replayer {
+    messages: Vec<Message>,
+    positions: HashMap<String, usize>,
+    used: HashSet<String>,
+}
+
+impl Replayer {
+    /// An empty conversation.
+    pub fn new() -> Self {
+        Replayer::default()
+    }
+
+    /// The conversation as it stands.
+    pub fn messages(&self) -> &[Message] {
+        &self.messages
+    }
+
+    /// The conversation, consumed.
+    pub fn into_messages(self) -> Vec<Message> {
+        self.messages
+    }
+
+    /// The position of the message with this id in the conversation.
+    pub fn position(&self, id: &str) -> Option<usize> {
+        self.positions.get(id).copied()
+    }
+
+    /// True when some earlier line used this id.
+    pub fn is_used(&self, id: &str) -> bool {
+        self.used.contains(id)
+    }
+
+    /// Checks that a line with this envelope id and record would apply, without applying it.
+    ///
+    /// # Errors
+    /// A reused id, an unknown id, a misplaced `session-meta`.
+    pub fn check(&self, id: &str, record: &Record) -> Result<(), ReplayError> {
+        if self.used.contains(id) {
+            return Err(ReplayError::DuplicateId { id: id.to_owned() });
+        }
+        match record {
+            Record::Meta(_) if !self.used.is_empty() => Err(ReplayError::MetaNotFirst),
+            Record::Compaction(compaction) => self.known(&compaction.replaces_through_id, "replaces_through_id"),
+            Record::Elision(elision) => elision
+                .items
+                .iter()
+                .try_for_each(|item| self.known(&item.id, "elision item")),
+            _ => Ok(()),
+        }
+    }
+
+    fn known(&self, id: &str, what: &'static str) -> Result<(), ReplayError> {
+        if self.positions.contains_key(id) {
+            Ok(())
+        } else {
+            Err(ReplayError::UnknownId {
+                id: id.to_owned(),
+                what,
+            })
+        }
+    }
+
+    /// Applies one line. Nothing changes when it is refused.
+    ///
+    /// # Errors
+    /// As [`Replayer::check`].
+    pub fn apply(&mut self, id: &str, record: &Record) -> Result<(), ReplayError> {
+        self.check(id, record)?;
+        self.used.insert(id.to_owned());
+        match record {
+            Record::Message(message) => {
+                let mut message = message.clone();
+                message.id = Some(id.to_owned());
+                self.positions.insert(id.to_owned(), self.messages.len());
+                self.messages.push(message);
+            }
+            Record::Elision(elision) => self.elide(&elision.items),
+            Record::Compaction(compaction) => self.compact(id, compaction),
+            Record::Meta(_) | Record::Unknown { .. } => {}
+        }
+        Ok(())
+    }
+
+    fn elide(&mut self, items: &[ElisionItem]) {
+        for item in items {
+            if let Some(&at) = self.positions.get(&item.id) {
+                self.messages[at].content = Content::Text(item.stub.clone());
+            }
+        }
+    }
+
+    fn compact(&mut self, id: &str, compaction: &CompactionRecord) {
+        let Some(&cut) = self.positions.get(&compaction.replaces_through_id) else {
+            return;
+        };
+        let rest = self.messages.split_off(cut + 1);
+        let mut rebuilt: Vec<Message> = std::mem::take(&mut self.messages)
+            .into_iter()
+            .filter(Message::is_sticky)
+            .collect();
+        rebuilt.push(summary_message(id, &compaction.summary));
+        rebuilt.extend(rest);
+        self.messages = rebuilt;
+        self.positions = self
+            .messages
+            .iter()
+            .enumerate()
+            .filter_map(|(i, m)| m.id.clone().map(|id| (id, i)))
+            .collect();
+    }
+}
+
+/// The message a compaction inserts: role user, content the summary, id the compaction
+/// line's id, nothing else.
+pub fn summary_message(id: &str, summary: &str) -> Message {
+    Message::user(summary).with_id(id)
+}

@@ -1,0 +1,90 @@
+//! Shared helpers of the session tests: deterministic options and synthetic compaction
+//! results built by hand to the engine's result contract.
+
+#![allow(dead_code)]
+
+use std::path::Path;
+use std::sync::Arc;
+
+use llm_compactor::Usage;
+use llm_compactor::compactor::{CompactionResult, Elision};
+use llm_compactor::count::{HeuristicCounter, TokenCounter};
+use llm_compactor::message::{Content, Message};
+use llm_compactor::session::{FixedClock, SequentialIds, SessionOptions};
+
+/// Options with a fixed clock and sequential ids.
+pub fn fixed_options() -> SessionOptions {
+    SessionOptions::new()
+        .clock(Arc::new(FixedClock::epoch()))
+        .ids(Arc::new(SequentialIds::new()))
+}
+
+/// A compaction result for `input`, exactly as the contract says the engine builds one:
+/// elisions applied to the input, then (for `cut_index >= 0`) the sticky messages up to the
+/// cut, the summary message, and the rest.
+pub fn synthetic_result(
+    input: &[Message],
+    cut_index: i64,
+    summary: &str,
+    elisions: &[(usize, String)],
+) -> CompactionResult {
+    let counter = HeuristicCounter;
+    let mut aged = input.to_vec();
+    for (index, stub) in elisions {
+        aged[*index].content = Content::Text(stub.clone());
+    }
+    let mut dropped = 0;
+    let messages = if cut_index >= 0 {
+        let cut = cut_index as usize;
+        let mut out: Vec<Message> = Vec::new();
+        for message in &aged[..=cut] {
+            if message.is_sticky() {
+                out.push(message.clone());
+            } else {
+                dropped += 1;
+            }
+        }
+        out.push(Message::user(summary));
+        out.extend(aged[cut + 1..].iter().cloned());
+        out
+    } else {
+        aged
+    };
+    CompactionResult {
+        tokens_before: counter.count_messages(input),
+        tokens_after: counter.count_messages(&messages),
+        messages,
+        summary: if cut_index >= 0 {
+            summary.to_owned()
+        } else {
+            String::new()
+        },
+        dropped,
+        cut_index,
+        fallback: false,
+        exhausted: false,
+        elisions: elisions
+            .iter()
+            .map(|(index, stub)| Elision {
+                index: *index,
+                stub: stub.clone(),
+            })
+            .collect(),
+        usage: Usage {
+            input_tokens: 10,
+            output_tokens: 5,
+            ..Usage::default()
+        },
+        attempts: Vec::new(),
+    }
+}
+
+/// The serialized JSON of a conversation: what "same bytes" compares.
+pub fn bytes_of(messages: &[Message]) -> String {
+    serde_json::to_string(messages).expect("messages serialize")
+}
+
+/// The file's bytes.
+pub fn file_bytes(path: &Path) -> Vec<u8> {
+    std::fs::read(path).expect("read transcript")
+}
