@@ -35,6 +35,14 @@ pub enum SummarizerKind {
     Auto,
 }
 
+/// The local summarizer's flags.
+#[derive(clap::Args, Clone, Debug, Default)]
+pub struct LocalSummarizerArgs {
+    /// The GGUF model of `--summarizer local` [default: the fetched SmolLM2-135M-Instruct].
+    #[arg(long, value_name = "FILE")]
+    pub model_path: Option<PathBuf>,
+}
+
 /// The model `auto` asks when it picks OpenAI and no `--model` was given.
 const AUTO_OPENAI_MODEL: &str = "gpt-4o-mini";
 /// The model `auto` asks when it picks Anthropic and no `--model` was given.
@@ -46,9 +54,10 @@ pub struct SummarizerOpts {
     /// The summarizer backend.
     #[arg(long, value_enum, default_value_t = SummarizerKind::Auto)]
     pub summarizer: SummarizerKind,
-    /// The GGUF model of `--summarizer local` [default: the fetched SmolLM2-135M-Instruct].
-    #[arg(long, value_name = "FILE")]
-    pub model_path: Option<PathBuf>,
+    /// The options of `--summarizer local` (boxed, like the HTTP ones, to keep the
+    /// commands that flatten these options small).
+    #[command(flatten)]
+    pub local: Box<LocalSummarizerArgs>,
     /// The command of `--summarizer exec`.
     #[arg(long, value_name = "CMD")]
     pub summarizer_cmd: Option<String>,
@@ -90,13 +99,13 @@ impl SummarizerOpts {
         if self.summarizer != SummarizerKind::Auto {
             self.http.check_unused(http)?;
         }
-        if self.model_path.is_some() && kind != SummarizerKind::Local {
+        if self.local.model_path.is_some() && kind != SummarizerKind::Local {
             return Err(CliError::Usage("--model-path needs --summarizer local".into()));
         }
         let http_args = http_args.as_ref().unwrap_or(&self.http);
         match kind {
             SummarizerKind::None | SummarizerKind::Auto => Ok(None),
-            SummarizerKind::Local => build_local(self.model_path.as_deref(), progress),
+            SummarizerKind::Local => build_local(self.local.model_path.as_deref(), progress),
             SummarizerKind::Openai => super::summarizer_http::build(Protocol::OpenAi, http_args, timeout).map(Some),
             SummarizerKind::Anthropic => {
                 super::summarizer_http::build(Protocol::Anthropic, http_args, timeout).map(Some)
@@ -146,7 +155,7 @@ impl SummarizerOpts {
             );
             (SummarizerKind::Anthropic, Some(args), why)
         } else {
-            match local_model(self.model_path.as_deref())? {
+            match local_model(self.local.model_path.as_deref())? {
                 Some(path) => (
                     SummarizerKind::Local,
                     None,
