@@ -32,6 +32,8 @@ enum Command {
     Session(cmd::session::Args),
     /// Simulate what each context strategy costs with prompt caching.
     Simulate(cmd::simulate::Args),
+    /// Fetch the local summarizer's default model, or print where it is.
+    Model(cmd::model::Args),
 }
 
 fn main() {
@@ -50,6 +52,7 @@ fn main() {
         Command::Plan(args) => cmd::plan::run(args),
         Command::Session(args) => cmd::session::run(args),
         Command::Simulate(args) => cmd::simulate::run(args),
+        Command::Model(args) => cmd::model::run(args),
     };
     if let Err(err) = outcome {
         eprintln!("compactor: {err}");

@@ -3,8 +3,8 @@
 
 use std::path::PathBuf;
 
+use llm_compactor::CompactionResult;
 use llm_compactor::format::Document;
-use llm_compactor::{CompactionResult, Compactor};
 use serde_json::{Value, json};
 
 use super::compact_opts::CompactOpts;
@@ -30,14 +30,8 @@ pub struct Args {
 
 /// Runs the command.
 pub fn run(args: Args) -> Result<(), CliError> {
-    let config = args.opts.config()?;
-    let counter = args.opts.counter()?;
-    let summarizer = args.opts.summarizer.build()?;
+    let (compactor, counter) = args.opts.compactor(!args.json)?;
     let document = io::read_document(&args.input, args.opts.format())?;
-    let mut compactor = Compactor::new(config, counter.clone());
-    if let Some(summarizer) = summarizer {
-        compactor = compactor.with_summarizer(summarizer);
-    }
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

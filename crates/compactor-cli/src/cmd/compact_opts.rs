@@ -5,9 +5,14 @@ use std::sync::Arc;
 
 use llm_compactor::count::{TokenCounter, counter_by_name};
 use llm_compactor::format::Format;
-use llm_compactor::{CompactOptions, CompactorConfig};
+use llm_compactor::{CompactOptions, Compactor, CompactorConfig};
 
 use super::summarizer::SummarizerOpts;
+
+/// The summary budget used with the local model unless `--summary-max-tokens` says
+/// otherwise: a 135M model asked for 2048 tokens writes 2048 (and then 4096 on the
+/// truncation retry) at ~20 tokens/s on a laptop core.
+const LOCAL_SUMMARY_MAX_TOKENS: u32 = 512;
 use crate::error::CliError;
 
 /// The wire format of the input.
@@ -80,6 +85,10 @@ pub struct CompactOpts {
     /// Summarizer attempts in total (default 3).
     #[arg(long, value_name = "N")]
     pub max_attempts: Option<u32>,
+    /// Output budget of one summary request, in tokens (default 2048; 512 with the local
+    /// model, whose small default model otherwise rambles to whatever budget it gets).
+    #[arg(long, value_name = "N")]
+    pub summary_max_tokens: Option<u32>,
     /// The token counter.
     #[arg(long, value_enum, default_value_t = CounterChoice::O200k)]
     pub counter: CounterChoice,
@@ -100,6 +109,27 @@ impl CompactOpts {
             FormatChoice::Anthropic => Some(Format::Anthropic),
             FormatChoice::MiniSweAgent => Some(Format::MiniSweAgent),
         }
+    }
+
+    /// The compactor these options describe (configuration, counter, summarizer), and its
+    /// counter. `progress` shows the local model's progress bars (stderr, terminals only).
+    ///
+    /// # Errors
+    /// A usage error for an invalid setting; a runtime error when the summarizer cannot be
+    /// built.
+    pub fn compactor(&self, progress: bool) -> Result<(Compactor, Arc<dyn TokenCounter>), CliError> {
+        let mut config = self.config()?;
+        let counter = self.counter()?;
+        let summarizer = self.summarizer.build_with_progress(progress)?;
+        let local = summarizer.as_ref().is_some_and(|s| s.name().starts_with("local"));
+        if local && self.summary_max_tokens.is_none() {
+            config.summary_max_tokens = LOCAL_SUMMARY_MAX_TOKENS;
+        }
+        let mut compactor = Compactor::new(config, counter.clone());
+        if let Some(summarizer) = summarizer {
+            compactor = compactor.with_summarizer(summarizer);
+        }
+        Ok((compactor, counter))
     }
 
     /// The validated compactor configuration.
@@ -128,6 +158,9 @@ impl CompactOpts {
         }
         if let Some(v) = self.max_attempts {
             builder = builder.max_attempts(v);
+        }
+        if let Some(v) = self.summary_max_tokens {
+            builder = builder.summary_max_tokens(v);
         }
         if self.target == Some(0) {
             return Err(CliError::Usage(

@@ -4,9 +4,12 @@ pub mod compact;
 pub mod compact_opts;
 pub mod convert;
 pub mod count;
+pub mod model;
 pub mod plan;
 pub mod plot;
 pub mod session;
 pub mod simulate;
 pub mod summarizer;
 pub mod summarizer_http;
+#[cfg(feature = "local")]
+pub mod summarizer_local;

@@ -10,7 +10,6 @@
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
-use llm_compactor::Compactor;
 use llm_compactor::format::{Document, Format};
 use llm_compactor::message::Message;
 use llm_compactor::session::{Record, Session, SessionMeta, SessionOptions, Transcript};
@@ -37,7 +36,7 @@ enum Command {
     /// Start a session transcript from a conversation file (any supported format).
     Import(ImportArgs),
     /// Run one compaction pass over a session and append its elision and compaction lines.
-    Compact(CompactArgs),
+    Compact(Box<CompactArgs>),
     /// Print the conversation a transcript replays to.
     Replay(ReplayArgs),
     /// Show a transcript's timeline: messages, elisions, compactions.
@@ -100,7 +99,7 @@ struct InspectArgs {
 pub fn run(args: Args) -> Result<(), CliError> {
     match args.command {
         Command::Import(args) => import(args),
-        Command::Compact(args) => compact(args),
+        Command::Compact(args) => compact(*args),
         Command::Replay(args) => replay(args),
         Command::Inspect(args) => inspect(args),
     }
@@ -153,9 +152,7 @@ fn source_format(meta: &SessionMeta) -> Format {
 }
 
 fn compact(args: CompactArgs) -> Result<(), CliError> {
-    let config = args.opts.config()?;
-    let counter = args.opts.counter()?;
-    let summarizer = args.opts.summarizer.build()?;
+    let (compactor, counter) = args.opts.compactor(!args.json)?;
     let (mut session, report) = Session::open(&args.session, SessionOptions::new()).map_err(CliError::failed)?;
     if let Some(torn) = report.repaired {
         eprintln!(
@@ -164,10 +161,6 @@ fn compact(args: CompactArgs) -> Result<(), CliError> {
             torn.line,
             torn.bytes
         );
-    }
-    let mut compactor = Compactor::new(config, counter.clone());
-    if let Some(summarizer) = summarizer {
-        compactor = compactor.with_summarizer(summarizer);
     }
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()

@@ -3,6 +3,7 @@
 //! Adding a backend is adding a variant, its options, and one match arm in
 //! [`SummarizerOpts::build`].
 
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -26,14 +27,37 @@ pub enum SummarizerKind {
     /// The Anthropic Messages API: `--model`, `--base-url`, `--api-key-env`,
     /// `--summarizer-context`.
     Anthropic,
+    /// A small GGUF model run in-process on the CPU (`--model-path FILE`, default: the
+    /// model `compactor model fetch` downloads).
+    Local,
+    /// OPENAI_API_KEY set: openai; else ANTHROPIC_API_KEY: anthropic; else the local
+    /// model when it has been fetched; else none. Says which on stderr.
+    Auto,
 }
+
+/// The local summarizer's flags.
+#[derive(clap::Args, Clone, Debug, Default)]
+pub struct LocalSummarizerArgs {
+    /// The GGUF model of `--summarizer local` [default: the fetched SmolLM2-135M-Instruct].
+    #[arg(long, value_name = "FILE")]
+    pub model_path: Option<PathBuf>,
+}
+
+/// The model `auto` asks when it picks OpenAI and no `--model` was given.
+const AUTO_OPENAI_MODEL: &str = "gpt-4o-mini";
+/// The model `auto` asks when it picks Anthropic and no `--model` was given.
+const AUTO_ANTHROPIC_MODEL: &str = "claude-3-5-haiku-latest";
 
 /// The summarizer options shared by the commands that compact.
 #[derive(clap::Args, Clone, Debug)]
 pub struct SummarizerOpts {
     /// The summarizer backend.
-    #[arg(long, value_enum, default_value_t = SummarizerKind::None)]
+    #[arg(long, value_enum, default_value_t = SummarizerKind::Auto)]
     pub summarizer: SummarizerKind,
+    /// The options of `--summarizer local` (boxed, like the HTTP ones, to keep the
+    /// commands that flatten these options small).
+    #[command(flatten)]
+    pub local: Box<LocalSummarizerArgs>,
     /// The command of `--summarizer exec`.
     #[arg(long, value_name = "CMD")]
     pub summarizer_cmd: Option<String>,
@@ -52,6 +76,15 @@ impl SummarizerOpts {
     /// # Errors
     /// A usage error when the backend's options are missing or invalid.
     pub fn build(&self) -> Result<Option<Arc<dyn Summarizer>>, CliError> {
+        self.build_with_progress(true)
+    }
+
+    /// [`SummarizerOpts::build`], with or without progress bars for the local model
+    /// (they only ever appear when stderr is a terminal).
+    ///
+    /// # Errors
+    /// As [`SummarizerOpts::build`].
+    pub fn build_with_progress(&self, progress: bool) -> Result<Option<Arc<dyn Summarizer>>, CliError> {
         let timeout = match self.summarizer_timeout {
             None => None,
             Some(secs) if secs.is_finite() && secs > 0.0 => Some(Duration::from_secs_f64(secs)),
@@ -61,13 +94,21 @@ impl SummarizerOpts {
                 )));
             }
         };
-        let http = matches!(self.summarizer, SummarizerKind::Openai | SummarizerKind::Anthropic);
-        self.http.check_unused(http)?;
-        match self.summarizer {
-            SummarizerKind::None => Ok(None),
-            SummarizerKind::Openai => super::summarizer_http::build(Protocol::OpenAi, &self.http, timeout).map(Some),
+        let (kind, http_args) = self.resolve()?;
+        let http = matches!(kind, SummarizerKind::Openai | SummarizerKind::Anthropic);
+        if self.summarizer != SummarizerKind::Auto {
+            self.http.check_unused(http)?;
+        }
+        if self.local.model_path.is_some() && kind != SummarizerKind::Local {
+            return Err(CliError::Usage("--model-path needs --summarizer local".into()));
+        }
+        let http_args = http_args.as_ref().unwrap_or(&self.http);
+        match kind {
+            SummarizerKind::None | SummarizerKind::Auto => Ok(None),
+            SummarizerKind::Local => build_local(self.local.model_path.as_deref(), progress),
+            SummarizerKind::Openai => super::summarizer_http::build(Protocol::OpenAi, http_args, timeout).map(Some),
             SummarizerKind::Anthropic => {
-                super::summarizer_http::build(Protocol::Anthropic, &self.http, timeout).map(Some)
+                super::summarizer_http::build(Protocol::Anthropic, http_args, timeout).map(Some)
             }
             SummarizerKind::Exec => {
                 let command = self
@@ -83,4 +124,80 @@ impl SummarizerOpts {
             }
         }
     }
+}
+
+impl SummarizerOpts {
+    /// What `--summarizer` means here: `auto` resolved (with one line on stderr saying
+    /// which and why), plus the HTTP flags with a default `--model` when auto picked a
+    /// provider and none was given.
+    fn resolve(&self) -> Result<(SummarizerKind, Option<super::summarizer_http::HttpSummarizerArgs>), CliError> {
+        if self.summarizer != SummarizerKind::Auto {
+            return Ok((self.summarizer, None));
+        }
+        let key = |name: &str| std::env::var_os(name).is_some_and(|v| !v.is_empty());
+        let with_model = |default: &str| {
+            let mut args = (*self.http).clone();
+            args.model.get_or_insert_with(|| default.to_owned());
+            args
+        };
+        let (kind, args, why) = if key("OPENAI_API_KEY") {
+            let args = with_model(AUTO_OPENAI_MODEL);
+            let why = format!(
+                "OPENAI_API_KEY is set; model {}",
+                args.model.as_deref().unwrap_or_default()
+            );
+            (SummarizerKind::Openai, Some(args), why)
+        } else if key("ANTHROPIC_API_KEY") {
+            let args = with_model(AUTO_ANTHROPIC_MODEL);
+            let why = format!(
+                "ANTHROPIC_API_KEY is set; model {}",
+                args.model.as_deref().unwrap_or_default()
+            );
+            (SummarizerKind::Anthropic, Some(args), why)
+        } else {
+            match local_model(self.local.model_path.as_deref())? {
+                Some(path) => (
+                    SummarizerKind::Local,
+                    None,
+                    format!("no API key in the environment; local model {}", path.display()),
+                ),
+                None => (
+                    SummarizerKind::None,
+                    None,
+                    "no API key in the environment and no local model (run `compactor model fetch`)".to_owned(),
+                ),
+            }
+        };
+        let name = match kind {
+            SummarizerKind::Openai => "openai",
+            SummarizerKind::Anthropic => "anthropic",
+            SummarizerKind::Local => "local",
+            _ => "none",
+        };
+        eprintln!("compactor: summarizer auto: {name} ({why})");
+        Ok((kind, args))
+    }
+}
+
+#[cfg(feature = "local")]
+fn local_model(explicit: Option<&std::path::Path>) -> Result<Option<PathBuf>, CliError> {
+    super::summarizer_local::model_path(explicit)
+}
+
+#[cfg(not(feature = "local"))]
+fn local_model(_explicit: Option<&std::path::Path>) -> Result<Option<PathBuf>, CliError> {
+    Ok(None)
+}
+
+#[cfg(feature = "local")]
+fn build_local(explicit: Option<&std::path::Path>, progress: bool) -> Result<Option<Arc<dyn Summarizer>>, CliError> {
+    let local = super::summarizer_local::build(explicit, progress)?;
+    Ok(Some(Arc::new(local)))
+}
+
+#[cfg(not(feature = "local"))]
+fn build_local(_explicit: Option<&std::path::Path>, _progress: bool) -> Result<Option<Arc<dyn Summarizer>>, CliError> {
+    Err(CliError::Usage(
+        "this compactor was built without the `local` feature".into(),
+    ))
 }

@@ -19,7 +19,14 @@ pub use common::{data_dir, largest_mini_swe_agent_file, mini_swe_agent_files};
 
 /// The real binary, ready for arguments.
 pub fn bin() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_compactor"))
+    let mut command = Command::new(env!("CARGO_BIN_EXE_compactor"));
+    command
+        // Hermetic: `--summarizer auto` (the default) must resolve to `none` here, whatever
+        // keys or fetched model the machine running the tests has.
+        .env_remove("OPENAI_API_KEY")
+        .env_remove("ANTHROPIC_API_KEY")
+        .env("LLM_COMPACTOR_MODEL_DIR", "/nonexistent/llm-compactor-models");
+    command
 }
 
 /// Runs the binary with `args`, feeding `stdin` when given (otherwise stdin is empty).

@@ -10,3 +10,7 @@ pub use exec::ExecSummarizer;
 
 #[cfg(feature = "http")]
 pub mod http;
+
+#[cfg(feature = "local")]
+pub mod local;
+pub mod model_store;
