@@ -1,9 +1,18 @@
 //! `compactor model path` / `compactor model fetch` on the real binary.
 
-use std::process::Command;
+mod support;
 
-fn compactor() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_compactor"))
+use support::bin as compactor;
+
+/// A two-message conversation file in `dir`.
+fn tiny_conversation(dir: &std::path::Path) -> std::path::PathBuf {
+    let input = dir.join("c.json");
+    std::fs::write(
+        &input,
+        r#"[{"role":"system","content":"s"},{"role":"user","content":"hi"}]"#,
+    )
+    .expect("write");
+    input
 }
 
 #[test]
@@ -58,12 +67,7 @@ fn model_without_a_subcommand_is_a_usage_error() {
 #[test]
 fn auto_without_keys_or_model_says_none() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let input = dir.path().join("c.json");
-    std::fs::write(
-        &input,
-        r#"[{"role":"system","content":"s"},{"role":"user","content":"hi"}]"#,
-    )
-    .expect("write");
+    let input = tiny_conversation(dir.path());
     let out = compactor()
         .args(["plan"])
         .arg(&input)
@@ -81,12 +85,7 @@ fn auto_without_keys_or_model_says_none() {
 #[test]
 fn auto_with_an_openai_key_picks_openai() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let input = dir.path().join("c.json");
-    std::fs::write(
-        &input,
-        r#"[{"role":"system","content":"s"},{"role":"user","content":"hi"}]"#,
-    )
-    .expect("write");
+    let input = tiny_conversation(dir.path());
     let out = compactor()
         .args(["plan"])
         .arg(&input)
@@ -106,12 +105,7 @@ fn auto_with_an_openai_key_picks_openai() {
 #[test]
 fn local_with_a_missing_model_exits_1_with_the_how_to() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let input = dir.path().join("c.json");
-    std::fs::write(
-        &input,
-        r#"[{"role":"system","content":"s"},{"role":"user","content":"hi"}]"#,
-    )
-    .expect("write");
+    let input = tiny_conversation(dir.path());
     let out = compactor()
         .args(["compact"])
         .arg(&input)
