@@ -97,7 +97,15 @@ fn exec_summarizer_from_stdin_to_a_file() {
     let written: Value = serde_json::from_str(&std::fs::read_to_string(&out_path).unwrap()).unwrap();
     let summary = written[1]["content"].as_str().unwrap();
     assert!(summary.ends_with("## Goals\n2048"), "{summary}");
-    assert!(String::from_utf8_lossy(&out.stderr).contains("summarized"));
+    // The human report: what happened, a bar before and after, the summary, the time.
+    let report = String::from_utf8_lossy(&out.stderr);
+    assert!(report.contains("summarized"), "{report}");
+    assert!(
+        report.contains("  before [") && report.contains("  after  ["),
+        "{report}"
+    );
+    assert!(report.contains("  | ## Goals\n  | 2048\n"), "{report}");
+    assert!(report.contains("compactor: took "), "{report}");
 }
 
 #[test]

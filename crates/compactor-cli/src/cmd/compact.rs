@@ -30,6 +30,7 @@ pub struct Args {
 
 /// Runs the command.
 pub fn run(args: Args) -> Result<(), CliError> {
+    let started = std::time::Instant::now();
     let (compactor, counter) = args.opts.compactor(!args.json)?;
     let document = io::read_document(&args.input, args.opts.format())?;
     let runtime = tokio::runtime::Builder::new_current_thread()
@@ -46,8 +47,23 @@ pub fn run(args: Args) -> Result<(), CliError> {
         serde_json::to_string_pretty(&compacted.to_value()).map_err(CliError::failed)?
     };
     io::write_output(args.output.as_deref(), &text)?;
-    eprint!("{}", human_report(&result, counter.name()));
+    eprint!("{}", human_report(&result, counter.name(), started.elapsed()));
     Ok(())
+}
+
+/// Two bars, before and after, on one scale.
+fn bars(before: usize, after: usize) -> String {
+    const WIDTH: usize = 40;
+    let scale = before.max(after).max(1);
+    let bar = |tokens: usize| {
+        let filled = (tokens * WIDTH).div_ceil(scale).min(WIDTH);
+        format!("[{}{}]", "#".repeat(filled), " ".repeat(WIDTH - filled))
+    };
+    format!(
+        "  before {} {before:>8} tokens\n  after  {} {after:>8} tokens\n",
+        bar(before),
+        bar(after)
+    )
 }
 
 /// The messages array of a document in its own format.
@@ -76,7 +92,7 @@ pub fn result_json(document: &Document, result: &CompactionResult) -> Value {
 }
 
 /// The human report printed on stderr.
-pub fn human_report(result: &CompactionResult, counter: &str) -> String {
+pub fn human_report(result: &CompactionResult, counter: &str, elapsed: std::time::Duration) -> String {
     let mut out = String::new();
     let what = if result.is_noop() {
         "nothing to compact (no messages between the sticky prefix and the recent window)".to_owned()
@@ -91,8 +107,16 @@ pub fn human_report(result: &CompactionResult, counter: &str) -> String {
         "compactor: {what}; {} -> {} tokens ({counter})\n",
         result.tokens_before, result.tokens_after
     ));
+    out.push_str(&bars(result.tokens_before, result.tokens_after));
     if !result.elisions.is_empty() && !result.is_elision_only() {
         out.push_str(&format!("compactor: {} tool results stubbed\n", result.elisions.len()));
+    }
+    const SHOWN: usize = 8;
+    for elision in result.elisions.iter().take(SHOWN) {
+        out.push_str(&format!("  elided #{}: {}\n", elision.index, elision.stub));
+    }
+    if result.elisions.len() > SHOWN {
+        out.push_str(&format!("  ... and {} more\n", result.elisions.len() - SHOWN));
     }
     if !result.attempts.is_empty() {
         let list: Vec<String> = result
@@ -112,6 +136,17 @@ pub fn human_report(result: &CompactionResult, counter: &str) -> String {
             result.usage.input_tokens, result.usage.output_tokens
         ));
     }
+    if !result.summary.is_empty() {
+        let label = if result.fallback { "notice" } else { "summary" };
+        out.push_str(&format!(
+            "compactor: {label} inserted for messages 0..={}:\n",
+            result.cut_index
+        ));
+        for line in result.summary.lines() {
+            out.push_str(&format!("  | {line}\n"));
+        }
+    }
+    out.push_str(&format!("compactor: took {:.1} s\n", elapsed.as_secs_f64()));
     if result.exhausted {
         out.push_str(
             "compactor: EXHAUSTED: the result still does not fit; the sticky prefix plus the recent window \

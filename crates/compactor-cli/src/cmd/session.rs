@@ -152,6 +152,7 @@ fn source_format(meta: &SessionMeta) -> Format {
 }
 
 fn compact(args: CompactArgs) -> Result<(), CliError> {
+    let started = std::time::Instant::now();
     let (compactor, counter) = args.opts.compactor(!args.json)?;
     let (mut session, report) = Session::open(&args.session, SessionOptions::new()).map_err(CliError::failed)?;
     if let Some(torn) = report.repaired {
@@ -176,7 +177,7 @@ fn compact(args: CompactArgs) -> Result<(), CliError> {
         let text = serde_json::to_string_pretty(&result_json(&document, &result)).map_err(CliError::failed)?;
         crate::io::write_output(None, &text)?;
     }
-    eprint!("{}", human_report(&result, counter.name()));
+    eprint!("{}", human_report(&result, counter.name(), started.elapsed()));
     let mut lines = Vec::new();
     if let Some(id) = &recorded.elision_id {
         lines.push(format!("elision {id}"));
