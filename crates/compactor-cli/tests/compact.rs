@@ -2,6 +2,8 @@
 
 mod support;
 
+use std::process::{Command, Stdio};
+
 use serde_json::Value;
 use support::{conversation, mini_swe_agent_files, run, stdout_json, write_json};
 
@@ -191,4 +193,50 @@ fn the_default_counter_is_o200k() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("(o200k)"));
     let r = stdout_json(&out);
     assert!(r["tokens_after"].as_u64() < r["tokens_before"].as_u64());
+}
+
+#[test]
+fn ctrl_c_cancels_the_summarizer_and_the_pass_still_ends_in_a_trim() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("started");
+    assert!(Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    let input = write_json(dir.path(), "conv.json", &conversation(10, 400));
+    // The summarizer says it has started (through the fifo), then hangs.
+    let cmd = format!("echo started > '{}'; sleep 60", fifo.display());
+    let mut args = vec![
+        "compact",
+        input.to_str().unwrap(),
+        "--summarizer",
+        "exec",
+        "--summarizer-cmd",
+        &cmd,
+    ];
+    args.extend(BASE);
+    let child = support::bin()
+        .args(&args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Opening the fifo for reading blocks until the summarizer opens it for writing.
+    let started = std::fs::read_to_string(&fifo).unwrap();
+    assert_eq!(started.trim(), "started");
+    let interrupted = std::time::Instant::now();
+    assert!(
+        Command::new("kill")
+            .args(["-INT", &child.id().to_string()])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let out = child.wait_with_output().unwrap();
+    let report = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{report}");
+    assert!(
+        report.contains("interrupted") && report.contains("HARD TRIM"),
+        "{report}"
+    );
+    assert!(interrupted.elapsed() < std::time::Duration::from_secs(10), "{report}");
+    let compacted: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(compacted.as_array().unwrap().len() < 23);
 }

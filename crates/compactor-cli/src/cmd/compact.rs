@@ -33,13 +33,7 @@ pub fn run(args: Args) -> Result<(), CliError> {
     let started = std::time::Instant::now();
     let (compactor, counter) = args.opts.compactor(!args.json)?;
     let document = io::read_document(&args.input, args.opts.format())?;
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(CliError::failed)?;
-    let result = runtime
-        .block_on(compactor.compact(document.messages(), args.opts.options()))
-        .map_err(|e| CliError::Usage(e.to_string()))?;
+    let result = args.opts.run_pass(&compactor, document.messages())?;
     let compacted = document.with_messages(result.messages.clone());
     let text = if args.json {
         serde_json::to_string_pretty(&result_json(&compacted, &result)).map_err(CliError::failed)?

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use llm_compactor::count::{TokenCounter, counter_by_name};
 use llm_compactor::format::Format;
-use llm_compactor::{CompactOptions, Compactor, CompactorConfig};
+use llm_compactor::{CompactOptions, CompactionResult, Compactor, CompactorConfig, Message};
 
 use super::summarizer::SummarizerOpts;
 
@@ -130,6 +130,32 @@ impl CompactOpts {
             compactor = compactor.with_summarizer(summarizer);
         }
         Ok((compactor, counter))
+    }
+
+    /// Runs one pass of `compactor` over `messages` with these options, on a
+    /// current-thread runtime. Ctrl-C cancels the pass: waits and summarizer calls stop and
+    /// the pass ends in the hard trim, so the user still gets a result.
+    ///
+    /// # Errors
+    /// A usage error for invalid input; a runtime error when no runtime can be built.
+    pub fn run_pass(&self, compactor: &Compactor, messages: &[Message]) -> Result<CompactionResult, CliError> {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(CliError::failed)?;
+        let options = self.options();
+        let cancel = options.cancel.clone();
+        runtime.block_on(async {
+            let interrupt = tokio::spawn(async move {
+                if tokio::signal::ctrl_c().await.is_ok() {
+                    eprintln!("compactor: interrupted: cancelling the summarizer; the pass ends in the hard trim");
+                    cancel.cancel();
+                }
+            });
+            let result = compactor.compact(messages, options).await;
+            interrupt.abort();
+            result.map_err(|e| CliError::Usage(e.to_string()))
+        })
     }
 
     /// The validated compactor configuration.

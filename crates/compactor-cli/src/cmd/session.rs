@@ -163,13 +163,7 @@ fn compact(args: CompactArgs) -> Result<(), CliError> {
             torn.bytes
         );
     }
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(CliError::failed)?;
-    let result = runtime
-        .block_on(compactor.compact(session.messages(), args.opts.options()))
-        .map_err(|e| CliError::Usage(e.to_string()))?;
+    let result = args.opts.run_pass(&compactor, session.messages())?;
     let recorded = session.record_result(&result).map_err(CliError::failed)?;
     if args.json {
         let format = args.opts.format().unwrap_or_else(|| source_format(session.meta()));
