@@ -309,7 +309,7 @@ impl ContextManager {
         cancel: CancellationToken,
     ) -> Result<Prepared, ManagerError> {
         let messages = self.session.messages();
-        let request_tokens = self.counter.count_request(messages, request.tools, request.context);
+        let request_tokens = self.request_tokens(request);
         let room = self.room.map(|r| r.usable(0));
         let reason = if room.is_some_and(|room| request_tokens > room) {
             Some(CompactionReason::Room)
@@ -329,6 +329,12 @@ impl ContextManager {
         Ok(self.prepared(request, pass))
     }
 
+    /// The whole request's tokens: the conversation, the tool declarations and the context.
+    fn request_tokens(&self, request: RequestShape<'_>) -> usize {
+        self.counter
+            .count_request(self.session.messages(), request.tools, request.context)
+    }
+
     /// After the provider rejected a request as longer than its window: forces a pass
     /// aimed at the backend's usable room (the compactor's target without one), and at
     /// most three quarters of what our counter believes was sent (the rejection proves
@@ -343,8 +349,7 @@ impl ContextManager {
         request: RequestShape<'_>,
         cancel: CancellationToken,
     ) -> Result<Prepared, ManagerError> {
-        let messages = self.session.messages();
-        let request_tokens = self.counter.count_request(messages, request.tools, request.context);
+        let request_tokens = self.request_tokens(request);
         let base = match self.room {
             Some(room) => room.usable(0),
             None => self.compactor.config().target(),
