@@ -26,6 +26,8 @@ enum Command {
     Count(cmd::count::Args),
     /// Compact a conversation (one pass, like a manual /compact).
     Compact(cmd::compact::Args),
+    /// Score summaries: probe recall, hallucinated identifiers, compression and time.
+    Eval(cmd::eval::Args),
     /// Show what a compaction pass would do, without doing it.
     Plan(cmd::plan::Args),
     /// Build, compact, replay and inspect session transcripts.
@@ -49,6 +51,7 @@ fn main() {
         Command::Convert(args) => cmd::convert::run(args),
         Command::Count(args) => cmd::count::run(args),
         Command::Compact(args) => cmd::compact::run(args),
+        Command::Eval(args) => cmd::eval::run(args),
         Command::Plan(args) => cmd::plan::run(args),
         Command::Session(args) => cmd::session::run(args),
         Command::Simulate(args) => cmd::simulate::run(args),

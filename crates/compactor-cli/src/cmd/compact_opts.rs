@@ -92,6 +92,10 @@ pub struct CompactOpts {
     /// The token counter.
     #[arg(long, value_enum, default_value_t = CounterChoice::O200k)]
     pub counter: CounterChoice,
+    /// The most tokens the artifact ledger adds to a summary (default 1024); 0 turns the
+    /// ledger and the grounding gate off (the summary is exactly the model's).
+    #[arg(long, value_name = "N")]
+    pub ledger_max_tokens: Option<usize>,
     /// Extra instruction for the summarizer (like `/compact <focus>`).
     #[arg(long, value_name = "TEXT")]
     pub focus: Option<String>,
@@ -126,6 +130,16 @@ impl CompactOpts {
             config.summary_max_tokens = LOCAL_SUMMARY_MAX_TOKENS;
         }
         let mut compactor = Compactor::new(config, counter.clone());
+        match self.ledger_max_tokens {
+            Some(0) => {}
+            max => {
+                let mut policy = llm_compactor::plan::ledger::LedgerPolicy::default();
+                if let Some(max) = max {
+                    policy.max_tokens = max;
+                }
+                compactor = compactor.with_ledger(policy);
+            }
+        }
         if let Some(summarizer) = summarizer {
             compactor = compactor.with_summarizer(summarizer);
         }

@@ -4,6 +4,8 @@ pub mod compact;
 pub mod compact_opts;
 pub mod convert;
 pub mod count;
+pub mod eval;
+pub mod eval_probes;
 pub mod model;
 pub mod plan;
 pub mod plot;

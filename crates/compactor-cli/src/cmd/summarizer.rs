@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use llm_compactor::Summarizer;
-use llm_compactor::backend::ExecSummarizer;
+use llm_compactor::backend::{ExecSummarizer, LedgerSummarizer};
 use llm_compactor::backend::http::Protocol;
 
 use crate::error::CliError;
@@ -30,8 +30,12 @@ pub enum SummarizerKind {
     /// A small GGUF model run in-process on the CPU (`--model-path FILE`, default: the
     /// model `compactor model fetch` downloads).
     Local,
+    /// No model: the artifact ledger of the replaced messages (files, commands, errors,
+    /// the user's requests, identifiers), verbatim. Instant, deterministic, invents
+    /// nothing.
+    Ledger,
     /// OPENAI_API_KEY set: openai; else ANTHROPIC_API_KEY: anthropic; else the local
-    /// model when it has been fetched; else none. Says which on stderr.
+    /// model when it has been fetched; else the ledger. Says which on stderr.
     Auto,
 }
 
@@ -105,6 +109,7 @@ impl SummarizerOpts {
         let http_args = http_args.as_ref().unwrap_or(&self.http);
         match kind {
             SummarizerKind::None | SummarizerKind::Auto => Ok(None),
+            SummarizerKind::Ledger => Ok(Some(Arc::new(LedgerSummarizer))),
             SummarizerKind::Local => build_local(self.local.model_path.as_deref(), progress),
             SummarizerKind::Openai => super::summarizer_http::build(Protocol::OpenAi, http_args, timeout).map(Some),
             SummarizerKind::Anthropic => {
@@ -162,9 +167,9 @@ impl SummarizerOpts {
                     format!("no API key in the environment; local model {}", path.display()),
                 ),
                 None => (
-                    SummarizerKind::None,
+                    SummarizerKind::Ledger,
                     None,
-                    "no API key in the environment and no local model (run `compactor model fetch`)".to_owned(),
+                    "no API key in the environment and no local model fetched: the model-free ledger".to_owned(),
                 ),
             }
         };
@@ -172,6 +177,7 @@ impl SummarizerOpts {
             SummarizerKind::Openai => "openai",
             SummarizerKind::Anthropic => "anthropic",
             SummarizerKind::Local => "local",
+            SummarizerKind::Ledger => "ledger",
             _ => "none",
         };
         eprintln!("compactor: summarizer auto: {name} ({why})");

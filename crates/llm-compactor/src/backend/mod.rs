@@ -5,8 +5,10 @@
 //! that means for the pass is decided once, by the classification table.
 
 pub mod exec;
+pub mod ledger;
 
 pub use exec::ExecSummarizer;
+pub use ledger::LedgerSummarizer;
 
 #[cfg(feature = "http")]
 pub mod http;

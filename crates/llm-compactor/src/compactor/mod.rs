@@ -12,6 +12,7 @@ mod calls;
 mod config;
 mod events;
 mod hooks;
+mod ledger;
 mod pass;
 mod report;
 mod result;
@@ -107,6 +108,7 @@ pub struct Compactor {
     prompts: Prompts,
     sleeper: Arc<dyn Sleeper>,
     rounds: AtomicU64,
+    ledger: Option<crate::plan::ledger::LedgerPolicy>,
 }
 
 impl std::fmt::Debug for Compactor {
@@ -131,6 +133,7 @@ impl Compactor {
             prompts: Prompts::default(),
             sleeper: Arc::new(TokioSleeper),
             rounds: AtomicU64::new(0),
+            ledger: None,
         }
     }
 
@@ -156,6 +159,23 @@ impl Compactor {
     pub fn with_prompts(mut self, prompts: Prompts) -> Self {
         self.prompts = prompts;
         self
+    }
+
+    /// The same compactor with the artifact ledger on: the grounding gate checks every
+    /// model-written summary, the ledger of the replaced messages is appended to it, and
+    /// the ledger alone is the summary when the model's fails (before the hard trim).
+    /// Off by default in the library (summaries are exactly what the model wrote); the
+    /// `compactor` CLI turns it on. A model-free summarizer
+    /// ([`crate::backend::LedgerSummarizer`]) always uses it, with this policy or the
+    /// default one.
+    pub fn with_ledger(mut self, policy: crate::plan::ledger::LedgerPolicy) -> Self {
+        self.ledger = Some(policy);
+        self
+    }
+
+    /// The ledger policy, when the ledger is on.
+    pub fn ledger(&self) -> Option<&crate::plan::ledger::LedgerPolicy> {
+        self.ledger.as_ref()
     }
 
     /// The same compactor waiting through `sleeper` between attempts.

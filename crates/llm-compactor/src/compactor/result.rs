@@ -28,6 +28,10 @@ pub enum AttemptKind {
     Tighten,
     /// A retry with a doubled output budget after a truncated summary.
     Expand,
+    /// The ledger-only summary: `--summarizer ledger`, or the fallback before the hard
+    /// trim when no model summary was accepted (no model call; see
+    /// [`crate::plan::ledger`]).
+    Ledger,
 }
 
 /// How an attempt ended.

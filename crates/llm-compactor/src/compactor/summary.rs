@@ -70,6 +70,11 @@ impl Compactor {
                 usage: Usage::default(),
             };
         };
+        let model_free = summarizer.model_free();
+        let policy = self
+            .ledger
+            .clone()
+            .or_else(|| model_free.then(crate::plan::ledger::LedgerPolicy::default));
         let mut calls = Calls {
             summarizer,
             hooks: self.hooks.as_ref(),
@@ -82,16 +87,30 @@ impl Compactor {
             attempts: Vec::new(),
             usage: Usage::default(),
         };
-        let accepted = self
-            .summarize_inner(&mut calls, summarizer, aged, cut, layout, aged_count, counter, options)
-            .await
-            .ok()
-            .flatten();
-        SummaryOutcome {
+        let accepted = if model_free {
+            None
+        } else {
+            self.summarize_inner(&mut calls, summarizer, aged, cut, layout, aged_count, counter, options)
+                .await
+                .ok()
+                .flatten()
+        };
+        let mut outcome = SummaryOutcome {
             accepted,
             attempts: calls.attempts,
             usage: calls.usage,
+        };
+        if let Some(policy) = &policy {
+            let fit = super::ledger::Fit {
+                aged,
+                layout,
+                aged_count,
+                counter,
+                target: options.target,
+            };
+            self.apply_ledger(policy, &mut outcome, &fit, model_free, options.cancel.is_cancelled());
         }
+        outcome
     }
 
     #[allow(clippy::too_many_arguments)]

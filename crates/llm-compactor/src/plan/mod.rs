@@ -10,6 +10,8 @@ mod assemble;
 mod cut;
 mod eligibility;
 mod identity;
+pub mod grounding;
+pub mod ledger;
 mod pairs;
 mod stub;
 mod trim;

@@ -82,6 +82,13 @@ pub trait Summarizer: Send + Sync {
         None
     }
 
+    /// True for a summarizer that writes no text of its own (the ledger): the compactor
+    /// then uses the artifact ledger of the replaced messages as the whole summary and
+    /// never calls [`Summarizer::summarize`].
+    fn model_free(&self) -> bool {
+        false
+    }
+
     /// Summarize one transcript.
     async fn summarize(
         &self,

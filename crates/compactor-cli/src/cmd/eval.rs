@@ -1,0 +1,218 @@
+//! `compactor eval`: the quality score of a summarizer, measured on real conversations.
+//!
+//! Size alone says nothing about whether a summary kept what matters or invented
+//! something. For each file this runs one pass (every engine flag of `compact` applies)
+//! and scores the summary against probes drawn from the replaced middle
+//! ([`super::eval_probes`]): recall (probes found verbatim), hallucinations
+//! (identifiers in the summary found nowhere in the conversation and not flagged
+//! `[unverified]`), the compression ratio and the time taken.
+
+use std::time::Instant;
+
+use llm_compactor::plan::grounding::{UNVERIFIED, ungrounded_identifiers};
+use llm_compactor::plan::ledger::source_text;
+use llm_compactor::plan::SUMMARY_HEADER;
+use serde::Serialize;
+use serde_json::json;
+
+use super::compact_opts::CompactOpts;
+use super::eval_probes::{Probe, ProbeKind, draw};
+use crate::error::CliError;
+use crate::io;
+
+/// Score summaries: recall of probes from the replaced middle, hallucinated identifiers,
+/// compression and time, per file and in total.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// Conversation files (any format `compact` reads).
+    #[arg(required = true)]
+    pub files: Vec<String>,
+    /// Print the scores as JSON instead of a table.
+    #[arg(long)]
+    pub json: bool,
+    /// The compaction options (the same as `compact`).
+    #[command(flatten)]
+    pub opts: CompactOpts,
+}
+
+/// The score of one file.
+#[derive(Clone, Debug, Serialize)]
+pub struct FileScore {
+    /// The file.
+    pub file: String,
+    /// What the pass did: `summary`, `ledger`, `trim`, `aged`, `noop`.
+    pub outcome: String,
+    /// Probes drawn.
+    pub probes: usize,
+    /// Probes found in the summary.
+    pub found: usize,
+    /// Per kind: (found, drawn).
+    pub by_kind: Vec<(ProbeKind, usize, usize)>,
+    /// Identifiers in the summary absent from the conversation and not flagged.
+    pub hallucinations: usize,
+    /// `[unverified]` flags in the summary.
+    pub flagged: usize,
+    /// Tokens before and after the pass.
+    pub tokens_before: usize,
+    /// Tokens after the pass.
+    pub tokens_after: usize,
+    /// Seconds the pass took.
+    pub seconds: f64,
+    /// The probes not found (for inspection).
+    pub missed: Vec<Probe>,
+}
+
+/// Runs the command.
+pub fn run(args: Args) -> Result<(), CliError> {
+    let (compactor, _counter) = args.opts.compactor(false)?;
+    let name = compactor.summarizer().map_or("none".to_owned(), |s| s.name().to_owned());
+    let mut scores = Vec::new();
+    for file in &args.files {
+        let document = io::read_document(file, args.opts.format())?;
+        let messages = document.messages();
+        let started = Instant::now();
+        let result = args.opts.run_pass(&compactor, messages)?;
+        let seconds = started.elapsed().as_secs_f64();
+        let middle: Vec<usize> = if result.cut_index >= 0 {
+            (0..=result.cut_index as usize)
+                .filter(|&i| messages.get(i).is_some_and(|m| !m.is_sticky()))
+                .collect()
+        } else {
+            Vec::new()
+        };
+        let probes = draw(messages, &middle);
+        let body = result
+            .summary
+            .strip_prefix(SUMMARY_HEADER)
+            .unwrap_or(&result.summary)
+            .to_owned();
+        let source = source_text(messages);
+        let missed: Vec<Probe> = probes.iter().filter(|p| !body.contains(&p.text)).cloned().collect();
+        let by_kind = ProbeKind::ALL
+            .iter()
+            .map(|&k| {
+                let drawn = probes.iter().filter(|p| p.kind == k).count();
+                let lost = missed.iter().filter(|p| p.kind == k).count();
+                (k, drawn - lost, drawn)
+            })
+            .collect();
+        let ledger = result.attempts.iter().any(|a| {
+            a.kind == llm_compactor::AttemptKind::Ledger && a.outcome == llm_compactor::AttemptOutcome::Accepted
+        });
+        let outcome = if result.is_noop() {
+            "noop"
+        } else if result.is_elision_only() {
+            "aged"
+        } else if result.fallback {
+            "trim"
+        } else if ledger {
+            "ledger"
+        } else {
+            "summary"
+        };
+        scores.push(FileScore {
+            file: file.clone(),
+            outcome: outcome.to_owned(),
+            probes: probes.len(),
+            found: probes.len() - missed.len(),
+            by_kind,
+            hallucinations: ungrounded_identifiers(&body, &source).len(),
+            flagged: body.matches(UNVERIFIED).count(),
+            tokens_before: result.tokens_before,
+            tokens_after: result.tokens_after,
+            seconds,
+            missed,
+        });
+        eprintln!("compactor eval: {file}: {outcome} in {seconds:.2} s");
+    }
+    let text = if args.json {
+        serde_json::to_string_pretty(&json!({"summarizer": name, "files": scores, "total": total(&scores)}))
+            .map_err(CliError::failed)?
+    } else {
+        table(&name, &scores)
+    };
+    io::write_output(None, &text)
+}
+
+fn pct(found: usize, drawn: usize) -> String {
+    if drawn == 0 {
+        "-".to_owned()
+    } else {
+        format!("{:.0}%", 100.0 * found as f64 / drawn as f64)
+    }
+}
+
+fn total(scores: &[FileScore]) -> serde_json::Value {
+    let probes: usize = scores.iter().map(|s| s.probes).sum();
+    let found: usize = scores.iter().map(|s| s.found).sum();
+    let mut by_kind = serde_json::Map::new();
+    for (k, kind) in ProbeKind::ALL.iter().enumerate() {
+        let f: usize = scores.iter().map(|s| s.by_kind[k].1).sum();
+        let d: usize = scores.iter().map(|s| s.by_kind[k].2).sum();
+        by_kind.insert(kind.name().to_owned(), json!({"found": f, "drawn": d}));
+    }
+    let before: usize = scores.iter().map(|s| s.tokens_before).sum();
+    let after: usize = scores.iter().map(|s| s.tokens_after).sum();
+    let seconds: f64 = scores.iter().map(|s| s.seconds).sum();
+    json!({
+        "files": scores.len(),
+        "probes": probes,
+        "found": found,
+        "recall": if probes == 0 { 0.0 } else { found as f64 / probes as f64 },
+        "by_kind": by_kind,
+        "hallucinations": scores.iter().map(|s| s.hallucinations).sum::<usize>(),
+        "flagged": scores.iter().map(|s| s.flagged).sum::<usize>(),
+        "tokens_before": before,
+        "tokens_after": after,
+        "ratio": if after == 0 { 0.0 } else { before as f64 / after as f64 },
+        "seconds_total": seconds,
+        "seconds_mean": if scores.is_empty() { 0.0 } else { seconds / scores.len() as f64 },
+    })
+}
+
+fn table(name: &str, scores: &[FileScore]) -> String {
+    let mut out = format!(
+        "summarizer: {name}\n{:<48} {:>7} {:>6} {:>6} {:>6} {:>6} {:>7} {:>6} {:>5} {:>7} {:>8}\n",
+        "file", "outcome", "recall", "path", "cmd", "error", "request", "ident", "hall", "ratio", "seconds"
+    );
+    let row = |file: &str, outcome: &str, found: usize, probes: usize, kinds: &[(usize, usize)], hall: usize, ratio: f64, secs: f64| {
+        let mut file = file.to_owned();
+        if file.chars().count() > 48 {
+            file = format!("…{}", file.chars().rev().take(47).collect::<Vec<_>>().into_iter().rev().collect::<String>());
+        }
+        format!(
+            "{file:<48} {outcome:>7} {:>6} {:>6} {:>6} {:>6} {:>7} {:>6} {hall:>5} {ratio:>7.1} {secs:>8.2}\n",
+            pct(found, probes),
+            pct(kinds[0].0, kinds[0].1),
+            pct(kinds[1].0, kinds[1].1),
+            pct(kinds[2].0, kinds[2].1),
+            pct(kinds[3].0, kinds[3].1),
+            pct(kinds[4].0, kinds[4].1),
+        )
+    };
+    for s in scores {
+        let kinds: Vec<(usize, usize)> = s.by_kind.iter().map(|(_, f, d)| (*f, *d)).collect();
+        let ratio = s.tokens_before as f64 / s.tokens_after.max(1) as f64;
+        out.push_str(&row(&s.file, &s.outcome, s.found, s.probes, &kinds, s.hallucinations, ratio, s.seconds));
+    }
+    let t = total(scores);
+    let kinds: Vec<(usize, usize)> = ProbeKind::ALL
+        .iter()
+        .map(|k| {
+            let v = &t["by_kind"][k.name()];
+            (v["found"].as_u64().unwrap_or(0) as usize, v["drawn"].as_u64().unwrap_or(0) as usize)
+        })
+        .collect();
+    out.push_str(&row(
+        &format!("TOTAL ({} files)", scores.len()),
+        "",
+        t["found"].as_u64().unwrap_or(0) as usize,
+        t["probes"].as_u64().unwrap_or(0) as usize,
+        &kinds,
+        t["hallucinations"].as_u64().unwrap_or(0) as usize,
+        t["ratio"].as_f64().unwrap_or(0.0),
+        t["seconds_mean"].as_f64().unwrap_or(0.0),
+    ));
+    out.push_str("(ratio: tokens before / after; seconds: per file, the TOTAL row the mean)\n");
+    out
+}

@@ -1,0 +1,423 @@
+//! [`extract`]: one pass over the replaced messages, building the [`Ledger`].
+
+use std::collections::HashMap;
+
+use serde_json::Value;
+
+use super::scan::{self, bash_blocks, code_spans, error_lines, exit_status, is_path, trim_token, urls};
+use super::{CommandFact, ErrorFact, FileFact, Ledger, LedgerRules};
+use crate::message::{Message, Role};
+use crate::plan::SUMMARY_HEADER;
+
+/// Argument names that carry a shell command.
+const COMMAND_KEYS: &[&str] = &["command", "cmd", "script", "bash", "shell", "code"];
+/// Argument names that carry a path.
+const PATH_KEYS: &[&str] = &[
+    "path", "file_path", "filepath", "filename", "file", "target_file", "notebook_path", "paths", "files",
+    "source", "destination", "old_path", "new_path",
+];
+/// Sub-commands of an editor tool (OpenHands' `str_replace_editor`, Anthropic's text
+/// editor) and the operation each means.
+const EDITOR_COMMANDS: &[(&str, &str)] = &[
+    ("view", "read"),
+    ("create", "write"),
+    ("str_replace", "edit"),
+    ("insert", "edit"),
+    ("undo_edit", "edit"),
+    ("write", "write"),
+    ("edit", "edit"),
+];
+
+/// Extracts the ledger of `messages[i]` for every `i` in `indices` (the middle, in
+/// order). Pure and deterministic; never fails (unparseable arguments are read as
+/// text).
+///
+/// ```
+/// use llm_compactor::message::{Message, ToolCall};
+/// use llm_compactor::plan::ledger::{extract, LedgerRules};
+///
+/// let messages = vec![
+///     Message::user("Fix the crash in parser.py"),
+///     Message::assistant("Running the tests.")
+///         .with_tool_calls(vec![ToolCall::new("c1", "bash", r#"{"command":"pytest tests/test_parser.py"}"#)]),
+///     Message::tool("c1", "<returncode>1</returncode>\nFAILED tests/test_parser.py::test_empty - KeyError"),
+/// ];
+/// let ledger = extract(&messages, &[0, 1, 2], &LedgerRules::default());
+/// assert_eq!(ledger.last_user.as_deref(), Some("Fix the crash in parser.py"));
+/// assert_eq!(ledger.commands[0].exit, Some(1));
+/// assert!(ledger.errors[0].open);
+/// assert_eq!(ledger.files[0].path, "tests/test_parser.py");
+/// ```
+pub fn extract(messages: &[Message], indices: &[usize], rules: &LedgerRules) -> Ledger {
+    let mut builder = Builder {
+        rules,
+        ledger: Ledger::default(),
+        file_index: HashMap::new(),
+        command_index: HashMap::new(),
+        pending: HashMap::new(),
+        last_text_command: None,
+    };
+    for &i in indices {
+        if let Some(message) = messages.get(i) {
+            builder.message(i, message);
+        }
+    }
+    let mut ledger = builder.ledger;
+    let excess = ledger.identifiers.len().saturating_sub(rules.max_identifiers);
+    ledger.identifiers.drain(..excess);
+    ledger
+}
+
+struct Builder<'a> {
+    rules: &'a LedgerRules,
+    ledger: Ledger,
+    file_index: HashMap<String, usize>,
+    command_index: HashMap<String, usize>,
+    /// tool_call_id -> the command it ran (when it ran one).
+    pending: HashMap<String, Option<String>>,
+    /// The last command of a text-format (mini-swe-agent) turn, awaiting its observation.
+    last_text_command: Option<String>,
+}
+
+fn is_observation(text: &str) -> bool {
+    let t = text.trim_start();
+    t.starts_with("<returncode>") || t.starts_with("<output>") || t.starts_with("Observation:") || t.starts_with("OBSERVATION:")
+}
+
+fn one_line(text: &str, cap: usize) -> String {
+    let joined = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    cap_chars(&joined, cap)
+}
+
+fn cap_chars(text: &str, cap: usize) -> String {
+    if text.chars().count() <= cap {
+        return text.to_owned();
+    }
+    let mut out: String = text.chars().take(cap.saturating_sub(1)).collect();
+    out.push('…');
+    out
+}
+
+impl Builder<'_> {
+    fn message(&mut self, seq: usize, message: &Message) {
+        let text = message.text();
+        if text.starts_with(SUMMARY_HEADER) {
+            // An earlier summary: its facts are carried by its own text, which the new
+            // summary folds in; it is not a user request.
+            return;
+        }
+        match message.role {
+            Role::User if is_observation(&text) => {
+                let command = self.last_text_command.take();
+                self.result(seq, command, &text);
+            }
+            Role::User => self.user(&text),
+            Role::Assistant => self.assistant(seq, message, &text),
+            Role::Tool => {
+                let command = message
+                    .tool_call_id
+                    .as_ref()
+                    .and_then(|id| self.pending.remove(id))
+                    .flatten()
+                    .or_else(|| self.last_text_command.take());
+                self.result(seq, command, &text);
+            }
+            _ => {}
+        }
+    }
+
+    fn user(&mut self, text: &str) {
+        if text.trim().is_empty() {
+            return;
+        }
+        if let Some(previous) = self.ledger.last_user.take() {
+            self.ledger
+                .earlier_users
+                .push(one_line(&previous, self.rules.earlier_user_chars));
+        }
+        self.ledger.last_user = Some(cap_chars(text.trim(), self.rules.last_user_chars));
+    }
+
+    fn assistant(&mut self, seq: usize, message: &Message, text: &str) {
+        for call in &message.tool_calls {
+            let command = self.tool_call(seq, &call.name, &call.arguments);
+            self.pending.insert(call.id.clone(), command);
+        }
+        if message.tool_calls.is_empty() {
+            if let Some(block) = bash_blocks(text).into_iter().last() {
+                self.command(seq, block);
+                self.last_text_command = Some(block.to_owned());
+            }
+        }
+        let mut found: Vec<String> = Vec::new();
+        for span in code_spans(text) {
+            let span = span.trim();
+            let core = trim_token(span);
+            if scan::is_code_identifier(core) || scan::is_test_name(core) {
+                found.push(core.to_owned());
+            }
+        }
+        found.extend(urls(text).map(str::to_owned));
+        for id in found {
+            if let Some(pos) = self.ledger.identifiers.iter().position(|x| *x == id) {
+                self.ledger.identifiers.remove(pos);
+            }
+            self.ledger.identifiers.push(id);
+        }
+    }
+
+    /// Records one tool call; returns the shell command it ran, if any.
+    fn tool_call(&mut self, seq: usize, name: &str, arguments: &str) -> Option<String> {
+        let args: Option<serde_json::Map<String, Value>> = serde_json::from_str(arguments).ok();
+        let Some(args) = args else {
+            // Not a JSON object: a raw command string for a shell-ish tool.
+            let lower = name.to_ascii_lowercase();
+            if ["bash", "shell", "sh", "exec", "run", "terminal"].iter().any(|k| lower.contains(k)) && !arguments.trim().is_empty() {
+                self.command(seq, arguments.trim());
+                return Some(arguments.trim().to_owned());
+            }
+            return None;
+        };
+        let lower = name.to_ascii_lowercase();
+        let sub = args.get("command").and_then(Value::as_str).unwrap_or("");
+        let editor_op = EDITOR_COMMANDS.iter().find(|(c, _)| *c == sub).map(|(_, op)| *op);
+        let path_op = editor_op.unwrap_or_else(|| op_of_tool(&lower));
+        let mut paths = Vec::new();
+        for key in PATH_KEYS {
+            match args.get(*key) {
+                Some(Value::String(p)) if !p.trim().is_empty() && p.len() <= 300 => paths.push(p.trim().to_owned()),
+                Some(Value::Array(items)) => {
+                    paths.extend(items.iter().filter_map(Value::as_str).map(|p| p.trim().to_owned()));
+                }
+                _ => {}
+            }
+        }
+        for path in paths {
+            self.file(seq, &path, path_op);
+        }
+        if editor_op.is_some() {
+            return None;
+        }
+        for key in COMMAND_KEYS {
+            if let Some(Value::String(command)) = args.get(*key) {
+                if !command.trim().is_empty() {
+                    self.command(seq, command.trim());
+                    return Some(command.trim().to_owned());
+                }
+            }
+        }
+        None
+    }
+
+    fn command(&mut self, seq: usize, command: &str) {
+        let shown = cap_chars(&command.replace('\n', " ⏎ "), self.rules.command_chars);
+        match self.command_index.get(command) {
+            Some(&i) => {
+                let fact = &mut self.ledger.commands[i];
+                fact.runs += 1;
+                fact.last_seen = seq;
+                fact.exit = None;
+            }
+            None => {
+                self.command_index.insert(command.to_owned(), self.ledger.commands.len());
+                self.ledger.commands.push(CommandFact {
+                    command: shown,
+                    exit: None,
+                    runs: 1,
+                    last_seen: seq,
+                });
+            }
+        }
+        for (path, op) in command_paths(command) {
+            self.file(seq, path, op);
+        }
+    }
+
+    fn file(&mut self, seq: usize, path: &str, op: &str) {
+        match self.file_index.get(path) {
+            Some(&i) => {
+                let fact = &mut self.ledger.files[i];
+                if !fact.operations.iter().any(|o| o == op) {
+                    fact.operations.push(op.to_owned());
+                }
+                fact.last_seen = seq;
+            }
+            None => {
+                self.file_index.insert(path.to_owned(), self.ledger.files.len());
+                self.ledger.files.push(FileFact {
+                    path: path.to_owned(),
+                    operations: vec![op.to_owned()],
+                    last_seen: seq,
+                });
+            }
+        }
+    }
+
+    fn result(&mut self, seq: usize, command: Option<String>, text: &str) {
+        let exit = exit_status(text);
+        if let Some(command) = &command {
+            if let Some(&i) = self.command_index.get(command) {
+                self.ledger.commands[i].exit = exit;
+            }
+        }
+        let errors = error_lines(text, self.rules.error_chars);
+        // A later clean run of the same command resolves what it showed before.
+        if exit == Some(0) {
+            if let Some(command) = &command {
+                for fact in self.ledger.errors.iter_mut() {
+                    if fact.open && fact.command.as_deref() == Some(command) && !errors.contains(&fact.text) {
+                        fact.open = false;
+                        fact.last_seen = seq;
+                    }
+                }
+            }
+        }
+        // `PASSED x::test_y` resolves a failing `x::test_y`.
+        for line in text.lines() {
+            if let Some(test) = line.trim().strip_prefix("PASSED ").and_then(|_| scan::test_of(line.trim())) {
+                for fact in self.ledger.errors.iter_mut() {
+                    if fact.open && scan::test_of(&fact.text) == Some(test) {
+                        fact.open = false;
+                        fact.last_seen = seq;
+                    }
+                }
+            }
+        }
+        for error in errors {
+            match self.ledger.errors.iter_mut().find(|e| e.text == error) {
+                Some(fact) => {
+                    fact.open = true;
+                    fact.last_seen = seq;
+                    fact.command.clone_from(&command);
+                }
+                None => self.ledger.errors.push(ErrorFact {
+                    text: error,
+                    open: true,
+                    command: command.clone(),
+                    last_seen: seq,
+                }),
+            }
+        }
+        // Short listings (`find`, `grep -l`) name the files they found.
+        let listed: Vec<&str> = text
+            .lines()
+            .take(200)
+            .map(str::trim)
+            .filter(|l| !l.contains(' ') && is_path(trim_token(l)))
+            .map(trim_token)
+            .collect();
+        if !listed.is_empty() && listed.len() <= 10 {
+            for path in listed {
+                self.file(seq, path, "listed");
+            }
+        }
+    }
+}
+
+/// The operation a tool's name implies for the paths it is given.
+fn op_of_tool(name: &str) -> &'static str {
+    if ["read", "view", "cat", "open", "get", "show", "list", "search", "grep", "glob", "find"].iter().any(|k| name.contains(k)) {
+        "read"
+    } else if ["edit", "replace", "patch", "apply", "modify", "update"].iter().any(|k| name.contains(k)) {
+        "edit"
+    } else if ["write", "create", "save", "new"].iter().any(|k| name.contains(k)) {
+        "write"
+    } else if ["delete", "remove", "rm"].iter().any(|k| name.contains(k)) {
+        "delete"
+    } else {
+        "used"
+    }
+}
+
+/// The operation a shell program implies for the paths in its arguments.
+fn op_of_program(program: &str, segment: &str) -> &'static str {
+    match program {
+        "cat" | "head" | "tail" | "less" | "more" | "nl" | "grep" | "rg" | "egrep" | "wc" | "diff" | "ls" | "find" | "awk" => "read",
+        "sed" | "perl" if segment.contains(" -i") => "edit",
+        "sed" | "perl" => "read",
+        "python" | "python3" | "pytest" | "node" | "bash" | "sh" | "cargo" | "go" | "make" | "tox" => "run",
+        "rm" | "rmdir" => "delete",
+        "cp" => "copy",
+        "mv" => "move",
+        "touch" | "mkdir" | "tee" => "write",
+        "git" => "git",
+        "patch" => "edit",
+        "cd" | "echo" | "printf" => "",
+        _ => "used",
+    }
+}
+
+/// The paths a shell command names, with the operation each gets. Heredoc bodies are
+/// skipped (their content is code, not arguments); a `>`/`>>` target is written.
+fn command_paths(command: &str) -> Vec<(&str, &'static str)> {
+    let mut out = Vec::new();
+    let mut heredoc: Option<String> = None;
+    for line in command.lines() {
+        if let Some(end) = &heredoc {
+            if line.trim() == end {
+                heredoc = None;
+            }
+            continue;
+        }
+        if let Some(pos) = line.find("<<") {
+            let word: String = line[pos + 2..]
+                .trim_start_matches('-')
+                .trim_start()
+                .chars()
+                .take_while(|c| !c.is_whitespace() && *c != '>' && *c != ';')
+                .collect();
+            let word = word.trim_matches(|c| c == '\'' || c == '"').to_owned();
+            if !word.is_empty() {
+                heredoc = Some(word);
+            }
+        }
+        for segment in line.split(['|', ';', '&']) {
+            let mut words = segment.split_whitespace().filter(|w| !w.contains('=') || w.starts_with('-'));
+            let mut program = words.next().unwrap_or("");
+            while matches!(program, "sudo" | "timeout" | "time" | "env" | "nohup" | "xargs") || program.chars().all(|c| c.is_ascii_digit() || c == 's') && !program.is_empty() {
+                program = words.next().unwrap_or("");
+            }
+            let program = program.rsplit('/').next().unwrap_or(program);
+            let op = op_of_program(program, segment);
+            // Redirect targets.
+            let mut rest = segment;
+            let mut targets: Vec<&str> = Vec::new();
+            while let Some(pos) = rest.find('>') {
+                rest = &rest[pos + 1..];
+                let target = rest.trim_start_matches('>').split_whitespace().next().unwrap_or("");
+                let target = trim_token(target);
+                if is_path(target) && !target.starts_with("/dev/") {
+                    targets.push(target);
+                    if !out.contains(&(target, "write")) {
+                        out.push((target, "write"));
+                    }
+                }
+            }
+            if op.is_empty() {
+                continue;
+            }
+            for token in scan::tokens(segment).skip(1) {
+                let token = trim_token(token);
+                if is_path(token) && !token.starts_with("/dev/") && !targets.contains(&token) && !out.contains(&(token, op)) {
+                    out.push((token, op));
+                }
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn command_paths_with_ops() {
+        let paths = command_paths("cd /testbed && sed -n '590,610p' pvlib/temperature.py");
+        assert_eq!(paths, vec![("pvlib/temperature.py", "read")]);
+        let paths = command_paths("sed -i 's/a/b/' src/x.py && python reproduce.py > out.txt");
+        assert_eq!(paths, vec![("src/x.py", "edit"), ("out.txt", "write"), ("reproduce.py", "run")]);
+        let paths = command_paths("cat <<'EOF' > test_fix.py\nimport os.path\nprint(a/b/c.py)\nEOF\npython test_fix.py");
+        assert_eq!(paths, vec![("test_fix.py", "write"), ("test_fix.py", "run")]);
+    }
+}

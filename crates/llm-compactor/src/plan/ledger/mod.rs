@@ -1,0 +1,177 @@
+//! The artifact ledger: what the replaced messages *did*, extracted verbatim, no model.
+//!
+//! Summaries fail most on the artifact trail (which files were touched, which commands
+//! ran, which errors are still open) and on the user's last request. A language model
+//! paraphrases, drops and sometimes invents those; a deterministic extraction cannot
+//! invent anything and costs microseconds. So the compactor appends the ledger to every
+//! summary it writes, and the ledger alone is the summary of last resort before the hard
+//! trim (and of `--summarizer ledger`).
+//!
+//! [`extract`] reads the messages (mini-swe-agent bash blocks and `<returncode>`
+//! observations, OpenAI/Anthropic tool calls with any tool name, OpenHands' editor
+//! commands); [`render`] writes fixed sections under a size cap, cutting the oldest
+//! facts first. Both are pure.
+
+mod extract;
+mod render;
+pub(crate) mod scan;
+
+use serde::{Deserialize, Serialize};
+
+pub use extract::extract;
+pub use render::{LEDGER_HEADING, render};
+
+/// One file the replaced messages touched.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FileFact {
+    /// The path, verbatim.
+    pub path: String,
+    /// What was done to it (`read`, `edit`, `write`, `run`, `mention`, ...), first seen first.
+    pub operations: Vec<String>,
+    /// Order of the last message that named it (for newest-first cutting).
+    pub last_seen: usize,
+}
+
+/// One command that ran.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CommandFact {
+    /// The command, verbatim (capped), newlines shown as `⏎`.
+    pub command: String,
+    /// Its exit status, when its result showed one.
+    pub exit: Option<i64>,
+    /// How many times it ran.
+    pub runs: usize,
+    /// Order of its last run.
+    pub last_seen: usize,
+}
+
+/// One error or failing test seen in a result.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ErrorFact {
+    /// The error line, verbatim (capped).
+    pub text: String,
+    /// False once a later result shows it fixed.
+    pub open: bool,
+    /// The command whose result showed it, when known.
+    pub command: Option<String>,
+    /// Order of the message that last showed it.
+    pub last_seen: usize,
+}
+
+/// Everything [`extract`] found.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Ledger {
+    /// The user's last message among the replaced ones, verbatim (capped).
+    pub last_user: Option<String>,
+    /// The user's earlier messages, one line each (capped), oldest first.
+    pub earlier_users: Vec<String>,
+    /// Files, oldest first.
+    pub files: Vec<FileFact>,
+    /// Commands, deduplicated, oldest first (newest last).
+    pub commands: Vec<CommandFact>,
+    /// Errors and failing tests, oldest first.
+    pub errors: Vec<ErrorFact>,
+    /// Identifiers the agent named in its own turns (functions, classes, URLs), oldest
+    /// first, bounded.
+    pub identifiers: Vec<String>,
+}
+
+impl Ledger {
+    /// True when nothing was found.
+    pub fn is_empty(&self) -> bool {
+        self.last_user.is_none()
+            && self.earlier_users.is_empty()
+            && self.files.is_empty()
+            && self.commands.is_empty()
+            && self.errors.is_empty()
+            && self.identifiers.is_empty()
+    }
+
+    /// The errors still open, oldest first.
+    pub fn open_errors(&self) -> impl Iterator<Item = &ErrorFact> {
+        self.errors.iter().filter(|e| e.open)
+    }
+}
+
+/// The caps of extraction (all in chars).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LedgerRules {
+    /// The last user message is kept verbatim up to this many chars. Default 2000.
+    pub last_user_chars: usize,
+    /// Each earlier user message is kept as one line of at most this. Default 160.
+    pub earlier_user_chars: usize,
+    /// A command is kept up to this many chars. Default 200.
+    pub command_chars: usize,
+    /// An error line is kept up to this many chars. Default 200.
+    pub error_chars: usize,
+    /// At most this many identifiers (the newest). Default 40.
+    pub max_identifiers: usize,
+}
+
+impl Default for LedgerRules {
+    fn default() -> Self {
+        LedgerRules {
+            last_user_chars: 2000,
+            earlier_user_chars: 160,
+            command_chars: 200,
+            error_chars: 200,
+            max_identifiers: 40,
+        }
+    }
+}
+
+/// How a compactor uses the ledger: its size in the summary and the grounding gate's
+/// thresholds. Set with `Compactor::with_ledger`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct LedgerPolicy {
+    /// The most tokens the ledger may add to a summary (part of the summary budget;
+    /// rendered at about three chars a token, and halved until the summary fits).
+    /// Default 1024.
+    pub max_tokens: usize,
+    /// The extraction caps.
+    pub rules: LedgerRules,
+    /// The grounding gate's thresholds.
+    pub grounding: crate::plan::grounding::GroundingRules,
+}
+
+impl Default for LedgerPolicy {
+    fn default() -> Self {
+        LedgerPolicy {
+            max_tokens: 1024,
+            rules: LedgerRules::default(),
+            grounding: crate::plan::grounding::GroundingRules::default(),
+        }
+    }
+}
+
+/// Chars a ledger of `tokens` tokens may take: three a token, a conservative rate for
+/// code and paths under real tokenizers.
+pub fn chars_for_tokens(tokens: usize) -> usize {
+    tokens.saturating_mul(3)
+}
+
+/// The text the grounding gate checks identifiers against: every message's text, tool
+/// names and raw arguments, newline-separated.
+pub fn source_text(messages: &[crate::message::Message]) -> String {
+    let mut out = String::new();
+    for message in messages {
+        out.push_str(&message.text());
+        out.push('\n');
+        for call in &message.tool_calls {
+            out.push_str(&call.name);
+            out.push('\n');
+            out.push_str(&call.arguments);
+            out.push('\n');
+            // JSON-escaped arguments hide `\n` and `\"`: add the decoded strings too.
+            if let Ok(serde_json::Value::Object(args)) = serde_json::from_str(&call.arguments) {
+                for value in args.values() {
+                    if let serde_json::Value::String(s) = value {
+                        out.push_str(s);
+                        out.push('\n');
+                    }
+                }
+            }
+        }
+    }
+    out
+}

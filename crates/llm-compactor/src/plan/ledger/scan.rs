@@ -1,0 +1,261 @@
+//! Lexical scanners the ledger and the grounding gate share: path-like tokens, code
+//! identifiers, exit statuses, error lines and fenced shell blocks.
+//!
+//! Hand-written on purpose: they run over every replaced message of every pass (100k
+//! tokens and more), must be fast and deterministic, and the core takes no regex
+//! dependency. Each scanner errs on the side of *not* recognising something: a fact the
+//! ledger misses costs recall, a fact it invents would cost trust.
+
+/// File extensions that make a slash-free token a path (`setup.py`, `Cargo.toml`).
+const EXTENSIONS: &[&str] = &[
+    "py", "rs", "toml", "json", "yaml", "yml", "md", "txt", "cfg", "ini", "js", "ts", "tsx", "jsx", "go", "c",
+    "h", "cc", "cpp", "hpp", "java", "kt", "rb", "php", "sh", "sql", "html", "css", "lock", "xml", "pony", "rst",
+    "csv", "ipynb", "pyi", "swift", "scala", "cs", "lua", "pl", "r", "mjs", "cjs", "vue", "proto", "gradle",
+];
+
+/// Characters that end a token in shell text and prose.
+fn is_separator(c: char) -> bool {
+    c.is_whitespace() || matches!(c, '\'' | '"' | '`' | ';' | '|' | '&' | '(' | ')' | '<' | '>' | ',' | '=' | '[' | ']' | '{' | '}' | '*' | '$' | '!' | '?')
+}
+
+/// Whitespace/punctuation-separated tokens of `text`, in order.
+pub(crate) fn tokens(text: &str) -> impl Iterator<Item = &str> {
+    text.split(is_separator).filter(|t| !t.is_empty())
+}
+
+/// Trims the punctuation prose puts around a token (`foo.py:12:`, `(bar)`, `x.`).
+pub(crate) fn trim_token(token: &str) -> &str {
+    let token = token.trim_matches(|c: char| matches!(c, ':' | '.' | ',' | ';' | '\'' | '"' | '`' | '(' | ')' | '[' | ']' | '{' | '}' | '*' | '<' | '>' | '!' | '?'));
+    // `path.py:12` and `path.py:12:3` name the path.
+    match token.find(':') {
+        Some(i) if token[i + 1..].chars().next().is_some_and(|c| c.is_ascii_digit()) => &token[..i],
+        _ => token,
+    }
+}
+
+/// True for a token that names a file or directory: it contains a slash between
+/// path-safe characters (and is not a URL), or it ends in a known extension.
+pub(crate) fn is_path(token: &str) -> bool {
+    let len = token.chars().count();
+    if !(3..=200).contains(&len) || token.starts_with('-') || token.contains("://") {
+        return false;
+    }
+    if !token.chars().all(|c| c.is_alphanumeric() || matches!(c, '/' | '.' | '_' | '-' | '+' | '@' | '~')) {
+        return false;
+    }
+    if !token.chars().any(|c| c.is_alphabetic()) {
+        return false;
+    }
+    if token.contains('/') {
+        // `a/b`, `/testbed/x.py`, `src/`; not `/`, `//`, `and/or`-style prose pairs.
+        let parts: Vec<&str> = token.split('/').filter(|p| !p.is_empty()).collect();
+        if parts.is_empty() {
+            return false;
+        }
+        return token.starts_with('/') || token.starts_with("./") || token.starts_with("~/") || parts.len() >= 2 && (parts.iter().any(|p| p.contains('.') || p.contains('_')) || parts.len() >= 3);
+    }
+    match token.rsplit_once('.') {
+        Some((stem, ext)) => {
+            !stem.is_empty()
+                && !stem.ends_with('.')
+                && EXTENSIONS.contains(&ext)
+                && stem.chars().next().is_some_and(|c| c.is_alphanumeric() || c == '_' || c == '.')
+        }
+        None => false,
+    }
+}
+
+/// True for a code identifier worth checking verbatim: `snake_case` (with an
+/// underscore), `dotted.names`, `CamelCase` with an inner capital, `call()`; not plain
+/// words, not numbers.
+pub(crate) fn is_code_identifier(token: &str) -> bool {
+    let core = token.strip_suffix("()").unwrap_or(token);
+    let len = core.chars().count();
+    if !(3..=120).contains(&len) {
+        return false;
+    }
+    let mut chars = core.chars();
+    if !chars.next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_') {
+        return false;
+    }
+    if !core.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | ':')) {
+        return false;
+    }
+    if core.ends_with('.') || core.ends_with(':') || core.contains("..") {
+        return false;
+    }
+    let has_letters = core.chars().filter(|c| c.is_ascii_alphabetic()).count() >= 2;
+    let snake = core.trim_matches('_').contains('_');
+    let dotted = core.contains('.')
+        && core
+            .split('.')
+            .all(|p| p.len() >= 2 && p.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_'));
+    let pathy = core.contains("::");
+    let camel = core.chars().skip(1).any(|c| c.is_ascii_uppercase()) && core.chars().any(|c| c.is_ascii_lowercase());
+    has_letters && (snake || dotted || pathy || camel || token.ends_with("()"))
+}
+
+/// True for a test name: `test_x`, `tests/a.py::test_b`, `TestCase.test_y`.
+pub(crate) fn is_test_name(token: &str) -> bool {
+    token.contains("::test") || token.starts_with("test_") || token.contains(".test_")
+}
+
+/// The exit status a tool result reports, if it reports one: mini-swe-agent's
+/// `<returncode>N</returncode>`, OpenHands' `[Command finished with exit code N]`, and
+/// `exit code N` / `Exit code: N` lines.
+pub(crate) fn exit_status(result: &str) -> Option<i64> {
+    if let Some(rest) = result.split("<returncode>").nth(1) {
+        return rest.split("</returncode>").next()?.trim().parse().ok();
+    }
+    let lower_head: String = result.chars().take(4096).collect::<String>().to_ascii_lowercase();
+    let lower = if result.len() > 8192 {
+        // The status is usually on the last lines.
+        let tail: String = result.chars().rev().take(2048).collect::<Vec<_>>().into_iter().rev().collect();
+        format!("{lower_head}\n{}", tail.to_ascii_lowercase())
+    } else {
+        result.to_ascii_lowercase()
+    };
+    for marker in ["exit code:", "exit code", "exit status:", "exit status"] {
+        if let Some(rest) = lower.rsplit(marker).next().filter(|_| lower.contains(marker)) {
+            let digits: String = rest.trim_start().chars().take_while(|c| c.is_ascii_digit() || *c == '-').collect();
+            if let Ok(code) = digits.parse() {
+                return Some(code);
+            }
+        }
+    }
+    None
+}
+
+/// The error lines of a tool result: Python exception lines (`NameError: ...`,
+/// `AssertionError`), pytest `FAILED x::y` lines, `error:` / `error[E0308]:` lines of
+/// compilers, each trimmed and capped at `cap` chars. Deduplicated, in order.
+pub(crate) fn error_lines(result: &str, cap: usize) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for line in result.lines() {
+        let line = line.trim();
+        if line.is_empty() || line.len() > 4000 {
+            continue;
+        }
+        let hit = is_failed_test_line(line) || is_exception_line(line) || is_compiler_error(line);
+        if hit {
+            let capped: String = line.chars().take(cap).collect();
+            if !out.contains(&capped) {
+                out.push(capped);
+            }
+        }
+    }
+    out
+}
+
+/// `FAILED tests/test_x.py::test_y - AssertionError` (pytest's summary line).
+pub(crate) fn is_failed_test_line(line: &str) -> bool {
+    line.starts_with("FAILED ") && line.contains("::")
+}
+
+/// The test a `FAILED` or `PASSED` line names.
+pub(crate) fn test_of(line: &str) -> Option<&str> {
+    let rest = line.strip_prefix("FAILED ").or_else(|| line.strip_prefix("PASSED "))?;
+    let name = rest.split_whitespace().next()?;
+    name.contains("::").then_some(name)
+}
+
+fn is_exception_line(line: &str) -> bool {
+    // `ValueError: bad`, `pkg.mod.CustomError: x`, `AssertionError` alone.
+    let head = line.split(':').next().unwrap_or("");
+    let name = head.rsplit('.').next().unwrap_or("");
+    let named = (name.ends_with("Error") || name.ends_with("Exception")) && name.len() > 5;
+    named
+        && !head.contains(' ')
+        && head.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.')
+        && (line.len() == head.len() || line[head.len()..].starts_with(':'))
+}
+
+fn is_compiler_error(line: &str) -> bool {
+    line.starts_with("error:") || line.starts_with("error[E") || line.contains(": error:")
+}
+
+/// The fenced shell blocks of an assistant's text (mini-swe-agent writes its action as
+/// one ```` ```bash ```` block), in order.
+pub(crate) fn bash_blocks(text: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut rest = text;
+    while let Some(start) = rest.find("```") {
+        let after = &rest[start + 3..];
+        let Some(newline) = after.find('\n') else { break };
+        let lang = after[..newline].trim();
+        let body = &after[newline + 1..];
+        let Some(end) = body.find("```") else { break };
+        if matches!(lang, "bash" | "sh" | "shell" | "console" | "zsh") {
+            out.push(body[..end].trim());
+        }
+        rest = &body[end + 3..];
+    }
+    out
+}
+
+/// URLs in text (`http://`, `https://`), without trailing punctuation.
+pub(crate) fn urls(text: &str) -> impl Iterator<Item = &str> {
+    text.split(|c: char| c.is_whitespace() || matches!(c, '"' | '\'' | '`' | '<' | '>' | '(' | ')'))
+        .filter(|t| t.starts_with("http://") || t.starts_with("https://"))
+        .map(|t| t.trim_end_matches(['.', ',', ';', ':', ']']))
+        .filter(|t| t.len() > 10)
+}
+
+/// The `` `code spans` `` of text, in order.
+pub(crate) fn code_spans(text: &str) -> impl Iterator<Item = &str> {
+    text.split('`').skip(1).step_by(2).filter(|s| !s.is_empty() && !s.contains('\n'))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_are_recognised_and_prose_is_not() {
+        for p in ["pvlib/temperature.py", "/testbed/setup.py", "src/lib.rs", "setup.py", "./run_tests.sh", "a/b/c"] {
+            assert!(is_path(p), "{p}");
+        }
+        for p in ["and/or", "-n", "https://x.org/a.py", "/", "3.14", "e.g", "1/2", "hello"] {
+            assert!(!is_path(p), "{p}");
+        }
+    }
+
+    #[test]
+    fn identifiers() {
+        for t in ["fit_model", "pvlib.temperature", "CamelCase", "run()", "a::b"] {
+            assert!(is_code_identifier(t), "{t}");
+        }
+        for t in ["the", "Hello", "1.2.3", "x", "done.", "e.g", "i.e"] {
+            assert!(!is_code_identifier(t), "{t}");
+        }
+    }
+
+    #[test]
+    fn exit_statuses() {
+        assert_eq!(exit_status("<returncode>2</returncode>\n<output>x</output>"), Some(2));
+        assert_eq!(exit_status("ok\n[Command finished with exit code 0]"), Some(0));
+        assert_eq!(exit_status("Exit code: 1"), Some(1));
+        assert_eq!(exit_status("nothing here"), None);
+    }
+
+    #[test]
+    fn errors() {
+        let out = "Traceback (most recent call last):\n  File \"x.py\", line 1\nNameError: name 'y' is not defined\nFAILED tests/t.py::test_a - assert 1 == 2\nerror[E0308]: mismatched types\nThis is not an Error: prose";
+        let lines = error_lines(out, 200);
+        assert_eq!(
+            lines,
+            vec![
+                "NameError: name 'y' is not defined".to_owned(),
+                "FAILED tests/t.py::test_a - assert 1 == 2".to_owned(),
+                "error[E0308]: mismatched types".to_owned()
+            ]
+        );
+        assert_eq!(test_of("FAILED tests/t.py::test_a - x"), Some("tests/t.py::test_a"));
+    }
+
+    #[test]
+    fn bash_blocks_are_found() {
+        let text = "THOUGHT: look\n\n```bash\ncat a.py | head\n```\n```python\nx\n```";
+        assert_eq!(bash_blocks(text), vec!["cat a.py | head"]);
+    }
+}
