@@ -39,7 +39,8 @@ pub fn render(ledger: &Ledger, max_chars: usize) -> String {
     }
     let mut used = heading;
     let cost = |s: &Section, line: usize| s.lines[line].chars().count() + 3;
-    let title_cost = |s: &Section| s.title.chars().count() + 5;
+    // Title line plus room for a `(N older omitted)` note.
+    let title_cost = |s: &Section| s.title.chars().count() + 5 + 28;
     let present = sections.iter().filter(|s| !s.lines.is_empty()).count().max(1);
     let share = (max_chars - heading) / present;
     // Pass 1: a fair share each, in priority order, newest first.
@@ -93,12 +94,8 @@ pub fn render(ledger: &Ledger, max_chars: usize) -> String {
             out.push_str(line);
         }
         if omitted > 0 {
-            // The note may overshoot the cap by a few chars only when there is room.
-            let note = format!("\n- ({omitted} older omitted)");
-            if used + note.chars().count() <= max_chars {
-                used += note.chars().count();
-                out.push_str(&note);
-            }
+            // Its room was reserved with the title.
+            out.push_str(&format!("\n- ({omitted} older omitted)"));
         }
     }
     out

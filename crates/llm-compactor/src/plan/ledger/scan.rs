@@ -52,7 +52,13 @@ pub(crate) fn is_path(token: &str) -> bool {
         if parts.is_empty() {
             return false;
         }
-        return token.starts_with('/') || token.starts_with("./") || token.starts_with("~/") || parts.len() >= 2 && (parts.iter().any(|p| p.contains('.') || p.contains('_')) || parts.len() >= 3);
+        if token.starts_with('/') || token.starts_with("./") || token.starts_with("~/") {
+            return true;
+        }
+        // Relative: `pkg/mod.py`, `src/a/b`; not sed's `s/a/b/g`.
+        return parts.len() >= 2
+            && parts.iter().all(|p| p.chars().count() >= 2)
+            && (parts.iter().any(|p| p.contains('.') || p.contains('_')) || parts.len() >= 3);
     }
     match token.rsplit_once('.') {
         Some((stem, ext)) => {
@@ -212,10 +218,10 @@ mod tests {
 
     #[test]
     fn paths_are_recognised_and_prose_is_not() {
-        for p in ["pvlib/temperature.py", "/testbed/setup.py", "src/lib.rs", "setup.py", "./run_tests.sh", "a/b/c"] {
+        for p in ["pvlib/temperature.py", "/testbed/setup.py", "src/lib.rs", "setup.py", "./run_tests.sh", "ab/cd/ef"] {
             assert!(is_path(p), "{p}");
         }
-        for p in ["and/or", "-n", "https://x.org/a.py", "/", "3.14", "e.g", "1/2", "hello"] {
+        for p in ["and/or", "s/a/b/g", "-n", "https://x.org/a.py", "/", "3.14", "e.g", "1/2", "hello"] {
             assert!(!is_path(p), "{p}");
         }
     }
