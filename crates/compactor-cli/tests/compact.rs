@@ -31,7 +31,8 @@ fn help_lists_the_options() {
 fn without_a_summarizer_it_hard_trims_and_says_so() {
     let dir = tempfile::tempdir().unwrap();
     let input = write_json(dir.path(), "c.json", &conversation(10, 400));
-    let mut args = vec!["compact", input.to_str().unwrap()];
+    // `auto` would pick the model-free ledger here: `none` is no summarizer at all.
+    let mut args = vec!["compact", input.to_str().unwrap(), "--summarizer", "none"];
     args.extend(BASE);
     let out = run(&args, None);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
@@ -48,7 +49,7 @@ fn without_a_summarizer_it_hard_trims_and_says_so() {
 fn json_result_has_every_field() {
     let dir = tempfile::tempdir().unwrap();
     let input = write_json(dir.path(), "c.json", &conversation(10, 400));
-    let mut args = vec!["compact", input.to_str().unwrap(), "--json"];
+    let mut args = vec!["compact", input.to_str().unwrap(), "--json", "--summarizer", "none"];
     args.extend(BASE);
     let out = run(&args, None);
     assert!(out.status.success());
@@ -239,4 +240,29 @@ fn ctrl_c_cancels_the_summarizer_and_the_pass_still_ends_in_a_trim() {
     assert!(interrupted.elapsed() < std::time::Duration::from_secs(10), "{report}");
     let compacted: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert!(compacted.as_array().unwrap().len() < 23);
+}
+
+#[test]
+fn auto_without_keys_or_model_writes_the_ledger_summary() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = write_json(dir.path(), "c.json", &conversation(10, 400));
+    let mut args = vec!["compact", input.to_str().unwrap(), "--json"];
+    args.extend(BASE);
+    let out = run(&args, None);
+    assert!(out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("summarizer auto: ledger"), "{stderr}");
+    let r = stdout_json(&out);
+    assert_eq!(r["fallback"], false);
+    let summary = r["summary"].as_str().unwrap();
+    assert!(
+        summary.contains("### Last user request (verbatim)\n- Fix the bug."),
+        "{summary}"
+    );
+    assert!(
+        summary.contains("f0.rs (read)") || summary.contains("older omitted"),
+        "{summary}"
+    );
+    assert_eq!(r["attempts"][0]["kind"], "ledger");
+    assert_eq!(r["attempts"][0]["outcome"], "accepted");
 }

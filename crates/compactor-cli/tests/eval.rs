@@ -45,10 +45,27 @@ fn echo_bound_outranks_the_useless_bound_and_the_ledger_invents_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let path = write_json(dir.path(), "s.json", &session());
     let path = path.to_str().unwrap();
-    let echo = eval(path, &["--summarizer", "exec", "--summarizer-cmd", "cat", "--ledger-max-tokens", "0"]);
+    let echo = eval(
+        path,
+        &[
+            "--summarizer",
+            "exec",
+            "--summarizer-cmd",
+            "cat",
+            "--ledger-max-tokens",
+            "0",
+        ],
+    );
     let useless = eval(
         path,
-        &["--summarizer", "exec", "--summarizer-cmd", "echo 'The agent worked on the task.'", "--ledger-max-tokens", "0"],
+        &[
+            "--summarizer",
+            "exec",
+            "--summarizer-cmd",
+            "echo 'The agent worked on the task.'",
+            "--ledger-max-tokens",
+            "0",
+        ],
     );
     let ledger = eval(path, &["--summarizer", "ledger"]);
     let recall = |v: &Value| v["total"]["recall"].as_f64().unwrap();
@@ -73,7 +90,17 @@ fn a_summary_that_invents_a_path_counts_as_a_hallucination_unless_gated() {
     let path = write_json(dir.path(), "s.json", &session());
     let path = path.to_str().unwrap();
     let cmd = "echo 'The agent edited src/invented_module.py and called made_up_helper.'";
-    let raw = eval(path, &["--summarizer", "exec", "--summarizer-cmd", cmd, "--ledger-max-tokens", "0"]);
+    let raw = eval(
+        path,
+        &[
+            "--summarizer",
+            "exec",
+            "--summarizer-cmd",
+            cmd,
+            "--ledger-max-tokens",
+            "0",
+        ],
+    );
     assert_eq!(raw["total"]["hallucinations"], 2, "{raw}");
     // With the ledger (the CLI default) the grounding gate flags both.
     let gated = eval(path, &["--summarizer", "exec", "--summarizer-cmd", cmd]);
@@ -86,7 +113,17 @@ fn a_summary_that_invents_a_path_counts_as_a_hallucination_unless_gated() {
 fn the_table_names_the_summarizer_and_every_file() {
     let dir = tempfile::tempdir().unwrap();
     let path = write_json(dir.path(), "s.json", &session());
-    let out = run(&["eval", path.to_str().unwrap(), "--summarizer", "ledger", "--counter", "heuristic"], None);
+    let out = run(
+        &[
+            "eval",
+            path.to_str().unwrap(),
+            "--summarizer",
+            "ledger",
+            "--counter",
+            "heuristic",
+        ],
+        None,
+    );
     assert!(out.status.success());
     let text = stdout(&out);
     assert!(text.starts_with("summarizer: ledger\n"), "{text}");

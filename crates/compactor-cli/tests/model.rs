@@ -76,7 +76,7 @@ fn auto_without_keys_or_model_says_none() {
         .output()
         .expect("runs");
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("summarizer auto: none"), "{stderr}");
+    assert!(stderr.contains("summarizer auto: ledger"), "{stderr}");
     assert!(stderr.contains("compactor model fetch"), "{stderr}");
 }
 

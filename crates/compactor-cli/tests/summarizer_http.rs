@@ -212,17 +212,20 @@ fn a_rejected_key_hard_trims_without_retrying_or_leaking() {
         ],
     );
     let result = json_out(&output);
-    assert_eq!(result["fallback"], true);
-    assert_eq!(result["attempts"].as_array().unwrap().len(), 1);
+    // No model summary: the ledger summary instead of the hard trim.
+    assert_eq!(result["fallback"], false);
+    assert_eq!(result["attempts"].as_array().unwrap().len(), 2);
     assert_eq!(result["attempts"][0]["class"], "abort");
     assert_eq!(result["attempts"][0]["status"], 401);
+    assert_eq!(result["attempts"][1]["kind"], "ledger");
+    assert_eq!(result["attempts"][1]["outcome"], "accepted");
     assert_eq!(server.seen().len(), 1, "an abort-class failure is not retried");
     let everything = format!(
         "{}{}",
         String::from_utf8_lossy(&output.stdout),
         String::from_utf8_lossy(&output.stderr)
     );
-    assert!(everything.contains("HARD TRIM"));
+    assert!(everything.contains("The summarizer could not produce a summary"));
     assert!(!everything.contains("SECRET"), "the key leaked: {everything}");
 }
 

@@ -26,7 +26,13 @@ fn synthetic() -> Vec<Message> {
     let mut out = vec![Message::user("Fix the failing parser tests in src/parser.py")];
     for i in 0..200 {
         let args = serde_json::json!({"command": format!("cat src/mod_{i}.py | sed -n '1,80p' && python -m pytest tests/test_{i}.py")});
-        out.push(Message::assistant(format!("Checking `parse_{i}`.")).with_tool_calls(vec![ToolCall::new(format!("c{i}"), "bash", args.to_string())]));
+        out.push(
+            Message::assistant(format!("Checking `parse_{i}`.")).with_tool_calls(vec![ToolCall::new(
+                format!("c{i}"),
+                "bash",
+                args.to_string(),
+            )]),
+        );
         out.push(Message::tool(
             format!("c{i}"),
             format!("<returncode>1</returncode>\n<output>\n{}\nFAILED tests/test_{i}.py::test_case - ValueError: bad\n</output>", "line of output\n".repeat(120)),
@@ -66,7 +72,8 @@ fn ledger(c: &mut Criterion) {
         })
     });
     let source = source_text(&messages);
-    let summary = render(&extract(&messages, &indices, &rules), 8000) + "\nThe agent edited `made_up_function` in fake/module.py.";
+    let summary = render(&extract(&messages, &indices, &rules), 8000)
+        + "\nThe agent edited `made_up_function` in fake/module.py.";
     group.bench_function("grounding gate, 2k-token summary vs 100k-token source", |b| {
         b.iter(|| black_box(ground(black_box(&summary), &source, &GroundingRules::default())))
     });

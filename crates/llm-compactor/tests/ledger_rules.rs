@@ -27,7 +27,11 @@ fn paths_from_tool_arguments_with_operations() {
     let messages = vec![
         Message::assistant("").with_tool_calls(vec![
             ToolCall::new("a", "read_file", r#"{"file_path":"src/lib.rs"}"#),
-            ToolCall::new("b", "str_replace_editor", r#"{"command":"str_replace","path":"/repo/src/main.rs","old_str":"a","new_str":"b"}"#),
+            ToolCall::new(
+                "b",
+                "str_replace_editor",
+                r#"{"command":"str_replace","path":"/repo/src/main.rs","old_str":"a","new_str":"b"}"#,
+            ),
             ToolCall::new("c", "write", r#"{"filename":"notes.md","content":"x"}"#),
         ]),
         Message::tool("a", "pub mod x;"),
@@ -66,9 +70,15 @@ fn commands_with_exit_status_deduplicated() {
 fn failing_tests_stay_open_until_passed() {
     let messages = vec![
         bash("1", "pytest tests/test_a.py"),
-        Message::tool("1", "FAILED tests/test_a.py::test_x - assert 1 == 2\nFAILED tests/test_a.py::test_y - KeyError"),
+        Message::tool(
+            "1",
+            "FAILED tests/test_a.py::test_x - assert 1 == 2\nFAILED tests/test_a.py::test_y - KeyError",
+        ),
         bash("2", "pytest tests/test_a.py::test_x -v"),
-        Message::tool("2", "PASSED tests/test_a.py::test_x\n[Command finished with exit code 0]"),
+        Message::tool(
+            "2",
+            "PASSED tests/test_a.py::test_x\n[Command finished with exit code 0]",
+        ),
     ];
     let ledger = all(&messages);
     let x = ledger.errors.iter().find(|e| e.text.contains("test_x")).unwrap();
@@ -126,7 +136,10 @@ fn identifiers_from_the_agents_own_turns_bounded() {
     assert_eq!(ledger.identifiers.len(), rules.max_identifiers);
     assert_eq!(ledger.identifiers.last().unwrap(), "helper_99");
     let small = all(&messages[..1]);
-    assert_eq!(small.identifiers, ["fit_model", "pvlib.temperature", "https://github.com/x/y/issues/12"]);
+    assert_eq!(
+        small.identifiers,
+        ["fit_model", "pvlib.temperature", "https://github.com/x/y/issues/12"]
+    );
 }
 
 #[test]
@@ -139,7 +152,12 @@ fn rendering_has_fixed_sections_and_respects_the_cap() {
     let ledger = all(&messages);
     let text = render(&ledger, 10_000);
     assert!(text.starts_with(LEDGER_HEADING));
-    let order = ["### Last user request", "### Open errors", "### Files touched", "### Commands run"];
+    let order = [
+        "### Last user request",
+        "### Open errors",
+        "### Files touched",
+        "### Commands run",
+    ];
     let positions: Vec<usize> = order.iter().map(|h| text.find(h).unwrap()).collect();
     assert!(positions.windows(2).all(|w| w[0] < w[1]), "{text}");
     assert!(text.contains("`pytest tests/test_a.py`"));
@@ -157,7 +175,10 @@ fn load(kind: &str, name: &str) -> Option<Vec<Message>> {
 
 #[test]
 fn real_mini_swe_agent_run_paths_commands_errors() {
-    let Some(messages) = load("mini-swe-agent", "deepseek_chat_dev__pvlib__pvlib-python-1072.traj.json") else {
+    let Some(messages) = load(
+        "mini-swe-agent",
+        "deepseek_chat_dev__pvlib__pvlib-python-1072.traj.json",
+    ) else {
         return;
     };
     // The middle up to the first failing pytest run (message 107).
@@ -165,19 +186,41 @@ fn real_mini_swe_agent_run_paths_commands_errors() {
     let ledger = extract(&messages, &middle, &LedgerRules::default());
     let temperature = file(&ledger, "pvlib/temperature.py").expect("read with cat | sed");
     assert!(temperature.operations.contains(&"read".to_owned()), "{temperature:?}");
-    assert!(file(&ledger, "pvlib/singlediode.py").unwrap().operations.contains(&"edit".to_owned()));
+    assert!(
+        file(&ledger, "pvlib/singlediode.py")
+            .unwrap()
+            .operations
+            .contains(&"edit".to_owned())
+    );
     let repro = file(&ledger, "reproduce_issue.py").unwrap();
-    assert!(repro.operations.contains(&"write".to_owned()) && repro.operations.contains(&"run".to_owned()), "{repro:?}");
-    let run = ledger.commands.iter().find(|c| c.command == "python reproduce_issue.py").unwrap();
+    assert!(
+        repro.operations.contains(&"write".to_owned()) && repro.operations.contains(&"run".to_owned()),
+        "{repro:?}"
+    );
+    let run = ledger
+        .commands
+        .iter()
+        .find(|c| c.command == "python reproduce_issue.py")
+        .unwrap();
     assert!(run.runs >= 5, "{run:?}");
-    assert!(ledger.commands.iter().all(|c| c.exit.is_some()), "every mini-swe-agent result has a returncode");
+    assert!(
+        ledger.commands.iter().all(|c| c.exit.is_some()),
+        "every mini-swe-agent result has a returncode"
+    );
     let failing = ledger
         .open_errors()
-        .find(|e| e.text.starts_with("FAILED pvlib/tests/test_temperature.py::test_fuentes"))
+        .find(|e| {
+            e.text
+                .starts_with("FAILED pvlib/tests/test_temperature.py::test_fuentes")
+        })
         .expect("the failing test is open");
     assert!(failing.command.as_deref().unwrap().contains("pytest"));
     // The missing-module error of the first run was fixed by a later run of the same command.
-    let numpy = ledger.errors.iter().find(|e| e.text.contains("No module named 'numpy'")).unwrap();
+    let numpy = ledger
+        .errors
+        .iter()
+        .find(|e| e.text.contains("No module named 'numpy'"))
+        .unwrap();
     assert!(!numpy.open);
     assert!(ledger.last_user.as_deref().unwrap().contains("pvlib"));
 }
@@ -206,7 +249,9 @@ fn real_openhands_run() {
     let Some(dir) = common::data_dir() else { return };
     let path = dir.join("trajectories/openhands/multi_swe_bench_examples_output.jsonl");
     let Ok(bytes) = std::fs::read(&path) else { return };
-    let Some(line) = bytes.split(|b| *b == b'\n').next() else { return };
+    let Some(line) = bytes.split(|b| *b == b'\n').next() else {
+        return;
+    };
     let Ok(document) = Document::from_bytes(line, None, "openhands line 1") else {
         eprintln!("NOTICE: skipping: the OpenHands line is not a conversation this build reads");
         return;

@@ -9,9 +9,9 @@
 
 use std::time::Instant;
 
+use llm_compactor::plan::SUMMARY_HEADER;
 use llm_compactor::plan::grounding::{UNVERIFIED, ungrounded_identifiers};
 use llm_compactor::plan::ledger::source_text;
-use llm_compactor::plan::SUMMARY_HEADER;
 use serde::Serialize;
 use serde_json::json;
 
@@ -65,7 +65,9 @@ pub struct FileScore {
 /// Runs the command.
 pub fn run(args: Args) -> Result<(), CliError> {
     let (compactor, _counter) = args.opts.compactor(false)?;
-    let name = compactor.summarizer().map_or("none".to_owned(), |s| s.name().to_owned());
+    let name = compactor
+        .summarizer()
+        .map_or("none".to_owned(), |s| s.name().to_owned());
     let mut scores = Vec::new();
     for file in &args.files {
         let document = io::read_document(file, args.opts.format())?;
@@ -175,10 +177,26 @@ fn table(name: &str, scores: &[FileScore]) -> String {
         "summarizer: {name}\n{:<48} {:>7} {:>6} {:>6} {:>6} {:>6} {:>7} {:>6} {:>5} {:>7} {:>8}\n",
         "file", "outcome", "recall", "path", "cmd", "error", "request", "ident", "hall", "ratio", "seconds"
     );
-    let row = |file: &str, outcome: &str, found: usize, probes: usize, kinds: &[(usize, usize)], hall: usize, ratio: f64, secs: f64| {
+    let row = |file: &str,
+               outcome: &str,
+               found: usize,
+               probes: usize,
+               kinds: &[(usize, usize)],
+               hall: usize,
+               ratio: f64,
+               secs: f64| {
         let mut file = file.to_owned();
         if file.chars().count() > 48 {
-            file = format!("…{}", file.chars().rev().take(47).collect::<Vec<_>>().into_iter().rev().collect::<String>());
+            file = format!(
+                "…{}",
+                file.chars()
+                    .rev()
+                    .take(47)
+                    .collect::<Vec<_>>()
+                    .into_iter()
+                    .rev()
+                    .collect::<String>()
+            );
         }
         format!(
             "{file:<48} {outcome:>7} {:>6} {:>6} {:>6} {:>6} {:>7} {:>6} {hall:>5} {ratio:>7.1} {secs:>8.2}\n",
@@ -193,14 +211,26 @@ fn table(name: &str, scores: &[FileScore]) -> String {
     for s in scores {
         let kinds: Vec<(usize, usize)> = s.by_kind.iter().map(|(_, f, d)| (*f, *d)).collect();
         let ratio = s.tokens_before as f64 / s.tokens_after.max(1) as f64;
-        out.push_str(&row(&s.file, &s.outcome, s.found, s.probes, &kinds, s.hallucinations, ratio, s.seconds));
+        out.push_str(&row(
+            &s.file,
+            &s.outcome,
+            s.found,
+            s.probes,
+            &kinds,
+            s.hallucinations,
+            ratio,
+            s.seconds,
+        ));
     }
     let t = total(scores);
     let kinds: Vec<(usize, usize)> = ProbeKind::ALL
         .iter()
         .map(|k| {
             let v = &t["by_kind"][k.name()];
-            (v["found"].as_u64().unwrap_or(0) as usize, v["drawn"].as_u64().unwrap_or(0) as usize)
+            (
+                v["found"].as_u64().unwrap_or(0) as usize,
+                v["drawn"].as_u64().unwrap_or(0) as usize,
+            )
         })
         .collect();
     out.push_str(&row(

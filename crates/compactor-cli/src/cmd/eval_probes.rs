@@ -72,18 +72,28 @@ fn is_pathlike(token: &str) -> bool {
     if !(4..=160).contains(&len) || token.starts_with('-') || token.contains("://") {
         return false;
     }
-    if !token.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '/' | '.' | '_' | '-')) {
+    if !token
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '/' | '.' | '_' | '-'))
+    {
         return false;
     }
     let ext = token.rsplit_once('.').map(|(_, e)| e).unwrap_or("");
-    let known = ["py", "rs", "js", "ts", "go", "c", "h", "toml", "json", "md", "txt", "cfg", "yaml", "yml", "sh", "java", "cpp", "pony"];
-    token.chars().any(|c| c.is_ascii_alphabetic()) && (known.contains(&ext) || token.matches('/').count() >= 2 && !token.ends_with('/'))
+    let known = [
+        "py", "rs", "js", "ts", "go", "c", "h", "toml", "json", "md", "txt", "cfg", "yaml", "yml", "sh", "java", "cpp",
+        "pony",
+    ];
+    token.chars().any(|c| c.is_ascii_alphabetic())
+        && (known.contains(&ext) || token.matches('/').count() >= 2 && !token.ends_with('/'))
 }
 
 fn is_ident(token: &str) -> bool {
     let len = token.len();
     (4..=80).contains(&len)
-        && token.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && token
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
         && token.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.')
         && (token.trim_matches('_').contains('_') || token.contains('.') && !token.ends_with('.'))
 }
@@ -197,7 +207,11 @@ fn errors(text: &str, found: &mut Vec<Probe>, push: &mut impl FnMut(ProbeKind, S
             continue;
         }
         let head = line.split(':').next().unwrap_or("");
-        if (head.ends_with("Error") || head.ends_with("Exception")) && head.len() > 5 && !head.contains(' ') && line.len() > head.len() {
+        if (head.ends_with("Error") || head.ends_with("Exception"))
+            && head.len() > 5
+            && !head.contains(' ')
+            && line.len() > head.len()
+        {
             push(ProbeKind::Error, start(line, PROBE_CHARS), found);
         }
     }
@@ -212,8 +226,11 @@ mod tests {
     fn probes_are_drawn_from_actions_results_and_the_last_request() {
         let messages = vec![
             Message::user("Please fix the crash in the parser"),
-            Message::assistant("Looking at `parse_header` first.")
-                .with_tool_calls(vec![ToolCall::new("c", "bash", r#"{"command":"pytest tests/test_parse.py -x"}"#)]),
+            Message::assistant("Looking at `parse_header` first.").with_tool_calls(vec![ToolCall::new(
+                "c",
+                "bash",
+                r#"{"command":"pytest tests/test_parse.py -x"}"#,
+            )]),
             Message::tool("c", "FAILED tests/test_parse.py::test_empty - KeyError\nKeyError: 'x'"),
         ];
         let probes = draw(&messages, &[0, 1, 2]);

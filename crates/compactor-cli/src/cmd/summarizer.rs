@@ -8,8 +8,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use llm_compactor::Summarizer;
-use llm_compactor::backend::{ExecSummarizer, LedgerSummarizer};
 use llm_compactor::backend::http::Protocol;
+use llm_compactor::backend::{ExecSummarizer, LedgerSummarizer};
 
 use crate::error::CliError;
 
@@ -169,7 +169,7 @@ impl SummarizerOpts {
                 None => (
                     SummarizerKind::Ledger,
                     None,
-                    "no API key in the environment and no local model fetched: the model-free ledger".to_owned(),
+                    "no API key in the environment and no local model (`compactor model fetch` gets one): the model-free ledger".to_owned(),
                 ),
             }
         };

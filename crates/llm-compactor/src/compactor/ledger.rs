@@ -129,7 +129,10 @@ impl Compactor {
                 AttemptOutcome::Accepted,
                 "no model summary: the ledger summary instead of the hard trim".to_owned(),
             ),
-            None => (AttemptOutcome::Rejected, "the ledger summary does not fit either".to_owned()),
+            None => (
+                AttemptOutcome::Rejected,
+                "the ledger summary does not fit either".to_owned(),
+            ),
         };
         outcome.attempts.push(Attempt {
             kind: AttemptKind::Ledger,

@@ -299,7 +299,15 @@ mod tests {
         assert_eq!(out.unverified, vec!["invented_function", "fake/path.py"]);
         assert!(out.text.contains("invented_function [unverified]"));
         assert!(ungrounded_identifiers(&out.text, source).is_empty());
-        let removed = ground(s, source, &GroundingRules { flag: false, ..GroundingRules::default() }).unwrap();
+        let removed = ground(
+            s,
+            source,
+            &GroundingRules {
+                flag: false,
+                ..GroundingRules::default()
+            },
+        )
+        .unwrap();
         assert!(!removed.text.contains("invented_function"));
         assert!(removed.text.contains("fit_model"));
     }

@@ -9,8 +9,8 @@
 mod assemble;
 mod cut;
 mod eligibility;
-mod identity;
 pub mod grounding;
+mod identity;
 pub mod ledger;
 mod pairs;
 mod stub;

@@ -13,8 +13,19 @@ use crate::plan::SUMMARY_HEADER;
 const COMMAND_KEYS: &[&str] = &["command", "cmd", "script", "bash", "shell", "code"];
 /// Argument names that carry a path.
 const PATH_KEYS: &[&str] = &[
-    "path", "file_path", "filepath", "filename", "file", "target_file", "notebook_path", "paths", "files",
-    "source", "destination", "old_path", "new_path",
+    "path",
+    "file_path",
+    "filepath",
+    "filename",
+    "file",
+    "target_file",
+    "notebook_path",
+    "paths",
+    "files",
+    "source",
+    "destination",
+    "old_path",
+    "new_path",
 ];
 /// Sub-commands of an editor tool (OpenHands' `str_replace_editor`, Anthropic's text
 /// editor) and the operation each means.
@@ -81,7 +92,10 @@ struct Builder<'a> {
 
 fn is_observation(text: &str) -> bool {
     let t = text.trim_start();
-    t.starts_with("<returncode>") || t.starts_with("<output>") || t.starts_with("Observation:") || t.starts_with("OBSERVATION:")
+    t.starts_with("<returncode>")
+        || t.starts_with("<output>")
+        || t.starts_with("Observation:")
+        || t.starts_with("OBSERVATION:")
 }
 
 fn one_line(text: &str, cap: usize) -> String {
@@ -172,7 +186,11 @@ impl Builder<'_> {
         let Some(args) = args else {
             // Not a JSON object: a raw command string for a shell-ish tool.
             let lower = name.to_ascii_lowercase();
-            if ["bash", "shell", "sh", "exec", "run", "terminal"].iter().any(|k| lower.contains(k)) && !arguments.trim().is_empty() {
+            if ["bash", "shell", "sh", "exec", "run", "terminal"]
+                .iter()
+                .any(|k| lower.contains(k))
+                && !arguments.trim().is_empty()
+            {
                 self.command(seq, arguments.trim());
                 return Some(arguments.trim().to_owned());
             }
@@ -219,7 +237,8 @@ impl Builder<'_> {
                 fact.exit = None;
             }
             None => {
-                self.command_index.insert(command.to_owned(), self.ledger.commands.len());
+                self.command_index
+                    .insert(command.to_owned(), self.ledger.commands.len());
                 self.ledger.commands.push(CommandFact {
                     command: shown,
                     exit: None,
@@ -274,7 +293,11 @@ impl Builder<'_> {
         }
         // `PASSED x::test_y` resolves a failing `x::test_y`.
         for line in text.lines() {
-            if let Some(test) = line.trim().strip_prefix("PASSED ").and_then(|_| scan::test_of(line.trim())) {
+            if let Some(test) = line
+                .trim()
+                .strip_prefix("PASSED ")
+                .and_then(|_| scan::test_of(line.trim()))
+            {
                 for fact in self.ledger.errors.iter_mut() {
                     if fact.open && scan::test_of(&fact.text) == Some(test) {
                         fact.open = false;
@@ -316,9 +339,17 @@ impl Builder<'_> {
 
 /// The operation a tool's name implies for the paths it is given.
 fn op_of_tool(name: &str) -> &'static str {
-    if ["read", "view", "cat", "open", "get", "show", "list", "search", "grep", "glob", "find"].iter().any(|k| name.contains(k)) {
+    if [
+        "read", "view", "cat", "open", "get", "show", "list", "search", "grep", "glob", "find",
+    ]
+    .iter()
+    .any(|k| name.contains(k))
+    {
         "read"
-    } else if ["edit", "replace", "patch", "apply", "modify", "update"].iter().any(|k| name.contains(k)) {
+    } else if ["edit", "replace", "patch", "apply", "modify", "update"]
+        .iter()
+        .any(|k| name.contains(k))
+    {
         "edit"
     } else if ["write", "create", "save", "new"].iter().any(|k| name.contains(k)) {
         "write"
@@ -332,7 +363,8 @@ fn op_of_tool(name: &str) -> &'static str {
 /// The operation a shell program implies for the paths in its arguments.
 fn op_of_program(program: &str, segment: &str) -> &'static str {
     match program {
-        "cat" | "head" | "tail" | "less" | "more" | "nl" | "grep" | "rg" | "egrep" | "wc" | "diff" | "ls" | "find" | "awk" => "read",
+        "cat" | "head" | "tail" | "less" | "more" | "nl" | "grep" | "rg" | "egrep" | "wc" | "diff" | "ls" | "find"
+        | "awk" => "read",
         "sed" | "perl" if segment.contains(" -i") => "edit",
         "sed" | "perl" => "read",
         "python" | "python3" | "pytest" | "node" | "bash" | "sh" | "cargo" | "go" | "make" | "tox" => "run",
@@ -372,9 +404,13 @@ fn command_paths(command: &str) -> Vec<(&str, &'static str)> {
             }
         }
         for segment in line.split(['|', ';', '&']) {
-            let mut words = segment.split_whitespace().filter(|w| !w.contains('=') || w.starts_with('-'));
+            let mut words = segment
+                .split_whitespace()
+                .filter(|w| !w.contains('=') || w.starts_with('-'));
             let mut program = words.next().unwrap_or("");
-            while matches!(program, "sudo" | "timeout" | "time" | "env" | "nohup" | "xargs") || program.chars().all(|c| c.is_ascii_digit() || c == 's') && !program.is_empty() {
+            while matches!(program, "sudo" | "timeout" | "time" | "env" | "nohup" | "xargs")
+                || program.chars().all(|c| c.is_ascii_digit() || c == 's') && !program.is_empty()
+            {
                 program = words.next().unwrap_or("");
             }
             let program = program.rsplit('/').next().unwrap_or(program);
@@ -398,7 +434,11 @@ fn command_paths(command: &str) -> Vec<(&str, &'static str)> {
             }
             for token in scan::tokens(segment).skip(1) {
                 let token = trim_token(token);
-                if is_path(token) && !token.starts_with("/dev/") && !targets.contains(&token) && !out.contains(&(token, op)) {
+                if is_path(token)
+                    && !token.starts_with("/dev/")
+                    && !targets.contains(&token)
+                    && !out.contains(&(token, op))
+                {
                     out.push((token, op));
                 }
             }
@@ -416,8 +456,12 @@ mod tests {
         let paths = command_paths("cd /testbed && sed -n '590,610p' pvlib/temperature.py");
         assert_eq!(paths, vec![("pvlib/temperature.py", "read")]);
         let paths = command_paths("sed -i 's/a/b/' src/x.py && python reproduce.py > out.txt");
-        assert_eq!(paths, vec![("src/x.py", "edit"), ("out.txt", "write"), ("reproduce.py", "run")]);
-        let paths = command_paths("cat <<'EOF' > test_fix.py\nimport os.path\nprint(a/b/c.py)\nEOF\npython test_fix.py");
+        assert_eq!(
+            paths,
+            vec![("src/x.py", "edit"), ("out.txt", "write"), ("reproduce.py", "run")]
+        );
+        let paths =
+            command_paths("cat <<'EOF' > test_fix.py\nimport os.path\nprint(a/b/c.py)\nEOF\npython test_fix.py");
         assert_eq!(paths, vec![("test_fix.py", "write"), ("test_fix.py", "run")]);
     }
 }

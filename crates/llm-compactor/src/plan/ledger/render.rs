@@ -119,11 +119,17 @@ fn sections(ledger: &Ledger) -> Vec<Section> {
     let mut commands: Vec<&super::CommandFact> = ledger.commands.iter().collect();
     commands.sort_by_key(|c| c.last_seen);
     vec![
-        section("Last user request (verbatim)", ledger.last_user.iter().cloned().collect()),
+        section(
+            "Last user request (verbatim)",
+            ledger.last_user.iter().cloned().collect(),
+        ),
         section("Open errors and failing tests", errors(true)),
         section(
             "Files touched",
-            files.iter().map(|f| format!("{} ({})", f.path, f.operations.join(", "))).collect(),
+            files
+                .iter()
+                .map(|f| format!("{} ({})", f.path, f.operations.join(", ")))
+                .collect(),
         ),
         section(
             "Commands run (newest last)",

@@ -8,14 +8,36 @@
 
 /// File extensions that make a slash-free token a path (`setup.py`, `Cargo.toml`).
 const EXTENSIONS: &[&str] = &[
-    "py", "rs", "toml", "json", "yaml", "yml", "md", "txt", "cfg", "ini", "js", "ts", "tsx", "jsx", "go", "c",
-    "h", "cc", "cpp", "hpp", "java", "kt", "rb", "php", "sh", "sql", "html", "css", "lock", "xml", "pony", "rst",
-    "csv", "ipynb", "pyi", "swift", "scala", "cs", "lua", "pl", "r", "mjs", "cjs", "vue", "proto", "gradle",
+    "py", "rs", "toml", "json", "yaml", "yml", "md", "txt", "cfg", "ini", "js", "ts", "tsx", "jsx", "go", "c", "h",
+    "cc", "cpp", "hpp", "java", "kt", "rb", "php", "sh", "sql", "html", "css", "lock", "xml", "pony", "rst", "csv",
+    "ipynb", "pyi", "swift", "scala", "cs", "lua", "pl", "r", "mjs", "cjs", "vue", "proto", "gradle",
 ];
 
 /// Characters that end a token in shell text and prose.
 fn is_separator(c: char) -> bool {
-    c.is_whitespace() || matches!(c, '\'' | '"' | '`' | ';' | '|' | '&' | '(' | ')' | '<' | '>' | ',' | '=' | '[' | ']' | '{' | '}' | '*' | '$' | '!' | '?')
+    c.is_whitespace()
+        || matches!(
+            c,
+            '\'' | '"'
+                | '`'
+                | ';'
+                | '|'
+                | '&'
+                | '('
+                | ')'
+                | '<'
+                | '>'
+                | ','
+                | '='
+                | '['
+                | ']'
+                | '{'
+                | '}'
+                | '*'
+                | '$'
+                | '!'
+                | '?'
+        )
 }
 
 /// Whitespace/punctuation-separated tokens of `text`, in order.
@@ -25,7 +47,12 @@ pub(crate) fn tokens(text: &str) -> impl Iterator<Item = &str> {
 
 /// Trims the punctuation prose puts around a token (`foo.py:12:`, `(bar)`, `x.`).
 pub(crate) fn trim_token(token: &str) -> &str {
-    let token = token.trim_matches(|c: char| matches!(c, ':' | '.' | ',' | ';' | '\'' | '"' | '`' | '(' | ')' | '[' | ']' | '{' | '}' | '*' | '<' | '>' | '!' | '?'));
+    let token = token.trim_matches(|c: char| {
+        matches!(
+            c,
+            ':' | '.' | ',' | ';' | '\'' | '"' | '`' | '(' | ')' | '[' | ']' | '{' | '}' | '*' | '<' | '>' | '!' | '?'
+        )
+    });
     // `path.py:12` and `path.py:12:3` name the path.
     match token.find(':') {
         Some(i) if token[i + 1..].chars().next().is_some_and(|c| c.is_ascii_digit()) => &token[..i],
@@ -40,7 +67,10 @@ pub(crate) fn is_path(token: &str) -> bool {
     if !(3..=200).contains(&len) || token.starts_with('-') || token.contains("://") {
         return false;
     }
-    if !token.chars().all(|c| c.is_alphanumeric() || matches!(c, '/' | '.' | '_' | '-' | '+' | '@' | '~')) {
+    if !token
+        .chars()
+        .all(|c| c.is_alphanumeric() || matches!(c, '/' | '.' | '_' | '-' | '+' | '@' | '~'))
+    {
         return false;
     }
     if !token.chars().any(|c| c.is_alphabetic()) {
@@ -65,7 +95,10 @@ pub(crate) fn is_path(token: &str) -> bool {
             !stem.is_empty()
                 && !stem.ends_with('.')
                 && EXTENSIONS.contains(&ext)
-                && stem.chars().next().is_some_and(|c| c.is_alphanumeric() || c == '_' || c == '.')
+                && stem
+                    .chars()
+                    .next()
+                    .is_some_and(|c| c.is_alphanumeric() || c == '_' || c == '.')
         }
         None => false,
     }
@@ -84,7 +117,10 @@ pub(crate) fn is_code_identifier(token: &str) -> bool {
     if !chars.next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_') {
         return false;
     }
-    if !core.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | ':')) {
+    if !core
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | ':'))
+    {
         return false;
     }
     if core.ends_with('.') || core.ends_with(':') || core.contains("..") {
@@ -116,14 +152,25 @@ pub(crate) fn exit_status(result: &str) -> Option<i64> {
     let lower_head: String = result.chars().take(4096).collect::<String>().to_ascii_lowercase();
     let lower = if result.len() > 8192 {
         // The status is usually on the last lines.
-        let tail: String = result.chars().rev().take(2048).collect::<Vec<_>>().into_iter().rev().collect();
+        let tail: String = result
+            .chars()
+            .rev()
+            .take(2048)
+            .collect::<Vec<_>>()
+            .into_iter()
+            .rev()
+            .collect();
         format!("{lower_head}\n{}", tail.to_ascii_lowercase())
     } else {
         result.to_ascii_lowercase()
     };
     for marker in ["exit code:", "exit code", "exit status:", "exit status"] {
         if let Some(rest) = lower.rsplit(marker).next().filter(|_| lower.contains(marker)) {
-            let digits: String = rest.trim_start().chars().take_while(|c| c.is_ascii_digit() || *c == '-').collect();
+            let digits: String = rest
+                .trim_start()
+                .chars()
+                .take_while(|c| c.is_ascii_digit() || *c == '-')
+                .collect();
             if let Ok(code) = digits.parse() {
                 return Some(code);
             }
@@ -209,7 +256,10 @@ pub(crate) fn urls(text: &str) -> impl Iterator<Item = &str> {
 
 /// The `` `code spans` `` of text, in order.
 pub(crate) fn code_spans(text: &str) -> impl Iterator<Item = &str> {
-    text.split('`').skip(1).step_by(2).filter(|s| !s.is_empty() && !s.contains('\n'))
+    text.split('`')
+        .skip(1)
+        .step_by(2)
+        .filter(|s| !s.is_empty() && !s.contains('\n'))
 }
 
 #[cfg(test)]
@@ -218,10 +268,27 @@ mod tests {
 
     #[test]
     fn paths_are_recognised_and_prose_is_not() {
-        for p in ["pvlib/temperature.py", "/testbed/setup.py", "src/lib.rs", "setup.py", "./run_tests.sh", "ab/cd/ef"] {
+        for p in [
+            "pvlib/temperature.py",
+            "/testbed/setup.py",
+            "src/lib.rs",
+            "setup.py",
+            "./run_tests.sh",
+            "ab/cd/ef",
+        ] {
             assert!(is_path(p), "{p}");
         }
-        for p in ["and/or", "s/a/b/g", "-n", "https://x.org/a.py", "/", "3.14", "e.g", "1/2", "hello"] {
+        for p in [
+            "and/or",
+            "s/a/b/g",
+            "-n",
+            "https://x.org/a.py",
+            "/",
+            "3.14",
+            "e.g",
+            "1/2",
+            "hello",
+        ] {
             assert!(!is_path(p), "{p}");
         }
     }

@@ -1,0 +1,127 @@
+//! The ledger in a pass: appended to a model's summary after the grounding gate, the
+//! whole summary of the model-free `LedgerSummarizer`, and the fallback before the hard
+//! trim when the model fails or loops. Each test fails without the rule it names.
+
+mod engine_support;
+
+use std::sync::Arc;
+
+use engine_support::{Scripted, check, compactor, conversation, http, reply};
+use llm_compactor::backend::LedgerSummarizer;
+use llm_compactor::plan::ledger::{LEDGER_HEADING, LedgerPolicy};
+use llm_compactor::{AttemptKind, AttemptOutcome, CompactOptions};
+
+#[tokio::test]
+async fn the_ledger_is_appended_to_a_model_summary() {
+    let input = conversation(10, 400);
+    let c = compactor(2000, Some(Scripted::always(reply("## Goals\nFix the bug in f3.rs."))))
+        .with_ledger(LedgerPolicy::default());
+    let result = c.compact(&input, CompactOptions::default()).await.unwrap();
+    check(&input, &result);
+    assert!(!result.fallback);
+    assert!(result.summary.contains("Fix the bug in f3.rs."));
+    assert!(result.summary.contains(LEDGER_HEADING), "{}", result.summary);
+    assert!(
+        result.summary.contains("- Fix the bug."),
+        "the user's request is supplied: {}",
+        result.summary
+    );
+    assert!(result.summary.contains("f9.rs (read)"), "{}", result.summary);
+}
+
+#[tokio::test]
+async fn without_the_ledger_the_summary_is_exactly_the_models() {
+    let input = conversation(10, 400);
+    let c = compactor(2000, Some(Scripted::always(reply("Fix the bug in nowhere.rs."))));
+    let result = c.compact(&input, CompactOptions::default()).await.unwrap();
+    assert!(result.summary.ends_with("\nFix the bug in nowhere.rs."));
+}
+
+#[tokio::test]
+async fn invented_identifiers_are_flagged() {
+    let input = conversation(10, 400);
+    let c = compactor(2000, Some(Scripted::always(reply("Edited f3.rs and src/invented.rs."))))
+        .with_ledger(LedgerPolicy::default());
+    let result = c.compact(&input, CompactOptions::default()).await.unwrap();
+    assert!(
+        result.summary.contains("src/invented.rs. [unverified]"),
+        "{}",
+        result.summary
+    );
+    assert!(!result.summary.contains("f3.rs and [unverified]"));
+    let accepted = result
+        .attempts
+        .iter()
+        .find(|a| a.outcome == AttemptOutcome::Accepted)
+        .unwrap();
+    assert!(
+        accepted
+            .note
+            .as_deref()
+            .unwrap()
+            .contains("1 identifiers not in the source")
+    );
+}
+
+#[tokio::test]
+async fn a_looping_summary_is_rejected_and_the_ledger_written_instead() {
+    let input = conversation(10, 400);
+    let looped = "The tax class multiplier is calculated using the formula. ".repeat(12);
+    let c = compactor(2000, Some(Scripted::always(reply(&looped)))).with_ledger(LedgerPolicy::default());
+    let result = c.compact(&input, CompactOptions::default()).await.unwrap();
+    check(&input, &result);
+    assert!(!result.fallback);
+    assert!(!result.summary.contains("tax class"));
+    assert!(result.summary.contains(LEDGER_HEADING));
+    let rejected = result
+        .attempts
+        .iter()
+        .find(|a| a.outcome == AttemptOutcome::Rejected)
+        .unwrap();
+    assert!(rejected.note.as_deref().unwrap().contains("repetition"), "{rejected:?}");
+    let last = result.attempts.last().unwrap();
+    assert_eq!(
+        (last.kind, last.outcome),
+        (AttemptKind::Ledger, AttemptOutcome::Accepted)
+    );
+}
+
+#[tokio::test]
+async fn a_failing_model_falls_back_to_the_ledger_before_the_hard_trim() {
+    let input = conversation(10, 400);
+    let c = compactor(2000, Some(Scripted::always(http(401)))).with_ledger(LedgerPolicy::default());
+    let result = c.compact(&input, CompactOptions::default()).await.unwrap();
+    check(&input, &result);
+    assert!(!result.fallback, "{result:?}");
+    assert!(result.summary.contains("The summarizer could not produce a summary"));
+    assert!(result.summary.contains("f0.rs (read)"));
+    // Without the ledger the same failure is the hard trim.
+    let plain = compactor(2000, Some(Scripted::always(http(401))));
+    assert!(plain.compact(&input, CompactOptions::default()).await.unwrap().fallback);
+}
+
+#[tokio::test]
+async fn a_cancelled_pass_still_ends_in_the_hard_trim() {
+    let input = conversation(10, 400);
+    let c = compactor(2000, Some(Scripted::always(reply("x")))).with_ledger(LedgerPolicy::default());
+    let options = CompactOptions::default();
+    options.cancel.cancel();
+    let result = c.compact(&input, options).await.unwrap();
+    assert!(result.fallback);
+}
+
+#[tokio::test]
+async fn the_ledger_summarizer_needs_no_model() {
+    let input = conversation(10, 400);
+    let c = engine_support::compactor(2000, None).with_summarizer(Arc::new(LedgerSummarizer));
+    let result = c.compact(&input, CompactOptions::default()).await.unwrap();
+    check(&input, &result);
+    assert!(!result.fallback);
+    assert!(result.summary.contains(LEDGER_HEADING));
+    assert_eq!(result.attempts.len(), 1);
+    assert_eq!(result.attempts[0].kind, AttemptKind::Ledger);
+    assert!(result.tokens_after < result.tokens_before);
+    // Deterministic: the same input gives the same bytes.
+    let again = c.compact(&input, CompactOptions::default()).await.unwrap();
+    assert_eq!(again.summary, result.summary);
+}
