@@ -99,7 +99,8 @@ fn exec_summarizer_from_stdin_to_a_file() {
     assert!(out.stdout.is_empty());
     let written: Value = serde_json::from_str(&std::fs::read_to_string(&out_path).unwrap()).unwrap();
     let summary = written[1]["content"].as_str().unwrap();
-    assert!(summary.ends_with("## Goals\n2048"), "{summary}");
+    // The model's text, then the ledger the CLI appends to every summary.
+    assert!(summary.contains("\n## Goals\n2048\n\n## Ledger"), "{summary}");
     // The human report: what happened, a bar before and after, the summary, the time.
     let report = String::from_utf8_lossy(&out.stderr);
     assert!(report.contains("summarized"), "{report}");

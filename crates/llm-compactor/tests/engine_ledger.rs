@@ -7,9 +7,10 @@ mod engine_support;
 use std::sync::Arc;
 
 use engine_support::{Scripted, check, compactor, conversation, http, reply};
+use llm_compactor::CompactOptions;
 use llm_compactor::backend::LedgerSummarizer;
+use llm_compactor::compactor::{AttemptKind, AttemptOutcome};
 use llm_compactor::plan::ledger::{LEDGER_HEADING, LedgerPolicy};
-use llm_compactor::{AttemptKind, AttemptOutcome, CompactOptions};
 
 #[tokio::test]
 async fn the_ledger_is_appended_to_a_model_summary() {

@@ -99,7 +99,8 @@ pub fn run(args: Args) -> Result<(), CliError> {
             })
             .collect();
         let ledger = result.attempts.iter().any(|a| {
-            a.kind == llm_compactor::AttemptKind::Ledger && a.outcome == llm_compactor::AttemptOutcome::Accepted
+            a.kind == llm_compactor::compactor::AttemptKind::Ledger
+                && a.outcome == llm_compactor::compactor::AttemptOutcome::Accepted
         });
         let outcome = if result.is_noop() {
             "noop"
