@@ -27,7 +27,9 @@ async fn the_ledger_is_appended_to_a_model_summary() {
         "the user's request is supplied: {}",
         result.summary
     );
-    assert!(result.summary.contains("f9.rs (read)"), "{}", result.summary);
+    assert!(result.summary.contains("f8.rs (read)"), "{}", result.summary);
+    // f9.rs is in the recent window, not in the replaced middle.
+    assert!(!result.summary.contains("f9.rs"), "{}", result.summary);
 }
 
 #[tokio::test]
