@@ -24,6 +24,7 @@
 mod clock;
 mod envelope;
 mod error;
+mod import;
 mod load;
 mod lock;
 mod log;
