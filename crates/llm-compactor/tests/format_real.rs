@@ -41,8 +41,12 @@ fn every_mini_swe_agent_trajectory_converts_to_valid_openai_and_anthropic() {
         let reread = Document::from_value(openai.clone(), None, &name).unwrap();
         assert_eq!(reread.format(), Format::OpenAi);
         assert_eq!(reread.to_value(), openai);
-        // Only the bookkeeping `exit` record is dropped.
-        assert_eq!(reread.messages().len(), doc.messages().len() - 1, "{name}");
+        // Nothing is dropped: the bookkeeping `exit` record becomes a labelled user message.
+        assert_eq!(reread.messages().len(), doc.messages().len(), "{name}");
+        assert!(
+            reread.messages().last().unwrap().text().starts_with("[message of role \"exit\"]"),
+            "{name}"
+        );
 
         let anthropic = doc.to_format(Format::Anthropic).unwrap();
         format_validate::assert_valid_anthropic(&anthropic, &name);
