@@ -64,7 +64,7 @@ fn an_import_cut_short_leaves_no_transcript_and_a_retry_works() {
     let replay = run(&["session", "replay", target.to_str().unwrap(), "--json"], None);
     assert!(replay.status.success(), "{}", stderr(&replay));
     let replayed: Value = serde_json::from_slice(&replay.stdout).unwrap();
-    assert_eq!(replayed["messages"].as_array().unwrap().len(), 202);
+    assert_eq!(replayed["messages"].as_array().unwrap().len(), 203);
 }
 
 const LEGACY: &str = r#"[
@@ -247,7 +247,7 @@ fn a_closed_pipe_ends_the_command_quietly() {
     let dir = tempfile::tempdir().unwrap();
     // Megabytes of output: far more than a pipe holds, so the writer meets the closed end.
     let input = write_json(dir.path(), "c.json", &conversation(200, 10_000));
-    let mut compact = vec!["compact", input.to_str().unwrap(), "--budget", "10000000"];
+    let mut compact = vec!["compact", input.to_str().unwrap(), "--budget", "10000000", "--summarizer", "none"];
     compact.extend(&BASE[..2]);
     for args in [vec!["convert", input.to_str().unwrap(), "--to", "anthropic"], compact] {
         let mut child = bin()
