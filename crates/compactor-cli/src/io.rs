@@ -66,10 +66,7 @@ pub fn write_output_for(input: Option<&str>, output: Option<&Path>, text: &str) 
                 .parent()
                 .filter(|p| !p.as_os_str().is_empty())
                 .unwrap_or(Path::new("."));
-            let prefix = format!(
-                ".{}.tmp-",
-                path.file_name().and_then(|n| n.to_str()).unwrap_or("out")
-            );
+            let prefix = format!(".{}.tmp-", path.file_name().and_then(|n| n.to_str()).unwrap_or("out"));
             llm_compactor::stale::sweep(dir, &prefix);
             let tmp = dir.join(format!("{prefix}{}", std::process::id()));
             let mode = output_mode(input, path);

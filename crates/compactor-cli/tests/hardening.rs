@@ -45,7 +45,13 @@ fn an_import_cut_short_leaves_no_transcript_and_a_retry_works() {
     // ~400 KB of messages: the limit (64 KB) is hit midway through the import.
     let input = write_json(dir.path(), "c.json", &conversation(100, 4000));
     let target = dir.path().join("run.jsonl");
-    let args = ["session", "import", input.to_str().unwrap(), "-o", target.to_str().unwrap()];
+    let args = [
+        "session",
+        "import",
+        input.to_str().unwrap(),
+        "-o",
+        target.to_str().unwrap(),
+    ];
     let out = run_file_size_limited(&args, 128);
     assert!(!out.status.success(), "the import must be cut short: {}", stderr(&out));
     assert!(
@@ -122,9 +128,7 @@ fn stale_output_temp_files_are_swept_and_live_ones_kept() {
     let input = write_json(dir.path(), "c.json", &conversation(4, 100));
     let output = dir.path().join("out.json");
     let dead = dir.path().join(".out.json.tmp-4294967");
-    let live = dir
-        .path()
-        .join(format!(".out.json.tmp-{}", std::process::id()));
+    let live = dir.path().join(format!(".out.json.tmp-{}", std::process::id()));
     std::fs::write(&dead, "partial").unwrap();
     std::fs::write(&live, "partial").unwrap();
     let mut args = vec!["compact", input.to_str().unwrap(), "-o", output.to_str().unwrap()];
@@ -155,17 +159,26 @@ fn dash_o_keeps_a_private_file_private() {
 
     // A new file from a private input stays private; from a public one it is 0644.
     let fresh = dir.path().join("fresh.json");
-    let out = run(&["convert", path, "--to", "anthropic", "-o", fresh.to_str().unwrap()], None);
+    let out = run(
+        &["convert", path, "--to", "anthropic", "-o", fresh.to_str().unwrap()],
+        None,
+    );
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(mode(&fresh), 0o600);
     set_mode(&input, 0o644);
     let public = dir.path().join("public.json");
-    let out = run(&["convert", path, "--to", "anthropic", "-o", public.to_str().unwrap()], None);
+    let out = run(
+        &["convert", path, "--to", "anthropic", "-o", public.to_str().unwrap()],
+        None,
+    );
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(mode(&public), 0o644);
     // An existing group-readable target keeps its 0640.
     set_mode(&public, 0o640);
-    let out = run(&["convert", path, "--to", "anthropic", "-o", public.to_str().unwrap()], None);
+    let out = run(
+        &["convert", path, "--to", "anthropic", "-o", public.to_str().unwrap()],
+        None,
+    );
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(mode(&public), 0o640);
 }
@@ -177,10 +190,22 @@ fn numeric_flags_out_of_range_are_usage_errors_not_panics() {
     let path = input.to_str().unwrap();
     let cases: Vec<(Vec<&str>, &str)> = vec![
         (
-            vec!["compact", path, "--summarizer", "exec", "--summarizer-cmd", "cat", "--summarizer-timeout", "1e20"],
+            vec![
+                "compact",
+                path,
+                "--summarizer",
+                "exec",
+                "--summarizer-cmd",
+                "cat",
+                "--summarizer-timeout",
+                "1e20",
+            ],
             "--summarizer-timeout",
         ),
-        (vec!["compact", path, "--summarizer-timeout", "NaN"], "--summarizer-timeout"),
+        (
+            vec!["compact", path, "--summarizer-timeout", "NaN"],
+            "--summarizer-timeout",
+        ),
         (vec!["compact", path, "--trigger-ratio", "NaN"], "--trigger-ratio"),
         (vec!["compact", path, "--trigger-ratio", "1.5"], "--trigger-ratio"),
         (vec!["compact", path, "--target-ratio", "inf"], "--target-ratio"),
@@ -191,7 +216,10 @@ fn numeric_flags_out_of_range_are_usage_errors_not_panics() {
         (vec!["compact", path, "--age-reclaim-min", "0"], "--age-reclaim-min"),
         (vec!["compact", path, "--tool-result-cap", "0"], "--tool-result-cap"),
         (vec!["compact", path, "--max-attempts", "0"], "--max-attempts"),
-        (vec!["compact", path, "--summary-max-tokens", "0"], "--summary-max-tokens"),
+        (
+            vec!["compact", path, "--summary-max-tokens", "0"],
+            "--summary-max-tokens",
+        ),
         (vec!["compact", path, "--keep-recent", "100000000000"], "--keep-recent"),
         (vec!["simulate", path, "--window", "0"], "--window"),
     ];
@@ -247,7 +275,14 @@ fn a_closed_pipe_ends_the_command_quietly() {
     let dir = tempfile::tempdir().unwrap();
     // Megabytes of output: far more than a pipe holds, so the writer meets the closed end.
     let input = write_json(dir.path(), "c.json", &conversation(200, 10_000));
-    let mut compact = vec!["compact", input.to_str().unwrap(), "--budget", "10000000", "--summarizer", "none"];
+    let mut compact = vec![
+        "compact",
+        input.to_str().unwrap(),
+        "--budget",
+        "10000000",
+        "--summarizer",
+        "none",
+    ];
     compact.extend(&BASE[..2]);
     for args in [vec!["convert", input.to_str().unwrap(), "--to", "anthropic"], compact] {
         let mut child = bin()

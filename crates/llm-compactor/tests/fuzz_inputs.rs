@@ -17,7 +17,9 @@ fn any_json() -> impl Strategy<Value = Value> {
         Just(Value::Null),
         any::<bool>().prop_map(Value::Bool),
         any::<i64>().prop_map(Value::from),
-        any::<f64>().prop_filter("finite", |f| f.is_finite()).prop_map(Value::from),
+        any::<f64>()
+            .prop_filter("finite", |f| f.is_finite())
+            .prop_map(Value::from),
         ".{0,12}".prop_map(Value::String),
     ];
     leaf.prop_recursive(4, 48, 6, |inner| {
@@ -139,13 +141,11 @@ fn message() -> impl Strategy<Value = Value> {
 
 /// A whole document in any of the shapes the formats use, or not quite.
 fn document() -> impl Strategy<Value = Value> {
-    let messages = prop::collection::vec(message(), 0..8);
+    let messages = || prop::collection::vec(message(), 0..8);
     prop_oneof![
-        messages.clone().prop_map(Value::Array),
-        (messages.clone(), content()).prop_map(|(m, system)| json!({"system": system, "messages": m})),
-        messages
-            .clone()
-            .prop_map(|m| json!({"info": {}, "messages": m, "trajectory_format": "mini-swe-agent-1"})),
+        messages().prop_map(Value::Array),
+        (messages(), content()).prop_map(|(m, system)| json!({"system": system, "messages": m})),
+        messages().prop_map(|m| json!({"info": {}, "messages": m, "trajectory_format": "mini-swe-agent-1"})),
         prop::collection::vec(any_json(), 0..6).prop_map(|h| json!({"history": h})),
         any_json(),
     ]
@@ -155,7 +155,12 @@ fn document() -> impl Strategy<Value = Value> {
 fn exercise(value: &Value) {
     let _ = detect(value);
     let _ = openhands::import_history(value, "fuzz");
-    for format in [None, Some(Format::OpenAi), Some(Format::Anthropic), Some(Format::MiniSweAgent)] {
+    for format in [
+        None,
+        Some(Format::OpenAi),
+        Some(Format::Anthropic),
+        Some(Format::MiniSweAgent),
+    ] {
         if let Ok(document) = Document::from_value(value.clone(), format, "fuzz") {
             let _ = document.to_value();
             for target in Format::ALL {
@@ -200,8 +205,12 @@ fn transcript_bytes() -> impl Strategy<Value = Vec<u8>> {
         }
     });
     let meta = r#"{"id":"meta","payload":{"created_by":"fuzz"},"ts":"t","type":"session-meta","v":1}"#;
-    (prop::collection::vec(line, 0..10), any::<bool>(), any::<prop::sample::Index>()).prop_map(
-        move |(lines, cut_end, at)| {
+    (
+        prop::collection::vec(line, 0..10),
+        any::<bool>(),
+        any::<prop::sample::Index>(),
+    )
+        .prop_map(move |(lines, cut_end, at)| {
             let mut bytes = format!("{meta}\n").into_bytes();
             bytes.extend(lines.concat());
             if cut_end {
@@ -209,8 +218,7 @@ fn transcript_bytes() -> impl Strategy<Value = Vec<u8>> {
                 bytes.truncate(keep);
             }
             bytes
-        },
-    )
+        })
 }
 
 proptest! {

@@ -172,7 +172,10 @@ async fn staging_dirs_of_killed_fetches_are_swept_and_live_ones_kept() {
     // A killed fetch's staging dir (its PID is gone), a live process's (our parent),
     // and an old-style one without a PID that is recent: only the first is stale.
     let dead = models.join(".fetch-4294967-0123456789abcdef");
-    let live = models.join(format!(".fetch-{}-fedcba9876543210", std::os::unix::process::parent_id()));
+    let live = models.join(format!(
+        ".fetch-{}-fedcba9876543210",
+        std::os::unix::process::parent_id()
+    ));
     let unnamed = models.join(".fetch-0123456789abcdef0123456789abcdef");
     for dir in [&dead, &live, &unnamed] {
         std::fs::create_dir_all(dir.join("download")).expect("mkdir");
@@ -182,5 +185,8 @@ async fn staging_dirs_of_killed_fetches_are_swept_and_live_ones_kept() {
     let _ = store.fetch(&spec(real_hash())).await.expect_err("no python");
     assert!(!dead.exists(), "the killed fetch's staging dir is swept");
     assert!(live.exists(), "a live fetch's staging dir is kept");
-    assert!(unnamed.exists(), "a recent dir without a PID is kept (only age removes it)");
+    assert!(
+        unnamed.exists(),
+        "a recent dir without a PID is kept (only age removes it)"
+    );
 }

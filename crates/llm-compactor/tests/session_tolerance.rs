@@ -61,7 +61,9 @@ fn a_complete_final_line_without_a_newline_is_kept_and_appending_adds_the_newlin
         let (mut session, report) = Session::open(&path, fixed_options()).unwrap();
         assert_eq!(report.repaired, None, "{style}");
         assert_eq!(file_bytes(&path), bytes, "{style}: open changes nothing by itself");
-        session.append_message(Message::assistant("four").with_id("four")).unwrap();
+        session
+            .append_message(Message::assistant("four").with_id("four"))
+            .unwrap();
         drop(session);
         let after = file_bytes(&path);
         assert!(after.starts_with(&bytes), "{style}");
@@ -89,7 +91,10 @@ fn an_unparseable_final_line_is_torn_with_or_without_a_newline_and_cut_off() {
             std::fs::write(&path, &bytes).unwrap();
 
             let transcript = Transcript::read(&path).unwrap();
-            let torn = transcript.torn_tail().unwrap_or_else(|| panic!("{style}: torn")).clone();
+            let torn = transcript
+                .torn_tail()
+                .unwrap_or_else(|| panic!("{style}: torn"))
+                .clone();
             assert_eq!(torn.offset, good.len() as u64, "{style}");
             assert_eq!(torn.bytes, tail.len() as u64, "{style}");
             assert_eq!(texts(transcript.messages()), ["one", "two", "three"], "{style}");
@@ -158,7 +163,10 @@ fn symlinked(dir: &tempfile::TempDir) -> (PathBuf, PathBuf, Vec<u8>) {
 }
 
 fn assert_still_one_session(real: &Path, link: &Path, good: &[u8]) {
-    assert!(std::fs::symlink_metadata(link).unwrap().file_type().is_symlink(), "the link is kept");
+    assert!(
+        std::fs::symlink_metadata(link).unwrap().file_type().is_symlink(),
+        "the link is kept"
+    );
     assert_eq!(std::fs::read_link(link).unwrap(), real);
     assert_eq!(file_bytes(real), good, "the real file is repaired");
 }
@@ -190,7 +198,9 @@ fn stale_repair_copies_are_swept_and_live_ones_kept() {
     // A repair copy of a process that is gone (PID beyond pid_max), and one of a live
     // process (our parent), with content that must not be trusted.
     let dead = dir.path().join(".s.jsonl.repair-4294967");
-    let live = dir.path().join(format!(".s.jsonl.repair-{}", std::os::unix::process::parent_id()));
+    let live = dir
+        .path()
+        .join(format!(".s.jsonl.repair-{}", std::os::unix::process::parent_id()));
     std::fs::write(&dead, b"garbage").unwrap();
     std::fs::write(&live, b"garbage").unwrap();
     let mut file = std::fs::OpenOptions::new().append(true).open(&path).unwrap();

@@ -108,7 +108,11 @@ pub fn human_report(result: &CompactionResult, counter: &str, elapsed: std::time
     }
     const SHOWN: usize = 8;
     for elision in result.elisions.iter().take(SHOWN) {
-        out.push_str(&format!("  elided #{}: {}\n", elision.index, escape_controls(&elision.stub)));
+        out.push_str(&format!(
+            "  elided #{}: {}\n",
+            elision.index,
+            escape_controls(&elision.stub)
+        ));
     }
     if result.elisions.len() > SHOWN {
         out.push_str(&format!("  ... and {} more\n", result.elisions.len() - SHOWN));

@@ -135,8 +135,9 @@ fn import(args: ImportArgs) -> Result<(), CliError> {
     );
     let count = document.messages().len();
     // Atomic: the transcript appears whole, or not at all (a killed import can be retried).
-    let session = Session::create_with_messages(&args.output, SessionOptions::new().meta(meta), document.into_messages())
-        .map_err(CliError::failed)?;
+    let session =
+        Session::create_with_messages(&args.output, SessionOptions::new().meta(meta), document.into_messages())
+            .map_err(CliError::failed)?;
     drop(session);
     crate::out::stderr_line(&format!(
         "compactor: imported {count} messages into {}",

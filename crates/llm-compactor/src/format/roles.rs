@@ -9,6 +9,10 @@
 //!   nearest earlier assistant message's unanswered tool call of the same name, or its
 //!   legacy `function_call` (which then becomes a real tool call, id
 //!   `call_function_<index>`);
+//! - any other message that comes while the latest assistant message still has a call
+//!   with no answer becomes that call's tool result, under a label naming its role
+//!   (mini-swe-agent's closing `exit` record carries what the final call printed; a user
+//!   turn there would leave the call unanswered, which providers reject);
 //! - anything else becomes a user message whose content starts with a label naming the
 //!   role (`[message of role "exit"]`), so no reader mistakes it for the user's words;
 //! - a message that cannot be given either form (an unknown role that carries tool
@@ -64,6 +68,19 @@ pub(super) fn express_roles(
             out.push(result);
             continue;
         }
+        if message.tool_calls.is_empty()
+            && let Some(id) = open_call(&out, &answered, &claimed)
+        {
+            // Between a call and its answers a user turn would break the conversation;
+            // the message is what came back for that call (mini-swe-agent's `exit`
+            // carries the submission the final call printed).
+            claimed.insert(id.clone());
+            let mut result = labelled_user(message, role);
+            result.role = Role::Tool;
+            result.tool_call_id = Some(id);
+            out.push(result);
+            continue;
+        }
         if !message.tool_calls.is_empty() {
             return Err((
                 index,
@@ -112,7 +129,9 @@ fn as_tool_result(
                 return None;
             }
             assistant.extras.remove("function_call");
-            assistant.tool_calls.push(ToolCall::new(id.clone(), call_name, arguments));
+            assistant
+                .tool_calls
+                .push(ToolCall::new(id.clone(), call_name, arguments));
             id
         }
     };
@@ -121,6 +140,21 @@ fn as_tool_result(
     result.role = Role::Tool;
     result.tool_call_id = Some(id);
     Some(result)
+}
+
+/// The first call of the latest assistant message that is still open (no answer
+/// anywhere, none claimed) when only its answers have followed it so far.
+fn open_call(out: &[Message], answered: &HashSet<&str>, claimed: &HashSet<String>) -> Option<String> {
+    let at = out.iter().rposition(|m| m.role != Role::Tool)?;
+    let assistant = &out[at];
+    if assistant.role != Role::Assistant {
+        return None;
+    }
+    assistant
+        .tool_calls
+        .iter()
+        .find(|call| !answered.contains(call.id.as_str()) && !claimed.contains(&call.id))
+        .map(|call| call.id.clone())
 }
 
 /// A user message carrying `message`'s content under a label naming its role.

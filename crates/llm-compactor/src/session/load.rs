@@ -71,7 +71,10 @@ fn split_lines(bytes: &[u8]) -> Vec<Line> {
     let mut lines = Vec::new();
     let mut start = 0;
     while start < bytes.len() {
-        let end = bytes[start..].iter().position(|&b| b == b'\n').map_or(bytes.len(), |i| start + i);
+        let end = bytes[start..]
+            .iter()
+            .position(|&b| b == b'\n')
+            .map_or(bytes.len(), |i| start + i);
         lines.push(Line { start, end });
         start = end + 1;
     }
@@ -114,7 +117,9 @@ impl Transcript {
             let raw = line.text(bytes);
             let parsed = std::str::from_utf8(raw)
                 .map_err(|e| format!("not valid UTF-8: {e}"))
-                .and_then(|text| serde_json::from_str::<serde_json::Value>(text).map_err(|e| format!("not valid JSON: {e}")));
+                .and_then(|text| {
+                    serde_json::from_str::<serde_json::Value>(text).map_err(|e| format!("not valid JSON: {e}"))
+                });
             let value = match parsed {
                 Ok(value) => value,
                 // The final line is torn when it is not even JSON: a partial write.
@@ -218,6 +223,12 @@ impl Transcript {
     }
 
     pub(crate) fn into_parts(self) -> (SessionMeta, Replayer, u64, Option<TornTail>, bool) {
-        (self.meta, self.replayer, self.good_len, self.torn_tail, self.needs_newline)
+        (
+            self.meta,
+            self.replayer,
+            self.good_len,
+            self.torn_tail,
+            self.needs_newline,
+        )
     }
 }
