@@ -8,6 +8,7 @@ pub mod model;
 pub mod plan;
 pub mod plot;
 pub mod session;
+pub mod session_store;
 pub mod simulate;
 pub mod summarizer;
 pub mod summarizer_http;

@@ -41,6 +41,8 @@ enum Command {
     Replay(ReplayArgs),
     /// Show a transcript's timeline: messages, elisions, compactions.
     Inspect(InspectArgs),
+    /// Write a session held in a store (`--store postgres://…`) to a JSONL transcript.
+    Export(crate::cmd::session_store::ExportArgs),
 }
 
 /// `compactor session replay`.
@@ -80,8 +82,15 @@ struct ImportArgs {
     /// The conversation file, or `-` for stdin.
     input: String,
     /// The new transcript (must not exist; created with mode 0600).
-    #[arg(short, long)]
-    output: PathBuf,
+    #[arg(short, long, required_unless_present = "store")]
+    output: Option<PathBuf>,
+    /// Instead: put the transcript FILE into this store (`postgres://…`, `memory:`),
+    /// line for line.
+    #[arg(long, conflicts_with = "output")]
+    store: Option<String>,
+    /// The session key in the store (default: the file's name without extension).
+    #[arg(long, requires = "store")]
+    session: Option<String>,
     /// The input's format.
     #[arg(long, value_enum, default_value = "auto")]
     from: FromArg,
@@ -102,6 +111,7 @@ pub fn run(args: Args) -> Result<(), CliError> {
         Command::Compact(args) => compact(*args),
         Command::Replay(args) => replay(args),
         Command::Inspect(args) => inspect(args),
+        Command::Export(args) => crate::cmd::session_store::export(args),
     }
 }
 
@@ -119,6 +129,10 @@ fn read(path: &std::path::Path) -> Result<Transcript, CliError> {
 }
 
 fn import(args: ImportArgs) -> Result<(), CliError> {
+    if let Some(store) = &args.store {
+        return crate::cmd::session_store::import(&args.input, store, args.session.clone());
+    }
+    let output = args.output.ok_or_else(|| CliError::Usage("give -o FILE or --store URL".to_owned()))?;
     let from = match args.from {
         FromArg::Auto => None,
         FromArg::OpenAi => Some(Format::OpenAi),
@@ -132,13 +146,13 @@ fn import(args: ImportArgs) -> Result<(), CliError> {
         "imported_from".into(),
         Value::String(crate::io::source_name(&args.input)),
     );
-    let mut session = Session::create(&args.output, SessionOptions::new().meta(meta)).map_err(CliError::failed)?;
+    let mut session = Session::create(&output, SessionOptions::new().meta(meta)).map_err(CliError::failed)?;
     let count = document.messages().len();
     for message in document.into_messages() {
         session.append_message(message).map_err(CliError::failed)?;
     }
     session.sync().map_err(CliError::failed)?;
-    eprintln!("compactor: imported {count} messages into {}", args.output.display());
+    eprintln!("compactor: imported {count} messages into {}", output.display());
     Ok(())
 }
 

@@ -32,6 +32,7 @@ mod pass;
 mod record;
 mod repair;
 mod replay;
+mod store_mirror;
 
 pub use clock::{Clock, FixedClock, IdSource, RandomIds, SequentialIds, SystemClock, format_timestamp};
 pub use envelope::VERSION;
@@ -50,3 +51,4 @@ pub use record::{
 };
 pub use repair::repair;
 pub use replay::{ReplayError, Replayer, summary_message};
+pub use store_mirror::{MirrorError, StoreMirror, restore_session};
