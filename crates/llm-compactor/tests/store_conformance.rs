@@ -70,3 +70,38 @@ async fn a_mirrored_session_is_shared_and_continued_elsewhere() {
     );
     assert!(!dir.path().join("x.jsonl").exists());
 }
+
+/// The agent-loop glue mirrors into the store as it goes: after a pass that compacted,
+/// the store holds the file's bytes, pass lines included.
+#[tokio::test]
+async fn a_context_manager_syncs_its_passes_into_the_store() {
+    use llm_compactor::compactor::{Compactor, CompactorConfig};
+    use llm_compactor::count::HeuristicCounter;
+    use llm_compactor::session::{ContextManager, RequestShape};
+    use tokio_util::sync::CancellationToken;
+
+    let store: Arc<dyn SessionStore> = Arc::new(MemoryStore::new());
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("agent.jsonl");
+    let config = CompactorConfig::builder(2_000).keep_recent(2).build().unwrap();
+    let compactor = Compactor::new(config, Arc::new(HeuristicCounter));
+    let session = Session::create(&path, SessionOptions::new()).unwrap();
+    let mut manager = ContextManager::new(Arc::new(compactor), session);
+    let mut mirror = StoreMirror::new(store.clone(), "agent");
+    manager.push(Message::user("Fix the build.")).unwrap();
+    for i in 0..12 {
+        manager
+            .record_response(None, "m", [Message::assistant(format!("step {i}")), Message::user("output ".repeat(120))])
+            .unwrap();
+        manager.sync_store(&mut mirror).await.unwrap();
+    }
+    let prepared = manager.prepare(RequestShape::default(), CancellationToken::new()).await.unwrap();
+    assert!(prepared.pass.is_some(), "the conversation is over budget: a pass ran");
+    manager.sync_store(&mut mirror).await.unwrap();
+    let exported = export_jsonl(store.as_ref(), "agent").await.unwrap();
+    assert_eq!(exported, std::fs::read_to_string(&path).unwrap());
+    let kinds: Vec<String> = store.events("agent", 0).await.unwrap().into_iter().map(|e| e.kind).collect();
+    assert!(kinds.iter().any(|k| k == "compaction" || k == "elision"), "{kinds:?}");
+    let replayed = Transcript::parse(&path, exported.as_bytes()).unwrap();
+    assert_eq!(replayed.messages(), manager.messages());
+}
