@@ -54,6 +54,8 @@ pub fn real_transcript(messages: usize) -> (String, Vec<NewEvent>) {
             usage: Default::default(),
         })
         .unwrap();
+    // A NUL byte in a tool's output (JSONB cannot hold it; the exact line must survive).
+    session.append_message(Message::user("binary \0 output")).unwrap();
     session.append_message(Message::user("thanks")).unwrap();
     let text = std::fs::read_to_string(&path).unwrap();
     let events = events_from_jsonl("s.jsonl", &text).unwrap();

@@ -7,11 +7,12 @@
 //!   build time), and a pool that replaces broken connections by itself, so a database
 //!   restart shows as [`StoreError::Unavailable`] for a while and then heals without
 //!   recreating the store.
-//! - **Appends**: one transaction per call. It first upserts the session row, which
-//!   locks it, so sequence numbers are assigned by one writer at a time per session
-//!   (gap-free, unique) while different sessions append in parallel. Ids already in the
-//!   session are skipped, so a retry after a lost reply stores nothing twice; the
-//!   `UNIQUE (session, id)` constraint backs that up.
+//! - **Appends**: one round trip per call, to a server-side function (migration 0001)
+//!   that runs atomically. It first upserts the session row, which locks it, so sequence
+//!   numbers are assigned by one writer at a time per session (gap-free, unique) while
+//!   different sessions append in parallel. Ids already in the session are skipped, so a
+//!   retry after a lost reply stores nothing twice; the `UNIQUE (session, id)`
+//!   constraint backs that up.
 //! - **Exact bytes**: the envelope line is kept as `TEXT`, so an export is byte-identical
 //!   to the JSONL file; a `JSONB` copy serves queries.
 //! - **Lease**: a row with holder and expiry on the *server's* clock, taken by one
@@ -31,7 +32,6 @@ use tokio_postgres::NoTls;
 pub use errors::redact_url;
 use errors::{Redactor, from_pg, from_pool};
 
-use super::memory::timestamp_of;
 use super::{NewEvent, Rewrite, SessionInfo, SessionStore, StoreError, StoredEvent};
 
 /// How a [`PostgresStore`] connects: pool size and timeouts.
@@ -178,14 +178,15 @@ impl PostgresStore {
     }
 }
 
-/// The indices of a batch's new events: the first of each id, in order, minus `known`.
-fn fresh_events(events: &[NewEvent], known: &[String]) -> Vec<usize> {
-    let mut seen: std::collections::HashSet<&str> = known.iter().map(String::as_str).collect();
-    (0..events.len()).filter(|&i| seen.insert(events[i].id.as_str())).collect()
+/// What the database gets besides the line: its `ts`, and whether the JSONB copy can
+/// be made.
+struct Checked {
+    ts: Option<String>,
+    jsonb: bool,
 }
 
 /// Checks an event before it is stored: its line must be one JSON object on one line.
-fn validate(session: &str, event: &NewEvent) -> Result<Option<String>, StoreError> {
+fn validate(session: &str, event: &NewEvent) -> Result<Checked, StoreError> {
     let reject = |reason: String| StoreError::Rejected {
         session: session.to_owned(),
         reason,
@@ -196,91 +197,45 @@ fn validate(session: &str, event: &NewEvent) -> Result<Option<String>, StoreErro
     if event.line.contains('\n') {
         return Err(reject(format!("event {:?}: the line holds a newline", event.id)));
     }
-    match serde_json::from_str::<serde_json::Value>(&event.line) {
-        Ok(serde_json::Value::Object(_)) => {}
+    let ts = match serde_json::from_str::<serde_json::Value>(&event.line) {
+        Ok(serde_json::Value::Object(map)) => map.get("ts").and_then(|v| v.as_str()).map(str::to_owned),
         Ok(_) => return Err(reject(format!("event {:?}: the line is not a JSON object", event.id))),
         Err(e) => return Err(reject(format!("event {:?}: the line is not JSON: {e}", event.id))),
-    }
+    };
     // JSONB cannot hold a NUL character; such a line keeps its exact text, without the
     // queryable copy.
-    Ok((!event.line.contains("\\u0000")).then(|| event.line.clone()))
+    Ok(Checked {
+        ts,
+        jsonb: !event.line.contains("\\u0000"),
+    })
 }
 
 #[async_trait]
 impl SessionStore for PostgresStore {
     async fn append(&self, session: &str, events: &[NewEvent]) -> Result<u64, StoreError> {
+        let mut stamps = Vec::with_capacity(events.len());
         let mut envelopes = Vec::with_capacity(events.len());
         for event in events {
-            envelopes.push(validate(session, event)?);
-        }
-        let mut client = self.client().await?;
-        let tx = client.transaction().await.map_err(self.pg("starting an append"))?;
-        // The upsert locks the session row until commit: appends to one session are
-        // serialised here, appends to different sessions are not.
-        let lock = tx
-            .prepare_cached(
-                "INSERT INTO compactor_sessions (session) VALUES ($1)
-                 ON CONFLICT (session) DO UPDATE SET updated_at = now()
-                 RETURNING last_seq",
-            )
-            .await
-            .map_err(self.pg("preparing an append"))?;
-        let last: i64 = tx
-            .query_one(&lock, &[&session])
-            .await
-            .map_err(self.pg("locking the session"))?
-            .get(0);
-        if events.is_empty() {
-            tx.commit().await.map_err(self.pg("committing an append"))?;
-            return Ok(last as u64);
+            let checked = validate(session, event)?;
+            stamps.push(checked.ts);
+            envelopes.push(checked.jsonb.then_some(event.line.as_str()));
         }
         let ids: Vec<&str> = events.iter().map(|e| e.id.as_str()).collect();
-        let known_stmt = tx
-            .prepare_cached("SELECT id FROM compactor_events WHERE session = $1 AND id = ANY($2)")
+        let kinds: Vec<&str> = events.iter().map(|e| e.kind.as_str()).collect();
+        let lines: Vec<&str> = events.iter().map(|e| e.line.as_str()).collect();
+        let client = self.client().await?;
+        // One statement, one round trip, atomic: the function (migration 0001) locks the
+        // session row, skips known ids, numbers the rest gap-free and advances the session.
+        let stmt = client
+            .prepare_cached("SELECT compactor_append($1, $2, $3, $4, $5, $6)")
             .await
             .map_err(self.pg("preparing an append"))?;
-        let known: Vec<String> = tx
-            .query(&known_stmt, &[&session, &ids])
+        let last: i64 = client
+            .query_one(&stmt, &[&session, &ids, &kinds, &lines, &stamps, &envelopes])
             .await
-            .map_err(self.pg("reading known event ids"))?
-            .iter()
-            .map(|row| row.get(0))
-            .collect();
-        let fresh = fresh_events(events, &known);
-        if fresh.is_empty() {
-            tx.commit().await.map_err(self.pg("committing an append"))?;
-            return Ok(last as u64);
-        }
-        let seqs: Vec<i64> = (1..=fresh.len() as i64).map(|i| last + i).collect();
-        let new_ids: Vec<&str> = fresh.iter().map(|&i| events[i].id.as_str()).collect();
-        let kinds: Vec<&str> = fresh.iter().map(|&i| events[i].kind.as_str()).collect();
-        let lines: Vec<&str> = fresh.iter().map(|&i| events[i].line.as_str()).collect();
-        let jsons: Vec<Option<&str>> = fresh.iter().map(|&i| envelopes[i].as_deref()).collect();
-        let insert = tx
-            .prepare_cached(
-                "INSERT INTO compactor_events (session, seq, id, kind, line, envelope)
-                 SELECT $1, t.seq, t.id, t.kind, t.line, t.envelope::jsonb
-                 FROM unnest($2::bigint[], $3::text[], $4::text[], $5::text[], $6::text[])
-                      AS t(seq, id, kind, line, envelope)",
-            )
-            .await
-            .map_err(self.pg("preparing an append"))?;
-        tx.execute(&insert, &[&session, &seqs, &new_ids, &kinds, &lines, &jsons])
-            .await
-            .map_err(self.pg("inserting events"))?;
-        let new_last = last + fresh.len() as i64;
-        let last_ts = fresh.last().and_then(|&i| timestamp_of(&events[i].line));
-        let update = tx
-            .prepare_cached(
-                "UPDATE compactor_sessions SET last_seq = $2, last_ts = COALESCE($3, last_ts) WHERE session = $1",
-            )
-            .await
-            .map_err(self.pg("preparing an append"))?;
-        tx.execute(&update, &[&session, &new_last, &last_ts])
-            .await
-            .map_err(self.pg("advancing the session"))?;
-        tx.commit().await.map_err(self.pg("committing an append"))?;
-        Ok(new_last as u64)
+            .map_err(self.pg("appending events"))?
+            .get(0);
+        Ok(last as u64)
     }
 
     async fn events(&self, session: &str, after: u64) -> Result<Vec<StoredEvent>, StoreError> {
@@ -438,15 +393,10 @@ mod tests {
     }
 
     #[test]
-    fn a_batch_keeps_the_first_of_each_new_id_in_order() {
-        let events = [event("a", "{}"), event("b", "{}"), event("a", "{}"), event("c", "{}")];
-        assert_eq!(fresh_events(&events, &["b".to_owned()]), [0, 3]);
-    }
-
-    #[test]
     fn lines_that_are_not_one_json_object_are_rejected() {
-        assert!(validate("s", &event("a", "{\"x\":1}")).unwrap().is_some());
-        assert!(validate("s", &event("a", "{\"x\":\"\\u0000\"}")).unwrap().is_none());
+        let ok = validate("s", &event("a", "{\"ts\":\"t\",\"x\":1}")).unwrap();
+        assert_eq!((ok.ts.as_deref(), ok.jsonb), (Some("t"), true));
+        assert!(!validate("s", &event("a", "{\"x\":\"\\u0000\"}")).unwrap().jsonb);
         for bad in ["[1]", "{", "{}\n{}"] {
             assert!(matches!(validate("s", &event("a", bad)), Err(StoreError::Rejected { .. })), "{bad}");
         }
