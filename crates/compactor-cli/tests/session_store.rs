@@ -24,7 +24,12 @@ fn a_transcript_round_trips_through_postgres_byte_for_byte() {
     let mut session = Session::create(&file, SessionOptions::new()).unwrap();
     session.append_message(Message::system("You are careful.")).unwrap();
     session.append_message(Message::user("Fix the build — «ü» 🦀")).unwrap();
-    let through = session.append_message(Message::assistant("looking")).unwrap().id.clone().unwrap();
+    let through = session
+        .append_message(Message::assistant("looking"))
+        .unwrap()
+        .id
+        .clone()
+        .unwrap();
     session
         .append_compaction(CompactionRecord {
             dropped: 1,
@@ -43,7 +48,11 @@ fn a_transcript_round_trips_through_postgres_byte_for_byte() {
 
     let out = run(&["session", "import", file.to_str().unwrap(), "--store", &url], None);
     assert!(out.status.success(), "{}", stderr(&out));
-    assert!(stderr(&out).contains("imported 6 of 6 lines into session \"run-7\""), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("imported 6 of 6 lines into session \"run-7\""),
+        "{}",
+        stderr(&out)
+    );
     assert!(!stderr(&out).contains(pg::PASSWORD));
     // Idempotent: a re-run stores nothing new.
     let out = run(&["session", "import", file.to_str().unwrap(), "--store", &url], None);
@@ -52,7 +61,15 @@ fn a_transcript_round_trips_through_postgres_byte_for_byte() {
 
     let exported = dir.path().join("back.jsonl");
     let out = run(
-        &["session", "export", "--store", &url, "run-7", "-o", exported.to_str().unwrap()],
+        &[
+            "session",
+            "export",
+            "--store",
+            &url,
+            "run-7",
+            "-o",
+            exported.to_str().unwrap(),
+        ],
         None,
     );
     assert!(out.status.success(), "{}", stderr(&out));
@@ -66,7 +83,15 @@ fn a_transcript_round_trips_through_postgres_byte_for_byte() {
 
     // Another name, through --session; a different file under a taken name is refused.
     let out = run(
-        &["session", "import", file.to_str().unwrap(), "--store", &url, "--session", "copy"],
+        &[
+            "session",
+            "import",
+            file.to_str().unwrap(),
+            "--store",
+            &url,
+            "--session",
+            "copy",
+        ],
         None,
     );
     assert!(out.status.success(), "{}", stderr(&out));
@@ -75,16 +100,36 @@ fn a_transcript_round_trips_through_postgres_byte_for_byte() {
     session.append_message(Message::user("something else")).unwrap();
     drop(session);
     let out = run(
-        &["session", "import", other.to_str().unwrap(), "--store", &url, "--session", "copy"],
+        &[
+            "session",
+            "import",
+            other.to_str().unwrap(),
+            "--store",
+            &url,
+            "--session",
+            "copy",
+        ],
         None,
     );
     assert_eq!(out.status.code(), Some(1));
-    assert!(stderr(&out).contains("already holds a different transcript"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("already holds a different transcript"),
+        "{}",
+        stderr(&out)
+    );
 
     // An unknown session: exit 1, the file is not written.
     let missing = dir.path().join("missing.jsonl");
     let out = run(
-        &["session", "export", "--store", &url, "nobody", "-o", missing.to_str().unwrap()],
+        &[
+            "session",
+            "export",
+            "--store",
+            &url,
+            "nobody",
+            "-o",
+            missing.to_str().unwrap(),
+        ],
         None,
     );
     assert_eq!(out.status.code(), Some(1));
@@ -94,7 +139,15 @@ fn a_transcript_round_trips_through_postgres_byte_for_byte() {
     // The server down: a clear failure without the password.
     cluster.stop();
     let out = run(
-        &["session", "export", "--store", &url, "run-7", "-o", missing.to_str().unwrap()],
+        &[
+            "session",
+            "export",
+            "--store",
+            &url,
+            "run-7",
+            "-o",
+            missing.to_str().unwrap(),
+        ],
         None,
     );
     assert_eq!(out.status.code(), Some(1));

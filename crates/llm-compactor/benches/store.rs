@@ -66,7 +66,10 @@ async fn measure_store(name: &str, store: Arc<dyn SessionStore>) -> Row {
         let store = store.clone();
         handles.push(tokio::spawn(async move {
             for i in 0..PER_TASK {
-                store.append(&format!("c{t}"), &[event(format!("c{t}-{i}"))]).await.unwrap();
+                store
+                    .append(&format!("c{t}"), &[event(format!("c{t}-{i}"))])
+                    .await
+                    .unwrap();
             }
         }));
     }
@@ -85,7 +88,8 @@ async fn measure_store(name: &str, store: Arc<dyn SessionStore>) -> Row {
 
 fn measure_file(name: &str, durability: Durability) -> Row {
     let dir = tempfile::tempdir().unwrap();
-    let mut session = Session::create(dir.path().join("s.jsonl"), SessionOptions::new().durability(durability)).unwrap();
+    let mut session =
+        Session::create(dir.path().join("s.jsonl"), SessionOptions::new().durability(durability)).unwrap();
     let text = "reading the file and running the tests ".repeat(10);
     let mut latencies = Vec::with_capacity(SEQUENTIAL);
     let start = Instant::now();
@@ -116,7 +120,10 @@ fn main() {
         .build()
         .unwrap();
     let mut rows = vec![
-        measure_file("JSONL file (messages not fsynced: the default)", Durability::OnCompaction),
+        measure_file(
+            "JSONL file (messages not fsynced: the default)",
+            Durability::OnCompaction,
+        ),
         measure_file("JSONL file (every line fsynced)", Durability::Always),
         runtime.block_on(measure_store("MemoryStore", Arc::new(MemoryStore::new()))),
     ];
@@ -124,11 +131,10 @@ fn main() {
     {
         if let Some(cluster) = pg::PgCluster::start() {
             let url = cluster.database("bench");
-            let store = runtime.block_on(llm_compactor::store::PostgresStore::connect(url)).unwrap();
-            rows.push(runtime.block_on(measure_store(
-                "PostgresStore (127.0.0.1, fsync=off)",
-                Arc::new(store),
-            )));
+            let store = runtime
+                .block_on(llm_compactor::store::PostgresStore::connect(url))
+                .unwrap();
+            rows.push(runtime.block_on(measure_store("PostgresStore (127.0.0.1, fsync=off)", Arc::new(store))));
         }
     }
     println!("| store | append p50 | append p99 | appends/s, 1 task | appends/s, {TASKS} tasks |");

@@ -36,7 +36,10 @@ async fn a_mirrored_session_is_shared_and_continued_elsewhere() {
     assert_eq!(mirror.sync(&session).await.unwrap(), 4);
     assert_eq!(mirror.sync(&session).await.unwrap(), 4, "nothing new, nothing sent");
     assert_eq!(mirror.synced_len(), session.len());
-    assert_eq!(export_jsonl(store.as_ref(), "shared").await.unwrap(), std::fs::read_to_string(&first).unwrap());
+    assert_eq!(
+        export_jsonl(store.as_ref(), "shared").await.unwrap(),
+        std::fs::read_to_string(&first).unwrap()
+    );
 
     // A mirror started over an existing file re-sends it without duplicating anything.
     let mut again = StoreMirror::new(store.clone(), "shared");
@@ -60,13 +63,22 @@ async fn a_mirrored_session_is_shared_and_continued_elsewhere() {
     // Restoring onto an existing file is refused and leaves it as it was.
     let before = std::fs::read(&second).unwrap();
     drop(continued);
-    assert!(restore_session(store.as_ref(), "shared", &second, SessionOptions::new()).await.is_err());
+    assert!(
+        restore_session(store.as_ref(), "shared", &second, SessionOptions::new())
+            .await
+            .is_err()
+    );
     assert_eq!(std::fs::read(&second).unwrap(), before);
     // An unknown session cannot be restored.
     assert!(
-        restore_session(store.as_ref(), "nobody", &dir.path().join("x.jsonl"), SessionOptions::new())
-            .await
-            .is_err()
+        restore_session(
+            store.as_ref(),
+            "nobody",
+            &dir.path().join("x.jsonl"),
+            SessionOptions::new()
+        )
+        .await
+        .is_err()
     );
     assert!(!dir.path().join("x.jsonl").exists());
 }
@@ -91,16 +103,32 @@ async fn a_context_manager_syncs_its_passes_into_the_store() {
     manager.push(Message::user("Fix the build.")).unwrap();
     for i in 0..12 {
         manager
-            .record_response(None, "m", [Message::assistant(format!("step {i}")), Message::user("output ".repeat(120))])
+            .record_response(
+                None,
+                "m",
+                [
+                    Message::assistant(format!("step {i}")),
+                    Message::user("output ".repeat(120)),
+                ],
+            )
             .unwrap();
         manager.sync_store(&mut mirror).await.unwrap();
     }
-    let prepared = manager.prepare(RequestShape::default(), CancellationToken::new()).await.unwrap();
+    let prepared = manager
+        .prepare(RequestShape::default(), CancellationToken::new())
+        .await
+        .unwrap();
     assert!(prepared.pass.is_some(), "the conversation is over budget: a pass ran");
     manager.sync_store(&mut mirror).await.unwrap();
     let exported = export_jsonl(store.as_ref(), "agent").await.unwrap();
     assert_eq!(exported, std::fs::read_to_string(&path).unwrap());
-    let kinds: Vec<String> = store.events("agent", 0).await.unwrap().into_iter().map(|e| e.kind).collect();
+    let kinds: Vec<String> = store
+        .events("agent", 0)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|e| e.kind)
+        .collect();
     assert!(kinds.iter().any(|k| k == "compaction" || k == "elision"), "{kinds:?}");
     let replayed = Transcript::parse(&path, exported.as_bytes()).unwrap();
     assert_eq!(replayed.messages(), manager.messages());

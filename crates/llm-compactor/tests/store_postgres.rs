@@ -71,11 +71,17 @@ async fn migrations(cluster: &PgCluster) {
         handle.await.unwrap().expect("concurrent start");
     }
     assert_eq!(
-        cluster.psql("migrations", "SELECT string_agg(version::text, ',') FROM compactor_schema_migrations"),
+        cluster.psql(
+            "migrations",
+            "SELECT string_agg(version::text, ',') FROM compactor_schema_migrations"
+        ),
         PostgresStore::schema_version().to_string()
     );
     // A schema newer than this build is refused, not misread.
-    cluster.psql("migrations", "INSERT INTO compactor_schema_migrations (version, name) VALUES (99, 'future')");
+    cluster.psql(
+        "migrations",
+        "INSERT INTO compactor_schema_migrations (version, name) VALUES (99, 'future')",
+    );
     let err = PostgresStore::connect(url).await.unwrap_err();
     assert!(matches!(err, StoreError::Backend(_)), "{err:?}");
     assert!(err.to_string().contains("newer"), "{err}");
@@ -270,7 +276,10 @@ async fn restart_under_load(cluster: &PgCluster) {
     }
     up_tx.send(false).unwrap();
     tokio::task::block_in_place(|| cluster.stop());
-    let err = store.append("load", &[conformance::event("while-down")]).await.unwrap_err();
+    let err = store
+        .append("load", &[conformance::event("while-down")])
+        .await
+        .unwrap_err();
     assert!(matches!(err, StoreError::Unavailable(_)), "{err:?}");
     assert!(!err.to_string().contains(PASSWORD), "{err}");
     let err = store.events("load", 0).await.unwrap_err();
@@ -294,12 +303,23 @@ async fn restart_under_load(cluster: &PgCluster) {
     }
     let events = store.events("load", 0).await.unwrap();
     let seqs: Vec<u64> = events.iter().map(|e| e.seq).collect();
-    assert_eq!(seqs, (1..=events.len() as u64).collect::<Vec<_>>(), "gap-free after the restart");
+    assert_eq!(
+        seqs,
+        (1..=events.len() as u64).collect::<Vec<_>>(),
+        "gap-free after the restart"
+    );
     let stored: HashSet<&str> = events.iter().map(|e| e.id.as_str()).collect();
     assert_eq!(stored.len(), events.len(), "no duplicate");
     for id in &acknowledged {
         assert!(stored.contains(id.as_str()), "acknowledged {id} was lost");
     }
-    assert_eq!(events.len(), acknowledged.len(), "only acknowledged events (the down-time probe failed)");
-    eprintln!("restart_under_load: {} events, errors while down: {kinds:?}", events.len());
+    assert_eq!(
+        events.len(),
+        acknowledged.len(),
+        "only acknowledged events (the down-time probe failed)"
+    );
+    eprintln!(
+        "restart_under_load: {} events, errors while down: {kinds:?}",
+        events.len()
+    );
 }

@@ -132,7 +132,9 @@ fn import(args: ImportArgs) -> Result<(), CliError> {
     if let Some(store) = &args.store {
         return crate::cmd::session_store::import(&args.input, store, args.session.clone());
     }
-    let output = args.output.ok_or_else(|| CliError::Usage("give -o FILE or --store URL".to_owned()))?;
+    let output = args
+        .output
+        .ok_or_else(|| CliError::Usage("give -o FILE or --store URL".to_owned()))?;
     let from = match args.from {
         FromArg::Auto => None,
         FromArg::OpenAi => Some(Format::OpenAi),

@@ -37,7 +37,9 @@ pub fn export(args: ExportArgs) -> Result<(), CliError> {
     let runtime = runtime()?;
     let text = runtime.block_on(async {
         let store = open(&args.store).await?;
-        export_jsonl(store.as_ref(), &args.session).await.map_err(CliError::failed)
+        export_jsonl(store.as_ref(), &args.session)
+            .await
+            .map_err(CliError::failed)
     })?;
     // The export must replay; a store holding lines that do not is reported, not written.
     Transcript::parse(Path::new(&args.session), text.as_bytes()).map_err(CliError::failed)?;
@@ -46,7 +48,11 @@ pub fn export(args: ExportArgs) -> Result<(), CliError> {
     let output = (args.output.as_os_str() != "-").then_some(args.output.as_path());
     crate::io::write_output(output, body)?;
     if let Some(path) = output {
-        eprintln!("compactor: exported {lines} lines of session {:?} to {}", args.session, path.display());
+        eprintln!(
+            "compactor: exported {lines} lines of session {:?} to {}",
+            args.session,
+            path.display()
+        );
     }
     Ok(())
 }

@@ -56,7 +56,9 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("t.jsonl") && err.contains("line 2"), "{err}");
-        let err = events_from_jsonl("t.jsonl", "{\"id\":\"a\",\"type\":\"m\"}").unwrap_err().to_string();
+        let err = events_from_jsonl("t.jsonl", "{\"id\":\"a\",\"type\":\"m\"}")
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("line 1") && err.contains("newline"), "{err}");
         assert!(events_from_jsonl("t.jsonl", "").unwrap().is_empty());
     }

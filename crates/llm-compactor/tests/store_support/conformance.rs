@@ -20,7 +20,9 @@ pub fn real_transcript(messages: usize) -> (String, Vec<NewEvent>) {
         .clock(Arc::new(FixedClock::epoch()))
         .ids(Arc::new(SequentialIds::new()));
     let mut session = Session::create(&path, options).expect("create session");
-    session.append_message(Message::user("Fix the build — «naïve» \"quotes\" \\ tab\t and 🦀")).unwrap();
+    session
+        .append_message(Message::user("Fix the build — «naïve» \"quotes\" \\ tab\t and 🦀"))
+        .unwrap();
     let mut tool_id = None;
     for i in 0..messages {
         let message = if i % 2 == 0 {
@@ -78,7 +80,10 @@ pub async fn idempotent_ordered_appends(store: &dyn SessionStore, prefix: &str) 
     assert_eq!(store.append(&s, &[event("a"), event("b")]).await.unwrap(), 2);
     // A retry of the same batch, and a batch overlapping it: only "c" is new.
     assert_eq!(store.append(&s, &[event("a"), event("b")]).await.unwrap(), 2);
-    assert_eq!(store.append(&s, &[event("b"), event("c"), event("c")]).await.unwrap(), 3);
+    assert_eq!(
+        store.append(&s, &[event("b"), event("c"), event("c")]).await.unwrap(),
+        3
+    );
     assert_eq!(store.append(&s, &[]).await.unwrap(), 3);
     let all = store.events(&s, 0).await.unwrap();
     let got: Vec<(u64, &str)> = all.iter().map(|e| (e.seq, e.id.as_str())).collect();
@@ -122,7 +127,11 @@ pub async fn concurrent_appends(store: Arc<dyn SessionStore>, prefix: &str) {
     let expected = tasks * per_task * 2;
     assert_eq!(events.len(), expected);
     let seqs: Vec<u64> = events.iter().map(|e| e.seq).collect();
-    assert_eq!(seqs, (1..=expected as u64).collect::<Vec<_>>(), "seqs are gap-free and ordered");
+    assert_eq!(
+        seqs,
+        (1..=expected as u64).collect::<Vec<_>>(),
+        "seqs are gap-free and ordered"
+    );
     let ids: HashSet<&str> = events.iter().map(|e| e.id.as_str()).collect();
     assert_eq!(ids.len(), expected, "no duplicated event");
     // Each task's events keep their order.
@@ -150,7 +159,10 @@ pub async fn rewrite_compare_and_set(store: &dyn SessionStore, prefix: &str) {
     };
     assert_eq!(store.rewrite(&s).await.unwrap(), None);
     assert!(store.set_rewrite(&s, 0, &rewrite(1)).await.unwrap());
-    assert!(!store.set_rewrite(&s, 0, &rewrite(2)).await.unwrap(), "expected 0 but 1 is there");
+    assert!(
+        !store.set_rewrite(&s, 0, &rewrite(2)).await.unwrap(),
+        "expected 0 but 1 is there"
+    );
     assert!(!store.set_rewrite(&s, 5, &rewrite(6)).await.unwrap());
     assert_eq!(store.rewrite(&s).await.unwrap(), Some(rewrite(1)));
     assert!(store.set_rewrite(&s, 1, &rewrite(2)).await.unwrap());
@@ -211,7 +223,10 @@ pub async fn lease_race(store: Arc<dyn SessionStore>, prefix: &str) {
         let store = store.clone();
         let s = s.clone();
         handles.push(tokio::spawn(async move {
-            store.try_lease(&s, &format!("w{w}"), Duration::from_secs(600)).await.unwrap()
+            store
+                .try_lease(&s, &format!("w{w}"), Duration::from_secs(600))
+                .await
+                .unwrap()
         }));
     }
     let mut wins = 0;
@@ -238,7 +253,12 @@ pub async fn export_is_byte_identical(store: &dyn SessionStore, prefix: &str) {
     let from_store = Transcript::parse(path, exported.as_bytes()).unwrap();
     let from_file = Transcript::parse(path, text.as_bytes()).unwrap();
     assert_eq!(from_store.messages(), from_file.messages());
-    assert!(from_store.messages().iter().any(|m| m.content.text().contains("Summary: the build was fixed.")));
+    assert!(
+        from_store
+            .messages()
+            .iter()
+            .any(|m| m.content.text().contains("Summary: the build was fixed."))
+    );
     let info = store
         .sessions()
         .await
@@ -252,7 +272,11 @@ pub async fn export_is_byte_identical(store: &dyn SessionStore, prefix: &str) {
 
 /// Sessions are listed in key order (bytewise), each with its event count.
 pub async fn sessions_are_listed_in_order(store: &dyn SessionStore, prefix: &str) {
-    let keys = [format!("{prefix}-list-b"), format!("{prefix}-list-B"), format!("{prefix}-list-a")];
+    let keys = [
+        format!("{prefix}-list-b"),
+        format!("{prefix}-list-B"),
+        format!("{prefix}-list-a"),
+    ];
     for (n, key) in keys.iter().enumerate() {
         let batch: Vec<NewEvent> = (0..=n).map(|i| event(&format!("e{i}"))).collect();
         store.append(key, &batch).await.unwrap();
@@ -265,7 +289,11 @@ pub async fn sessions_are_listed_in_order(store: &dyn SessionStore, prefix: &str
         .filter(|i| i.session.starts_with(&format!("{prefix}-list-")))
         .map(|i| (i.session, i.events))
         .collect();
-    let mut want: Vec<(String, u64)> = keys.iter().enumerate().map(|(n, k)| (k.clone(), n as u64 + 1)).collect();
+    let mut want: Vec<(String, u64)> = keys
+        .iter()
+        .enumerate()
+        .map(|(n, k)| (k.clone(), n as u64 + 1))
+        .collect();
     want.sort();
     assert_eq!(listed, want);
 }

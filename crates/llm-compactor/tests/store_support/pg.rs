@@ -88,10 +88,7 @@ impl PgCluster {
         let Some(bin) = find_bin() else {
             return unavailable("initdb/pg_ctl not found".to_owned());
         };
-        let dir = tempfile::Builder::new()
-            .prefix("llmc-pg-")
-            .tempdir()
-            .expect("temp dir");
+        let dir = tempfile::Builder::new().prefix("llmc-pg-").tempdir().expect("temp dir");
         let run_as = if is_root() {
             // PostgreSQL refuses to run as root: the cluster belongs to `postgres`.
             let Some((uid, gid)) = ids_of("postgres") else {
@@ -148,7 +145,9 @@ impl PgCluster {
             None => Command::new(&program),
         };
         command.args(args).current_dir(self.dir.path());
-        command.output().unwrap_or_else(|e| panic!("running {}: {e}", program.display()))
+        command
+            .output()
+            .unwrap_or_else(|e| panic!("running {}: {e}", program.display()))
     }
 
     fn pg_ctl_start(&self) -> Result<(), String> {
@@ -192,7 +191,11 @@ impl PgCluster {
     pub fn stop(&self) {
         let data = self.data();
         let out = self.run("pg_ctl", &["-D", data.to_str().unwrap(), "-m", "fast", "-w", "stop"]);
-        assert!(out.status.success(), "pg_ctl stop: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "pg_ctl stop: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
     }
 
     /// Starts the stopped server again on the same port.
@@ -216,9 +219,26 @@ impl PgCluster {
         let sql = format!("CREATE DATABASE {name}");
         let out = self.run(
             "psql",
-            &["-h", "127.0.0.1", "-p", &port, "-U", "postgres", "-d", "postgres", "-v", "ON_ERROR_STOP=1", "-c", &sql],
+            &[
+                "-h",
+                "127.0.0.1",
+                "-p",
+                &port,
+                "-U",
+                "postgres",
+                "-d",
+                "postgres",
+                "-v",
+                "ON_ERROR_STOP=1",
+                "-c",
+                &sql,
+            ],
         );
-        assert!(out.status.success(), "create database: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "create database: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         self.url(name)
     }
 
@@ -227,7 +247,21 @@ impl PgCluster {
         let port = self.port.to_string();
         let out = self.run(
             "psql",
-            &["-h", "127.0.0.1", "-p", &port, "-U", "postgres", "-d", db, "-v", "ON_ERROR_STOP=1", "-At", "-c", sql],
+            &[
+                "-h",
+                "127.0.0.1",
+                "-p",
+                &port,
+                "-U",
+                "postgres",
+                "-d",
+                db,
+                "-v",
+                "ON_ERROR_STOP=1",
+                "-At",
+                "-c",
+                sql,
+            ],
         );
         assert!(out.status.success(), "psql: {}", String::from_utf8_lossy(&out.stderr));
         String::from_utf8_lossy(&out.stdout).trim().to_owned()
@@ -237,6 +271,9 @@ impl PgCluster {
 impl Drop for PgCluster {
     fn drop(&mut self) {
         let data = self.data();
-        let _ = self.run("pg_ctl", &["-D", data.to_str().unwrap(), "-m", "immediate", "-w", "stop"]);
+        let _ = self.run(
+            "pg_ctl",
+            &["-D", data.to_str().unwrap(), "-m", "immediate", "-w", "stop"],
+        );
     }
 }

@@ -64,7 +64,9 @@ pub fn redact_url(url: &str) -> String {
     match raw_password(url) {
         Some(password) if !password.is_empty() => {
             let (scheme, rest) = url.split_once("://").unwrap_or(("", url));
-            let at = rest.find('@').unwrap_or(0);
+            let authority_end = rest.find(['/', '?']).unwrap_or(rest.len());
+            // The last '@' of the authority ends the user info (a password may hold '@').
+            let at = rest[..authority_end].rfind('@').unwrap_or(0);
             let user_end = rest[..at].find(':').unwrap_or(at);
             format!("{scheme}://{}:***{}", &rest[..user_end], &rest[at..])
         }
@@ -118,6 +120,7 @@ mod tests {
         let url = "postgres://agent:s3cr%40t@db.internal:5432/sessions";
         assert_eq!(redact_url(url), "postgres://agent:***@db.internal:5432/sessions");
         assert_eq!(redact_url("postgres://agent@db/x"), "postgres://agent@db/x");
+        assert_eq!(redact_url("postgres://u:p@ss@db/x?a=@"), "postgres://u:***@db/x?a=@");
         assert_eq!(redact_url("host=/tmp user=x"), "host=/tmp user=x");
         let redactor = Redactor::new(url, Some(b"s3cr@t"));
         let cleaned = redactor.clean(&format!("failed for {url}; password s3cr@t; raw s3cr%40t"));

@@ -398,8 +398,14 @@ mod tests {
         assert_eq!((ok.ts.as_deref(), ok.jsonb), (Some("t"), true));
         assert!(!validate("s", &event("a", "{\"x\":\"\\u0000\"}")).unwrap().jsonb);
         for bad in ["[1]", "{", "{}\n{}"] {
-            assert!(matches!(validate("s", &event("a", bad)), Err(StoreError::Rejected { .. })), "{bad}");
+            assert!(
+                matches!(validate("s", &event("a", bad)), Err(StoreError::Rejected { .. })),
+                "{bad}"
+            );
         }
-        assert!(matches!(validate("s", &event("", "{}")), Err(StoreError::Rejected { .. })));
+        assert!(matches!(
+            validate("s", &event("", "{}")),
+            Err(StoreError::Rejected { .. })
+        ));
     }
 }
