@@ -9,6 +9,7 @@ pub mod plan;
 pub mod plot;
 pub mod ranges;
 pub mod session;
+pub mod session_store;
 pub mod simulate;
 pub mod summarizer;
 pub mod summarizer_http;

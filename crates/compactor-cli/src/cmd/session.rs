@@ -42,6 +42,8 @@ enum Command {
     Replay(ReplayArgs),
     /// Show a transcript's timeline: messages, elisions, compactions.
     Inspect(InspectArgs),
+    /// Write a session held in a store (`--store postgres://…`) to a JSONL transcript.
+    Export(crate::cmd::session_store::ExportArgs),
 }
 
 /// `compactor session replay`.
@@ -81,8 +83,15 @@ struct ImportArgs {
     /// The conversation file, or `-` for stdin.
     input: String,
     /// The new transcript (must not exist; created with mode 0600).
-    #[arg(short, long)]
-    output: PathBuf,
+    #[arg(short, long, required_unless_present = "store")]
+    output: Option<PathBuf>,
+    /// Instead: put the transcript FILE into this store (`postgres://…`, `memory:`),
+    /// line for line.
+    #[arg(long, conflicts_with = "output")]
+    store: Option<String>,
+    /// The session key in the store (default: the file's name without extension).
+    #[arg(long, requires = "store")]
+    session: Option<String>,
     /// The input's format.
     #[arg(long, value_enum, default_value = "auto")]
     from: FromArg,
@@ -103,6 +112,7 @@ pub fn run(args: Args) -> Result<(), CliError> {
         Command::Compact(args) => compact(*args),
         Command::Replay(args) => replay(args),
         Command::Inspect(args) => inspect(args),
+        Command::Export(args) => crate::cmd::session_store::export(args),
     }
 }
 
@@ -120,6 +130,12 @@ fn read(path: &std::path::Path) -> Result<Transcript, CliError> {
 }
 
 fn import(args: ImportArgs) -> Result<(), CliError> {
+    if let Some(store) = &args.store {
+        return crate::cmd::session_store::import(&args.input, store, args.session.clone());
+    }
+    let output = args
+        .output
+        .ok_or_else(|| CliError::Usage("give -o FILE or --store URL".to_owned()))?;
     let from = match args.from {
         FromArg::Auto => None,
         FromArg::OpenAi => Some(Format::OpenAi),
@@ -135,13 +151,12 @@ fn import(args: ImportArgs) -> Result<(), CliError> {
     );
     let count = document.messages().len();
     // Atomic: the transcript appears whole, or not at all (a killed import can be retried).
-    let session =
-        Session::create_with_messages(&args.output, SessionOptions::new().meta(meta), document.into_messages())
-            .map_err(CliError::failed)?;
+    let session = Session::create_with_messages(&output, SessionOptions::new().meta(meta), document.into_messages())
+        .map_err(CliError::failed)?;
     drop(session);
     crate::out::stderr_line(&format!(
         "compactor: imported {count} messages into {}",
-        args.output.display()
+        output.display()
     ))
 }
 
