@@ -8,6 +8,7 @@
 
 mod assemble;
 mod cut;
+mod elision;
 mod eligibility;
 mod identity;
 mod pairs;
@@ -17,9 +18,10 @@ mod validate;
 
 pub use assemble::{SUMMARY_HEADER, apply_elisions, assemble, notice_content, summary_content, summary_message};
 pub use cut::{Layout, layout, layout_with};
+pub use elision::Elision;
 pub use eligibility::{AgingRules, Eligible, EligibleReason, eligible, reclaimable_pool};
 pub use identity::call_identity;
 pub use pairs::Pairs;
 pub use stub::{is_stub, stub_text};
-pub use trim::{TrimPlan, plan_trim};
+pub use trim::{TrimPlan, plan_trim, plan_trim_counted};
 pub use validate::{Violation, validate};
