@@ -26,7 +26,26 @@ use criterion::{Criterion, criterion_group, criterion_main};
 use llm_compactor::count::{BpeCounter, CalibratedCounter, MemoCounter, TokenCounter};
 use llm_compactor::{Compactor, CompactorConfig, Message, Usage};
 
+/// The process's peak resident set (VmHWM), in MB, on Linux.
+fn peak_rss_mb() -> Option<f64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kb: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb / 1024.0)
+}
+
 fn rounds(c: &mut Criterion) {
+    // Tokenizer start-up, first thing in the process: what every `compactor count
+    // --counter o200k` pays once.
+    let before = peak_rss_mb();
+    let start = Instant::now();
+    black_box(BpeCounter::o200k().count_text("hello"));
+    eprintln!(
+        "o200k tokenizer start-up: {:?}, peak RSS {:?} MB -> {:?} MB",
+        start.elapsed(),
+        before,
+        peak_rss_mb()
+    );
     let files = common::mini_swe_agent_files();
     if files.is_empty() {
         return;

@@ -34,7 +34,7 @@
 //! (see [`TokenCounter::additive`]) the memo delegates every call unchanged.
 
 use std::collections::HashMap;
-use std::hash::{BuildHasher, Hash, Hasher};
+use std::hash::{BuildHasher, Hasher};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
@@ -250,6 +250,7 @@ mod tests {
 
     use super::*;
     use crate::count::HeuristicCounter;
+    use crate::message::Part;
 
     #[test]
     fn a_poisoned_cache_is_recovered() {
