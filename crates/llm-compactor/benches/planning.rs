@@ -116,14 +116,19 @@ fn real_9898(c: &mut Criterion) {
     let heuristic_total = HeuristicCounter.count_messages(&messages);
     let goal = heuristic_total * 4 / 10;
     let o200k_goal = BpeCounter::o200k().count_messages(&messages) * 4 / 10;
-    eprintln!("real_9898: {} messages, {heuristic_total} heuristic tokens", messages.len());
+    eprintln!(
+        "real_9898: {} messages, {heuristic_total} heuristic tokens",
+        messages.len()
+    );
     let trim = |counter: &dyn TokenCounter, goal: usize| {
         let pairs = Pairs::build(&messages);
         let layout = plan::layout_with(&messages, &pairs, 6);
         plan::plan_trim_counted(&messages, &pairs, &layout, goal, usize::MAX, counter).map(|t| t.messages.len())
     };
     let mut group = c.benchmark_group("real_9898");
-    group.bench_function("hard_trim_heuristic", |b| b.iter(|| black_box(trim(&HeuristicCounter, goal))));
+    group.bench_function("hard_trim_heuristic", |b| {
+        b.iter(|| black_box(trim(&HeuristicCounter, goal)))
+    });
     group.bench_function("hard_trim_o200k_cold_memo", |b| {
         b.iter(|| black_box(trim(&MemoCounter::new(BpeCounter::o200k()), o200k_goal)))
     });

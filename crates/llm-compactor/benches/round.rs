@@ -50,7 +50,10 @@ fn rounds(c: &mut Criterion) {
     if files.is_empty() {
         return;
     }
-    let corpus: Vec<Message> = files.iter().flat_map(|p| count_support::mini_swe_agent_messages(p)).collect();
+    let corpus: Vec<Message> = files
+        .iter()
+        .flat_map(|p| count_support::mini_swe_agent_messages(p))
+        .collect();
     let plain = BpeCounter::o200k();
     for target in [100_000usize, 500_000, 1_000_000] {
         let conversation = support::conversation_of(&corpus, target);

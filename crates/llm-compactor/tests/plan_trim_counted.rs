@@ -13,7 +13,12 @@ use llm_compactor::message::{Message, ToolCall};
 use llm_compactor::plan::{self, Pairs, TrimPlan};
 use proptest::prelude::*;
 
-fn both(messages: &[Message], keep_recent: usize, goal: usize, counter: &dyn TokenCounter) -> (Option<TrimPlan>, Option<TrimPlan>) {
+fn both(
+    messages: &[Message],
+    keep_recent: usize,
+    goal: usize,
+    counter: &dyn TokenCounter,
+) -> (Option<TrimPlan>, Option<TrimPlan>) {
     let pairs = Pairs::build(messages);
     let layout = plan::layout_with(messages, &pairs, keep_recent);
     let mut count = |m: &[Message]| counter.count_messages(m);
@@ -49,8 +54,11 @@ fn message() -> impl Strategy<Value = Message> {
     prop_oneof![
         text.prop_map(Message::user),
         text.prop_map(|t| Message::user(t).sticky()),
-        (text, 0..3usize).prop_map(|(t, n)| Message::assistant(t)
-            .with_tool_calls((0..n).map(|i| ToolCall::new(format!("c{i}"), "bash", "{\"x\":\"\\n\"}")).collect())),
+        (text, 0..3usize).prop_map(|(t, n)| Message::assistant(t).with_tool_calls(
+            (0..n)
+                .map(|i| ToolCall::new(format!("c{i}"), "bash", "{\"x\":\"\\n\"}"))
+                .collect()
+        )),
         (0..3usize, text).prop_map(|(i, t)| Message::tool(format!("c{i}"), t)),
     ]
 }

@@ -101,4 +101,3 @@ fn hash_value(value: &Value, hasher: &mut impl Hasher) {
         }
     }
 }
-

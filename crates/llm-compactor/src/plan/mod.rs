@@ -8,8 +8,8 @@
 
 mod assemble;
 mod cut;
-mod elision;
 mod eligibility;
+mod elision;
 mod identity;
 mod pairs;
 mod stub;
@@ -18,8 +18,8 @@ mod validate;
 
 pub use assemble::{SUMMARY_HEADER, apply_elisions, assemble, notice_content, summary_content, summary_message};
 pub use cut::{Layout, layout, layout_with};
-pub use elision::Elision;
 pub use eligibility::{AgingRules, Eligible, EligibleReason, eligible, reclaimable_pool};
+pub use elision::Elision;
 pub use identity::call_identity;
 pub use pairs::Pairs;
 pub use stub::{is_stub, stub_text};
