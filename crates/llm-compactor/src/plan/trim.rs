@@ -87,8 +87,10 @@ pub fn plan_trim_counted(
         dropped[i + 1] = dropped[i] + usize::from(!keep);
     }
     let mut suffix = vec![0usize; n + 1];
-    for i in (0..n).rev() {
-        suffix[i] = suffix[i + 1] + counts[i];
+    let mut running = 0usize;
+    for (slot, &tokens) in suffix[..n].iter_mut().zip(&counts).rev() {
+        running += tokens;
+        *slot = running;
     }
     let mut tokens_of = |c: usize| {
         let notice = summary_message(&notice_content(dropped[c + 1]));
