@@ -42,10 +42,6 @@ fn local_benches(c: &mut Criterion) {
     let cancel = CancellationToken::new();
 
     let mut group = c.benchmark_group("local");
-    group
-        .sample_size(10)
-        .warm_up_time(Duration::from_secs(1))
-        .measurement_time(Duration::from_secs(20));
     group.throughput(Throughput::Elements(PROMPT_TOKENS as u64));
     group.bench_function("prompt_tokens_512", |b| {
         b.iter(|| {
@@ -66,5 +62,18 @@ fn local_benches(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, local_benches);
+/// Defaults; `--warm-up-time` / `--measurement-time` on the command line win (criterion
+/// applies them after this config).
+fn config() -> Criterion {
+    Criterion::default()
+        .sample_size(10)
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(20))
+}
+
+criterion_group! {
+    name = benches;
+    config = config();
+    targets = local_benches
+}
 criterion_main!(benches);

@@ -2,13 +2,17 @@
 //! synthetic 10,000-message, ~1M-token conversation; the trim over one turn with 10,000
 //! parallel results; and cutting the middle into summarizer-sized chunks.
 
+#[path = "../tests/common/mod.rs"]
+mod common;
+#[path = "../tests/count_support/mod.rs"]
+mod count_support;
 mod support;
 
 use std::hint::black_box;
 use std::time::Duration;
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use llm_compactor::count::{BpeCounter, HeuristicCounter, TokenCounter};
+use llm_compactor::count::{BpeCounter, HeuristicCounter, MemoCounter, TokenCounter};
 use llm_compactor::message::{Message, ToolCall};
 use llm_compactor::plan::{self, AgingRules, Pairs};
 use llm_compactor::summarize::{next_chunk, render_units};
@@ -32,10 +36,6 @@ fn planning(c: &mut Criterion) {
         reclaim_min: 49_152,
     };
     let mut group = c.benchmark_group("planning");
-    group
-        .sample_size(10)
-        .measurement_time(Duration::from_secs(3))
-        .warm_up_time(Duration::from_millis(500));
     group.bench_function("cut+eligibility", |b| {
         b.iter(|| {
             let pairs = Pairs::build(&messages);
@@ -91,5 +91,72 @@ fn planning(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, planning);
+/// The real 9,898-message case: the mini-swe-agent trajectories (sorted by file name)
+/// concatenated and cycled to 9,898 messages, the same conversation
+/// `scripts/bench_langchain.py` trims with LangChain's `trim_messages`. The trim keeps
+/// about the last 40% (the goal is 40% of the heuristic total), counted with the
+/// heuristic, and with o200k behind a cold memo (a new memo per iteration: every message
+/// tokenized once).
+fn real_9898(c: &mut Criterion) {
+    const SIZE: usize = 9_898;
+    let files = common::mini_swe_agent_files();
+    if files.is_empty() {
+        return;
+    }
+    let mut messages: Vec<Message> = Vec::with_capacity(SIZE);
+    'fill: loop {
+        for path in &files {
+            messages.extend(count_support::mini_swe_agent_messages(path));
+            if messages.len() >= SIZE {
+                break 'fill;
+            }
+        }
+    }
+    messages.truncate(SIZE);
+    let heuristic_total = HeuristicCounter.count_messages(&messages);
+    let goal = heuristic_total * 4 / 10;
+    let o200k_goal = BpeCounter::o200k().count_messages(&messages) * 4 / 10;
+    eprintln!(
+        "real_9898: {} messages, {heuristic_total} heuristic tokens",
+        messages.len()
+    );
+    let trim = |counter: &dyn TokenCounter, goal: usize| {
+        let pairs = Pairs::build(&messages);
+        let layout = plan::layout_with(&messages, &pairs, 6);
+        plan::plan_trim_counted(&messages, &pairs, &layout, goal, usize::MAX, counter).map(|t| t.messages.len())
+    };
+    let mut group = c.benchmark_group("real_9898");
+    group.bench_function("hard_trim_heuristic", |b| {
+        b.iter(|| black_box(trim(&HeuristicCounter, goal)))
+    });
+    group.bench_function("hard_trim_o200k_cold_memo", |b| {
+        b.iter(|| black_box(trim(&MemoCounter::new(BpeCounter::o200k()), o200k_goal)))
+    });
+    // The old algorithm (every bisection candidate assembled and counted), as the
+    // baseline of the change.
+    group.bench_function("hard_trim_heuristic_building_candidates", |b| {
+        b.iter(|| {
+            let pairs = Pairs::build(&messages);
+            let layout = plan::layout_with(&messages, &pairs, 6);
+            let mut count = |m: &[Message]| HeuristicCounter.count_messages(m);
+            black_box(plan::plan_trim(&messages, &pairs, &layout, goal, usize::MAX, &mut count).map(|t| t.tokens))
+        })
+    });
+    group.finish();
+}
+
+/// Defaults for a quick run; `--warm-up-time` / `--measurement-time` on the command line
+/// win (criterion applies them after this config).
+fn config() -> Criterion {
+    Criterion::default()
+        .sample_size(10)
+        .measurement_time(Duration::from_secs(3))
+        .warm_up_time(Duration::from_millis(500))
+}
+
+criterion_group! {
+    name = benches;
+    config = config();
+    targets = planning, real_9898
+}
 criterion_main!(benches);

@@ -184,8 +184,7 @@ impl Compactor {
         limit: usize,
     ) -> CompactionResult {
         let goal = options.target.unwrap_or(self.config.target());
-        let mut count = |m: &[Message]| counter.count_messages(m);
-        match plan::plan_trim(aged, pairs, layout, goal, aged_count, &mut count) {
+        match plan::plan_trim_counted(aged, pairs, layout, goal, aged_count, counter) {
             Some(trim) => {
                 tracing::warn!(dropped = trim.dropped, tokens = trim.tokens, "hard trim");
                 let survivors = elisions.into_iter().filter(|e| e.index > trim.cut_index).collect();

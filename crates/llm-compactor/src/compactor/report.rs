@@ -98,12 +98,12 @@ impl Compactor {
             NeedReason::NotNeeded
         };
         let target = options.target.unwrap_or(self.config.target());
-        let mut count = |m: &[Message]| counter.count_messages(m);
-        let trim = plan::plan_trim(messages, &pairs, &layout, target, tokens, &mut count).map(|t| TrimPreview {
-            cut_index: t.cut_index,
-            dropped: t.dropped,
-            tokens_after: t.tokens,
-        });
+        let trim =
+            plan::plan_trim_counted(messages, &pairs, &layout, target, tokens, counter.as_ref()).map(|t| TrimPreview {
+                cut_index: t.cut_index,
+                dropped: t.dropped,
+                tokens_after: t.tokens,
+            });
         PlanReport {
             counter: counter.name().to_owned(),
             messages: messages.len(),

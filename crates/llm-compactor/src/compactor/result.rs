@@ -6,15 +6,7 @@ use crate::message::Message;
 use crate::summarize::FailureClass;
 use crate::usage::Usage;
 
-/// One elided tool result: its position in the INPUT conversation and the stub that
-/// replaced its content.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Elision {
-    /// Index into the conversation given to `compact`.
-    pub index: usize,
-    /// The stub text now in its content.
-    pub stub: String,
-}
+pub use crate::plan::Elision;
 
 /// Which request an attempt was.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -15,14 +15,30 @@
 //! The counter is shared (`Arc<dyn TokenCounter>`) between the loop, which records bills,
 //! and the compactor, which counts; the record sits behind a `Mutex`. A poisoned lock is
 //! recovered (the record is a plain value, never left half-written).
+//!
+//! Per round the counter must not redo work proportional to the whole conversation at
+//! SHA-256 speed (that was four SHA-256 passes over the canonical JSON of the billed
+//! prefix per round, ~270 ms at 1M tokens). So beside the record it keeps a ledger: each
+//! recorded message's fast fingerprint (see `fingerprint.rs`) and the SHA-256 state over
+//! the newline-joined message digests. The anchor check compares fingerprints (a hash
+//! pass at GB/s, no JSON, no SHA), and a new bill over a conversation that extends the
+//! recorded one computes the message digests of the new messages only, continuing the
+//! saved SHA-256 state; the recorded [`conversation_digest`] is the same value as a
+//! from-scratch computation.
 
+use std::hash::{BuildHasher, Hasher};
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use foldhash::quality::RandomState;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use sha2::{Digest, Sha256};
 
+use crate::count::fingerprint::hash_message;
 use crate::count::{HeuristicCounter, TokenCounter};
-use crate::message::{Message, conversation_digest};
+#[cfg(doc)]
+use crate::message::conversation_digest;
+use crate::message::{Message, message_digest};
 use crate::usage::Usage;
 
 /// The one bill the calibrated counter remembers.
@@ -57,7 +73,18 @@ pub struct CalibrationRecord {
 /// ```
 pub struct CalibratedCounter {
     fallback: Arc<dyn TokenCounter>,
-    record: Mutex<Option<CalibrationRecord>>,
+    keys: RandomState,
+    record: Mutex<Option<Anchored>>,
+}
+
+/// The record and its ledger, always replaced together.
+#[derive(Clone)]
+struct Anchored {
+    record: CalibrationRecord,
+    /// The fingerprint of each of the `record.messages` recorded messages.
+    fingerprints: Arc<[u64]>,
+    /// SHA-256 fed with the newline-joined digests of those messages (not finalized).
+    joined: Sha256,
 }
 
 impl Default for CalibratedCounter {
@@ -86,6 +113,7 @@ impl CalibratedCounter {
     pub fn with_fallback(fallback: Arc<dyn TokenCounter>) -> Self {
         CalibratedCounter {
             fallback,
+            keys: RandomState::default(),
             record: Mutex::new(None),
         }
     }
@@ -97,7 +125,31 @@ impl CalibratedCounter {
 
     /// The current record, if any.
     pub fn calibration(&self) -> Option<CalibrationRecord> {
-        self.lock().clone()
+        self.lock().as_ref().map(|a| a.record.clone())
+    }
+
+    fn fingerprint(&self, message: &Message) -> u64 {
+        let mut hasher = self.keys.build_hasher();
+        hash_message(message, &mut hasher);
+        hasher.finish()
+    }
+
+    /// The ledger of `messages`: their fingerprints and the SHA-256 state over their
+    /// joined digests, continuing `previous` when `messages` extends what it recorded
+    /// (only the new messages are digested then).
+    fn ledger(&self, messages: &[Message], previous: Option<&Anchored>) -> (Arc<[u64]>, Sha256) {
+        let fingerprints: Arc<[u64]> = messages.iter().map(|m| self.fingerprint(m)).collect();
+        let (mut joined, from) = match previous {
+            Some(p) if fingerprints.starts_with(&p.fingerprints) => (p.joined.clone(), p.fingerprints.len()),
+            _ => (Sha256::new(), 0),
+        };
+        for (i, message) in messages.iter().enumerate().skip(from) {
+            if i > 0 {
+                joined.update(b"\n");
+            }
+            joined.update(message_digest(message).as_bytes());
+        }
+        (fingerprints, joined)
     }
 
     /// Forgets the record.
@@ -111,18 +163,26 @@ impl CalibratedCounter {
     /// With a bill, the record becomes this call. Without one (the provider sent no
     /// usage), the old record is kept, unless `model` is not its model, which forgets it.
     pub fn record(&self, messages: &[Message], model: &str, billed_prompt_tokens: Option<u64>) {
-        let mut record = self.lock();
         match billed_prompt_tokens {
             Some(billed) => {
-                *record = Some(CalibrationRecord {
-                    messages: messages.len(),
-                    billed_prompt_tokens: billed,
-                    digest: conversation_digest(messages),
-                    model: model.to_owned(),
+                // Digest outside the lock, continuing the current ledger when it can.
+                let previous = self.lock().clone();
+                let (fingerprints, joined) = self.ledger(messages, previous.as_ref());
+                let digest = hex::encode(joined.clone().finalize());
+                *self.lock() = Some(Anchored {
+                    record: CalibrationRecord {
+                        messages: messages.len(),
+                        billed_prompt_tokens: billed,
+                        digest,
+                        model: model.to_owned(),
+                    },
+                    fingerprints,
+                    joined,
                 });
             }
             None => {
-                if record.as_ref().is_some_and(|r| r.model != model) {
+                let mut record = self.lock();
+                if record.as_ref().is_some_and(|a| a.record.model != model) {
                     tracing::debug!(
                         model,
                         "calibrated counter: model changed without usage, record forgotten"
@@ -156,7 +216,7 @@ impl CalibratedCounter {
     pub fn count_for_model(&self, messages: &[Message], model: &str) -> usize {
         {
             let mut record = self.lock();
-            if record.as_ref().is_some_and(|r| r.model != model) {
+            if record.as_ref().is_some_and(|a| a.record.model != model) {
                 tracing::debug!(model, "calibrated counter: model changed, record forgotten");
                 *record = None;
             }
@@ -165,12 +225,22 @@ impl CalibratedCounter {
     }
 
     /// The anchor `(N, P)` when `messages` still starts with the recorded prefix; forgets
-    /// the record (and gives `None`) when it does not. The digest is computed outside the
-    /// lock, so concurrent counts do not serialize on it.
+    /// the record (and gives `None`) when it does not. The prefix is compared by the
+    /// recorded fingerprints, outside the lock, so concurrent counts do not serialize on
+    /// it.
     fn anchor(&self, messages: &[Message]) -> Option<(usize, u64)> {
-        let current = self.lock().clone()?;
+        let (current, fingerprints) = {
+            let anchored = self.lock();
+            let anchored = anchored.as_ref()?;
+            (anchored.record.clone(), Arc::clone(&anchored.fingerprints))
+        };
         let n = current.messages;
-        if messages.len() >= n && conversation_digest(&messages[..n]) == current.digest {
+        if messages.len() >= n
+            && messages[..n]
+                .iter()
+                .zip(fingerprints.iter())
+                .all(|(m, &f)| self.fingerprint(m) == f)
+        {
             return Some((n, current.billed_prompt_tokens));
         }
         tracing::debug!(
@@ -180,13 +250,13 @@ impl CalibratedCounter {
         );
         let mut record = self.lock();
         // Forget only the record we checked: a bill recorded meanwhile is newer news.
-        if record.as_ref() == Some(&current) {
+        if record.as_ref().is_some_and(|a| a.record == current) {
             *record = None;
         }
         None
     }
 
-    fn lock(&self) -> MutexGuard<'_, Option<CalibrationRecord>> {
+    fn lock(&self) -> MutexGuard<'_, Option<Anchored>> {
         self.record.lock().unwrap_or_else(|poisoned| {
             self.record.clear_poison();
             poisoned.into_inner()

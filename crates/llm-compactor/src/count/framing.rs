@@ -70,6 +70,50 @@ pub fn tool_calls_json(message: &Message) -> Option<String> {
     Some(format!("[{}]", calls.join(",")))
 }
 
+/// Chars of [`tool_calls_json`]'s rendering, counted without building it (0 when the
+/// message has no calls): the heuristic counts every message's tool calls, and building
+/// the JSON for each count was most of a hard trim's time on real trajectories.
+///
+/// ```
+/// use llm_compactor::count::framing::{tool_calls_json, tool_calls_json_chars};
+/// use llm_compactor::message::{Message, ToolCall};
+/// let m = Message::assistant("").with_tool_calls(vec![ToolCall::new("c1", "bash", "{\"cmd\":\"ls\n\"}")]);
+/// assert_eq!(tool_calls_json_chars(&m), tool_calls_json(&m).unwrap().chars().count());
+/// ```
+pub fn tool_calls_json_chars(message: &Message) -> usize {
+    let calls = &message.tool_calls;
+    if calls.is_empty() {
+        return 0;
+    }
+    // `[` `]`, the commas between calls, and per call the fixed
+    // `{"id":` `,"name":` `,"arguments":` `}` around three quoted strings.
+    const PER_CALL: usize = 6 + 8 + 13 + 1;
+    2 + (calls.len() - 1)
+        + calls
+            .iter()
+            .map(|c| PER_CALL + quoted_chars(&c.id) + quoted_chars(&c.name) + quoted_chars(&c.arguments))
+            .sum::<usize>()
+}
+
+/// Chars of `serde_json::to_string(text)`: the quotes, every char, and what serde_json's
+/// escaping adds (`\"`, `\\`, `\b` `\f` `\n` `\r` `\t`, `\u00XX` for the other
+/// control chars).
+fn quoted_chars(text: &str) -> usize {
+    let mut chars = 2;
+    for &b in text.as_bytes() {
+        // A UTF-8 continuation byte is not a char of its own.
+        if b & 0xC0 != 0x80 {
+            chars += 1;
+        }
+        chars += match b {
+            b'"' | b'\\' | 0x08 | 0x0C | b'\n' | b'\r' | b'\t' => 1,
+            0x00..=0x1F => 5,
+            _ => 0,
+        };
+    }
+    chars
+}
+
 /// Tokens of a content under `count_text`, as the rule above says.
 pub fn content_tokens(content: &Content, count_text: &dyn Fn(&str) -> usize) -> usize {
     match content {

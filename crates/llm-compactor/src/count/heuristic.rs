@@ -4,7 +4,7 @@
 //! the calibrated counter and a safe default where no tokenizer is known.
 
 use crate::count::TokenCounter;
-use crate::count::framing::tool_calls_json;
+use crate::count::framing::tool_calls_json_chars;
 use crate::message::Message;
 
 /// Per-message framing allowance of the heuristic.
@@ -13,11 +13,7 @@ pub const MESSAGE_OVERHEAD: usize = 8;
 /// Chars of a message as the heuristic sees them: content chars plus the chars of the
 /// compact JSON of its tool calls (`[{"id":..,"name":..,"arguments":..}]`).
 pub fn message_chars(message: &Message) -> usize {
-    let mut chars = message.content.chars();
-    if let Some(calls) = tool_calls_json(message) {
-        chars += calls.chars().count();
-    }
-    chars
+    message.content.chars() + tool_calls_json_chars(message)
 }
 
 /// `8 + ceil(chars / 4)` per message; `ceil(chars / 4)` for bare text.

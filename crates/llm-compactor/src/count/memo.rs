@@ -34,15 +34,16 @@
 //! (see [`TokenCounter::additive`]) the memo delegates every call unchanged.
 
 use std::collections::HashMap;
-use std::hash::{BuildHasher, Hash, Hasher};
+use std::hash::{BuildHasher, Hasher};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
 use foldhash::quality::RandomState;
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use crate::count::TokenCounter;
-use crate::message::{Content, Message, Part};
+use crate::count::fingerprint::hash_message;
+use crate::message::{Content, Message};
 
 /// A message's cache key: a 64-bit fingerprint and the content's length.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -79,7 +80,9 @@ pub struct MemoStats {
 pub struct MemoCounter<C> {
     inner: C,
     keys: RandomState,
-    cache: Mutex<HashMap<Key, usize>>,
+    /// Each entry's count and the stamp of the last call that saw it.
+    cache: Mutex<HashMap<Key, (usize, u64)>>,
+    generation: AtomicU64,
     hits: AtomicU64,
     misses: AtomicU64,
 }
@@ -100,6 +103,7 @@ impl<C: TokenCounter> MemoCounter<C> {
             inner,
             keys: RandomState::default(),
             cache: Mutex::new(HashMap::new()),
+            generation: AtomicU64::new(0),
             hits: AtomicU64::new(0),
             misses: AtomicU64::new(0),
         }
@@ -133,7 +137,44 @@ impl<C: TokenCounter> MemoCounter<C> {
         }
     }
 
-    fn lock(&self) -> MutexGuard<'_, HashMap<Key, usize>> {
+    /// Each message's count, from the cache or the wrapped counter; afterwards the cache
+    /// holds exactly these messages. The cache is updated in place (stamped entries, and
+    /// a sweep only when some entry was not seen), so a round that appends to the last
+    /// call's conversation inserts its new messages and evicts nothing.
+    fn remembered_counts(&self, messages: &[Message]) -> Vec<usize> {
+        let keys: Vec<Key> = messages.iter().map(|m| self.key(m)).collect();
+        let mut counts: Vec<Option<usize>> = {
+            let cache = self.lock();
+            keys.iter().map(|k| cache.get(k).map(|e| e.0)).collect()
+        };
+        // Tokenize the misses outside the lock.
+        let mut misses = 0u64;
+        for (count, message) in counts.iter_mut().zip(messages) {
+            if count.is_none() {
+                *count = Some(self.inner.count_message(message));
+                misses += 1;
+            }
+        }
+        let counts: Vec<usize> = counts.into_iter().map(|c| c.unwrap_or_default()).collect();
+        {
+            let mut cache = self.lock();
+            let stamp = self.generation.fetch_add(1, Ordering::Relaxed) + 1;
+            let mut seen = 0usize;
+            for (key, &count) in keys.iter().zip(&counts) {
+                if cache.insert(*key, (count, stamp)).is_none_or(|old| old.1 != stamp) {
+                    seen += 1;
+                }
+            }
+            if cache.len() > seen {
+                cache.retain(|_, entry| entry.1 == stamp);
+            }
+        }
+        self.misses.fetch_add(misses, Ordering::Relaxed);
+        self.hits.fetch_add(messages.len() as u64 - misses, Ordering::Relaxed);
+        counts
+    }
+
+    fn lock(&self) -> MutexGuard<'_, HashMap<Key, (usize, u64)>> {
         self.cache.lock().unwrap_or_else(|poisoned| {
             self.cache.clear_poison();
             poisoned.into_inner()
@@ -152,7 +193,7 @@ impl<C: TokenCounter> TokenCounter for MemoCounter<C> {
 
     fn count_message(&self, message: &Message) -> usize {
         let key = self.key(message);
-        let cached = self.lock().get(&key).copied();
+        let cached = self.lock().get(&key).map(|e| e.0);
         match cached {
             Some(count) => {
                 self.hits.fetch_add(1, Ordering::Relaxed);
@@ -169,25 +210,14 @@ impl<C: TokenCounter> TokenCounter for MemoCounter<C> {
         if !self.inner.additive() {
             return self.inner.count_messages(messages);
         }
-        let keys: Vec<Key> = messages.iter().map(|m| self.key(m)).collect();
-        let mut counts: Vec<Option<usize>> = {
-            let cache = self.lock();
-            keys.iter().map(|k| cache.get(k).copied()).collect()
-        };
-        // Tokenize the misses outside the lock.
-        let mut misses = 0u64;
-        for (count, message) in counts.iter_mut().zip(messages) {
-            if count.is_none() {
-                *count = Some(self.inner.count_message(message));
-                misses += 1;
-            }
+        self.remembered_counts(messages).iter().sum()
+    }
+
+    fn count_each(&self, messages: &[Message]) -> Vec<usize> {
+        if !self.inner.additive() {
+            return self.inner.count_each(messages);
         }
-        let counts: Vec<usize> = counts.into_iter().map(|c| c.unwrap_or_default()).collect();
-        let fresh: HashMap<Key, usize> = keys.into_iter().zip(counts.iter().copied()).collect();
-        *self.lock() = fresh;
-        self.misses.fetch_add(misses, Ordering::Relaxed);
-        self.hits.fetch_add(messages.len() as u64 - misses, Ordering::Relaxed);
-        counts.iter().sum()
+        self.remembered_counts(messages)
     }
 
     fn count_request(&self, messages: &[Message], tools: &[Value], context: &str) -> usize {
@@ -214,104 +244,13 @@ fn content_len(content: &Content) -> usize {
     }
 }
 
-/// Feeds every field a counter can see to `hasher`, each behind a tag, so that distinct
-/// messages give distinct streams. The stable id and the message's wire extras are left
-/// out: no counter reads them (they never reach the model's tokenizer), and the extras of
-/// real trajectories (raw provider responses, duplicated outputs) are often bigger than
-/// the content itself, which made hashing them most of a round's cost.
-fn hash_message(message: &Message, hasher: &mut impl Hasher) {
-    message.role.as_str().hash(hasher);
-    match &message.content {
-        Content::Absent => hasher.write_u8(0),
-        Content::Null => hasher.write_u8(1),
-        Content::Text(text) => {
-            hasher.write_u8(2);
-            text.hash(hasher);
-        }
-        Content::Parts(parts) => {
-            hasher.write_u8(3);
-            hasher.write_usize(parts.len());
-            for part in parts {
-                match part {
-                    Part::Text { text, extras } => {
-                        hasher.write_u8(0);
-                        text.hash(hasher);
-                        hash_map(extras, hasher);
-                    }
-                    Part::Thinking { thinking, extras } => {
-                        hasher.write_u8(1);
-                        thinking.hash(hasher);
-                        hash_map(extras, hasher);
-                    }
-                    Part::ToolUse { id } => {
-                        hasher.write_u8(2);
-                        id.hash(hasher);
-                    }
-                    Part::Other(value) => {
-                        hasher.write_u8(3);
-                        hash_value(value, hasher);
-                    }
-                }
-            }
-        }
-    }
-    hasher.write_usize(message.tool_calls.len());
-    for call in &message.tool_calls {
-        call.id.hash(hasher);
-        call.name.hash(hasher);
-        call.arguments.hash(hasher);
-        hash_map(&call.extras, hasher);
-    }
-    message.tool_call_id.hash(hasher);
-    message.name.hash(hasher);
-    message.sticky.hash(hasher);
-    message.sysprompt.hash(hasher);
-    message.depth.hash(hasher);
-}
-
-fn hash_map(map: &Map<String, Value>, hasher: &mut impl Hasher) {
-    hasher.write_usize(map.len());
-    for (key, value) in map {
-        key.hash(hasher);
-        hash_value(value, hasher);
-    }
-}
-
-fn hash_value(value: &Value, hasher: &mut impl Hasher) {
-    match value {
-        Value::Null => hasher.write_u8(0),
-        Value::Bool(b) => {
-            hasher.write_u8(1);
-            b.hash(hasher);
-        }
-        Value::Number(n) => {
-            hasher.write_u8(2);
-            n.to_string().hash(hasher);
-        }
-        Value::String(s) => {
-            hasher.write_u8(3);
-            s.hash(hasher);
-        }
-        Value::Array(items) => {
-            hasher.write_u8(4);
-            hasher.write_usize(items.len());
-            for item in items {
-                hash_value(item, hasher);
-            }
-        }
-        Value::Object(map) => {
-            hasher.write_u8(5);
-            hash_map(map, hasher);
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use std::sync::Arc;
 
     use super::*;
     use crate::count::HeuristicCounter;
+    use crate::message::Part;
 
     #[test]
     fn a_poisoned_cache_is_recovered() {

@@ -51,6 +51,13 @@ pub trait TokenCounter: Send + Sync {
         messages.iter().map(|m| self.count_message(m)).sum()
     }
 
+    /// Each message's tokens, in order: `count_message` of each. A memo overrides it to
+    /// remember the counts, so that planning which counts every message once (the hard
+    /// trim's prefix sums) fills the same cache a whole-conversation count does.
+    fn count_each(&self, messages: &[Message]) -> Vec<usize> {
+        messages.iter().map(|m| self.count_message(m)).collect()
+    }
+
     /// Tokens of a complete request: the conversation, the tool declarations it carries
     /// and any runtime context sent beside it.
     fn count_request(&self, messages: &[Message], tools: &[Value], context: &str) -> usize {
@@ -95,6 +102,7 @@ impl std::fmt::Debug for dyn TokenCounter {
 mod bpe;
 mod by_name;
 mod calibrated;
+mod fingerprint;
 pub mod framing;
 mod heuristic;
 mod memo;
@@ -124,6 +132,9 @@ macro_rules! forward_token_counter {
             }
             fn count_messages(&self, messages: &[Message]) -> usize {
                 (**self).count_messages(messages)
+            }
+            fn count_each(&self, messages: &[Message]) -> Vec<usize> {
+                (**self).count_each(messages)
             }
             fn count_request(&self, messages: &[Message], tools: &[Value], context: &str) -> usize {
                 (**self).count_request(messages, tools, context)

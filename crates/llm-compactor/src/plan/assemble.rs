@@ -6,7 +6,7 @@
 //! (the role every provider accepts arbitrary text in) and is not sticky, so a later
 //! compaction folds it into a newer summary.
 
-use crate::compactor::Elision;
+use super::elision::Elision;
 use crate::message::{Content, Message};
 
 /// The first line of every message a compaction inserts (a summary or a trim notice).

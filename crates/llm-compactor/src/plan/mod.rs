@@ -9,6 +9,7 @@
 mod assemble;
 mod cut;
 mod eligibility;
+mod elision;
 pub mod grounding;
 mod identity;
 pub mod ledger;
@@ -20,8 +21,9 @@ mod validate;
 pub use assemble::{SUMMARY_HEADER, apply_elisions, assemble, notice_content, summary_content, summary_message};
 pub use cut::{Layout, layout, layout_with};
 pub use eligibility::{AgingRules, Eligible, EligibleReason, eligible, reclaimable_pool};
+pub use elision::Elision;
 pub use identity::call_identity;
 pub use pairs::Pairs;
 pub use stub::{is_stub, stub_text};
-pub use trim::{TrimPlan, plan_trim};
+pub use trim::{TrimPlan, plan_trim, plan_trim_counted};
 pub use validate::{Violation, validate};

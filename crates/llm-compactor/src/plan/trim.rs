@@ -8,10 +8,11 @@
 //! otherwise the whole middle goes. The recent window is never touched, even when that
 //! leaves the conversation above the goal: that is reported as `exhausted`, not hidden.
 
-use super::assemble::{assemble, notice_content};
+use super::assemble::{assemble, notice_content, summary_message};
 use super::cut::Layout;
 use super::pairs::Pairs;
 use super::validate::validate;
+use crate::count::TokenCounter;
 use crate::message::Message;
 
 /// A planned hard trim.
@@ -34,10 +35,12 @@ pub struct TrimPlan {
 /// none does. `None` when there is no middle, or when no candidate passes the validator
 /// (a conversation whose pairing no trim can respect).
 ///
-/// `count` counts a whole candidate conversation. Candidates are searched by bisection,
-/// which finds the first fitting one for any counter where dropping more never counts
-/// more (every real counter); for another the answer still fits, it may just not be the
-/// least destructive.
+/// `count` counts a whole candidate conversation, so every candidate the search looks at
+/// is assembled to be counted; [`plan_trim_counted`] gives the same plan from a
+/// [`TokenCounter`] by arithmetic when the counter is additive. Candidates are searched
+/// by bisection, which finds the first fitting one for any counter where dropping more
+/// never counts more (every real counter); for another the answer still fits, it may just
+/// not be the least destructive.
 pub fn plan_trim(
     messages: &[Message],
     pairs: &Pairs,
@@ -46,17 +49,86 @@ pub fn plan_trim(
     ceiling: usize,
     count: &mut dyn FnMut(&[Message]) -> usize,
 ) -> Option<TrimPlan> {
+    let candidates = plan_candidates(messages, pairs, layout)?;
+    let mut tokens_of = |c: usize| {
+        let dropped = dropped_through(messages, c);
+        count(&assemble(messages, c, &notice_content(dropped)).0)
+    };
+    search(messages, layout, &candidates, goal, ceiling, &mut tokens_of)
+}
+
+/// [`plan_trim`] counted by `counter`: the same plan, but with an additive counter
+/// (see [`TokenCounter::additive`]) no candidate is built. Each message is counted once
+/// ([`TokenCounter::count_each`]), a candidate's tokens are prefix-sum arithmetic (the
+/// sticky messages it keeps, its notice, the suffix after its cut) and only the chosen
+/// trim is assembled. A non-additive counter (calibrated, whole-request) counts each
+/// candidate conversation as [`plan_trim`] does.
+pub fn plan_trim_counted(
+    messages: &[Message],
+    pairs: &Pairs,
+    layout: &Layout,
+    goal: usize,
+    ceiling: usize,
+    counter: &dyn TokenCounter,
+) -> Option<TrimPlan> {
+    if !counter.additive() {
+        let mut count = |m: &[Message]| counter.count_messages(m);
+        return plan_trim(messages, pairs, layout, goal, ceiling, &mut count);
+    }
+    let candidates = plan_candidates(messages, pairs, layout)?;
+    let counts = counter.count_each(messages);
+    // sticky[i]: tokens of the sticky messages in 0..i; suffix[i]: tokens of i..;
+    // dropped[i]: non-sticky messages in 0..i.
+    let n = messages.len();
+    let (mut sticky, mut dropped) = (vec![0usize; n + 1], vec![0usize; n + 1]);
+    for (i, (message, &tokens)) in messages.iter().zip(&counts).enumerate() {
+        let keep = message.is_sticky();
+        sticky[i + 1] = sticky[i] + if keep { tokens } else { 0 };
+        dropped[i + 1] = dropped[i] + usize::from(!keep);
+    }
+    let mut suffix = vec![0usize; n + 1];
+    let mut running = 0usize;
+    for (slot, &tokens) in suffix[..n].iter_mut().zip(&counts).rev() {
+        running += tokens;
+        *slot = running;
+    }
+    let mut tokens_of = |c: usize| {
+        let notice = summary_message(&notice_content(dropped[c + 1]));
+        sticky[c + 1] + counter.count_message(&notice) + suffix[c + 1]
+    };
+    search(messages, layout, &candidates, goal, ceiling, &mut tokens_of)
+}
+
+/// The candidates of a plannable layout, or `None` when there is nothing to trim (no
+/// middle, or a layout of another conversation).
+fn plan_candidates(messages: &[Message], pairs: &Pairs, layout: &Layout) -> Option<Vec<usize>> {
     let cut = layout.cut?;
     // A layout of another conversation (a cut past the end) plans nothing.
     if layout.middle.is_empty() || cut >= messages.len() || layout.middle.iter().any(|&i| i > cut) {
         return None;
     }
-    let candidates = candidates(messages, pairs, layout, cut);
-    let build = |c: usize, count: &mut dyn FnMut(&[Message]) -> usize| {
-        let dropped = (0..=c).filter(|&i| !messages[i].is_sticky()).count();
-        let notice = notice_content(dropped);
+    Some(candidates(messages, pairs, layout, cut))
+}
+
+/// The non-sticky messages in `0..=c`: what the notice of candidate `c` reports dropped.
+fn dropped_through(messages: &[Message], c: usize) -> usize {
+    messages[..=c].iter().filter(|m| !m.is_sticky()).count()
+}
+
+/// The bisection over `candidates` by `tokens_of(candidate)`, then the validator; only
+/// the chosen candidate (and, for unusual pairings, the ones walked to after it) is
+/// assembled.
+fn search(
+    messages: &[Message],
+    layout: &Layout,
+    candidates: &[usize],
+    goal: usize,
+    ceiling: usize,
+    tokens_of: &mut dyn FnMut(usize) -> usize,
+) -> Option<TrimPlan> {
+    let build = |c: usize, tokens: usize| {
+        let notice = notice_content(dropped_through(messages, c));
         let (trimmed, dropped) = assemble(messages, c, &notice);
-        let tokens = count(&trimmed);
         TrimPlan {
             cut_index: c,
             dropped,
@@ -67,21 +139,22 @@ pub fn plan_trim(
     };
     // Bisection for the first candidate that fits.
     let (mut lo, mut hi) = (0usize, candidates.len());
-    let mut found: Option<TrimPlan> = None;
+    let mut found: Option<usize> = None;
     while lo < hi {
         let mid = lo + (hi - lo) / 2;
-        let plan = build(candidates[mid], count);
-        if plan.tokens <= goal && plan.tokens < ceiling {
+        let tokens = tokens_of(candidates[mid]);
+        if tokens <= goal && tokens < ceiling {
             hi = mid;
-            found = Some(plan);
+            found = Some(tokens);
         } else {
             lo = mid + 1;
         }
     }
-    // The last `hi = mid` is the final `lo`, so `found` is candidate `lo`.
+    // The last `hi = mid` is the final `lo`, so `found` is candidate `lo`'s count.
+    let last = candidates.len() - 1;
     let (first, mut plan) = match found {
-        Some(plan) => (lo, plan),
-        None => (candidates.len() - 1, build(candidates[candidates.len() - 1], count)),
+        Some(tokens) => (lo, build(candidates[lo], tokens)),
+        None => (last, build(candidates[last], tokens_of(candidates[last]))),
     };
     if validate(messages, &plan.messages, layout.recent_start).is_ok() {
         return Some(plan);
@@ -89,7 +162,7 @@ pub fn plan_trim(
     // Only a conversation with unusual pairing gets here: walk on to the next candidate
     // that keeps every pair intact.
     for &c in candidates.iter().skip(first + 1) {
-        plan = build(c, count);
+        plan = build(c, tokens_of(c));
         if validate(messages, &plan.messages, layout.recent_start).is_ok() {
             return Some(plan);
         }

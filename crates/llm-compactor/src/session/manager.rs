@@ -174,6 +174,30 @@ pub struct Prepared {
     pub pass: Option<PassReport>,
 }
 
+/// [`Prepared`], borrowing the conversation from the manager instead of copying it: what
+/// [`ContextManager::prepare_borrowed`] gives, so that a round costs no copy of a
+/// conversation that may hold a million tokens.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct PreparedRef<'a> {
+    /// The conversation, every message with its transcript id.
+    pub messages: &'a [Message],
+    /// Tokens of the whole request (conversation, tools, context) after any pass.
+    pub request_tokens: usize,
+    /// The pass that ran, if one did.
+    pub pass: Option<PassReport>,
+}
+
+impl PreparedRef<'_> {
+    /// The owned [`Prepared`] (copies the conversation).
+    pub fn into_owned(self) -> Prepared {
+        Prepared {
+            messages: self.messages.to_vec(),
+            request_tokens: self.request_tokens,
+            pass: self.pass,
+        }
+    }
+}
+
 /// The glue an agent loop calls around each model request.
 pub struct ContextManager {
     compactor: Arc<Compactor>,
@@ -308,6 +332,20 @@ impl ContextManager {
         request: RequestShape<'_>,
         cancel: CancellationToken,
     ) -> Result<Prepared, ManagerError> {
+        Ok(self.prepare_borrowed(request, cancel).await?.into_owned())
+    }
+
+    /// [`ContextManager::prepare`] without the copy: the conversation to send is
+    /// borrowed from the manager (which keeps the one conversation), and a round where
+    /// no pass runs counts the request once.
+    ///
+    /// # Errors
+    /// As [`ContextManager::prepare`].
+    pub async fn prepare_borrowed(
+        &mut self,
+        request: RequestShape<'_>,
+        cancel: CancellationToken,
+    ) -> Result<PreparedRef<'_>, ManagerError> {
         let messages = self.session.messages();
         let request_tokens = self.request_tokens(request);
         let room = self.room.map(|r| r.usable(0));
@@ -318,15 +356,17 @@ impl ContextManager {
         } else {
             None
         };
-        let pass = match reason {
-            None => None,
-            Some(reason) => {
-                let target = (reason == CompactionReason::Room).then_some(room).flatten();
-                let counter = self.request_counter(request);
-                Some(self.run_pass(reason, request_tokens, target, counter, cancel).await?)
-            }
+        let Some(reason) = reason else {
+            return Ok(PreparedRef {
+                messages: self.session.messages(),
+                request_tokens,
+                pass: None,
+            });
         };
-        Ok(self.prepared(request, pass))
+        let target = (reason == CompactionReason::Room).then_some(room).flatten();
+        let counter = self.request_counter(request);
+        let pass = self.run_pass(reason, request_tokens, target, counter, cancel).await?;
+        Ok(self.prepared(request, Some(pass)))
     }
 
     /// The whole request's tokens: the conversation, the tool declarations and the context.
@@ -376,13 +416,13 @@ impl ContextManager {
                 cancel,
             )
             .await?;
-        Ok(self.prepared(request, Some(pass)))
+        Ok(self.prepared(request, Some(pass)).into_owned())
     }
 
-    fn prepared(&self, request: RequestShape<'_>, pass: Option<PassReport>) -> Prepared {
-        let messages = self.session.messages().to_vec();
-        let request_tokens = self.counter.count_request(&messages, request.tools, request.context);
-        Prepared {
+    fn prepared(&self, request: RequestShape<'_>, pass: Option<PassReport>) -> PreparedRef<'_> {
+        let messages = self.session.messages();
+        let request_tokens = self.counter.count_request(messages, request.tools, request.context);
+        PreparedRef {
             messages,
             request_tokens,
             pass,

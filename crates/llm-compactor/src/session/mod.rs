@@ -43,7 +43,7 @@ pub use lock::SESSION_FILE_MODE;
 pub use log::{Durability, OpenReport, Session, SessionOptions};
 pub use manager::{
     BackendRoom, CompactionReason, ContextEvent, ContextManager, ContextObserver, DEFAULT_MAX_FORCED_COMPACTIONS,
-    ManagerError, PassReport, Prepared, RequestShape, UsageRecorder,
+    ManagerError, PassReport, Prepared, PreparedRef, RequestShape, UsageRecorder,
 };
 pub use pass::RecordedPass;
 pub use record::{

@@ -1,0 +1,129 @@
+//! Per-round cost of an agent loop whose conversation grows by 2 messages per round
+//! (an assistant turn and its tool result), at 100k, 500k and 1M o200k tokens of real
+//! trajectories, against the named baseline `tokenize_2_new` (o200k counts of the 2 new
+//! messages alone) measured in the same run:
+//!
+//! - `needs_compaction_memo`: `Compactor::needs_compaction` over a memoized o200k counter
+//!   (aging off), the memo primed with the previous round's conversation.
+//! - `calibrated_round`: the counter's work in one round of the documented loop with a
+//!   `CalibratedCounter` over a memoized o200k fallback: the bill of the previous round
+//!   is recorded, then the grown conversation is counted (anchor check + the new
+//!   messages).
+//!
+//! Run: `LLM_COMPACTOR_DATA=/work/shared/data cargo bench -p llm-compactor --bench round`.
+
+#[path = "../tests/common/mod.rs"]
+mod common;
+#[path = "../tests/count_support/mod.rs"]
+mod count_support;
+mod support;
+
+use std::hint::black_box;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use llm_compactor::count::{BpeCounter, CalibratedCounter, MemoCounter, TokenCounter};
+use llm_compactor::{Compactor, CompactorConfig, Message, Usage};
+
+/// The process's peak resident set (VmHWM), in MB, on Linux.
+fn peak_rss_mb() -> Option<f64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kb: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb / 1024.0)
+}
+
+fn rounds(c: &mut Criterion) {
+    // Tokenizer start-up, first thing in the process: what every `compactor count
+    // --counter o200k` pays once.
+    let before = peak_rss_mb();
+    let start = Instant::now();
+    black_box(BpeCounter::o200k().count_text("hello"));
+    eprintln!(
+        "o200k tokenizer start-up: {:?}, peak RSS {:?} MB -> {:?} MB",
+        start.elapsed(),
+        before,
+        peak_rss_mb()
+    );
+    let files = common::mini_swe_agent_files();
+    if files.is_empty() {
+        return;
+    }
+    let corpus: Vec<Message> = files
+        .iter()
+        .flat_map(|p| count_support::mini_swe_agent_messages(p))
+        .collect();
+    let plain = BpeCounter::o200k();
+    for target in [100_000usize, 500_000, 1_000_000] {
+        let conversation = support::conversation_of(&corpus, target);
+        let n = conversation.len();
+        let (before, after, new) = (&conversation[..n - 2], &conversation[..], &conversation[n - 2..]);
+        let tokens = plain.count_messages(after);
+        let mut group = c.benchmark_group(format!("round_2_new_at_{}k", target / 1000));
+        eprintln!("round_2_new_at_{}k: {n} messages, {tokens} o200k tokens", target / 1000);
+        group.bench_function("tokenize_2_new", |b| b.iter(|| plain.count_messages(black_box(new))));
+        let config = CompactorConfig::builder(usize::MAX / 4)
+            .age_observations(false)
+            .build()
+            .expect("a valid bench configuration");
+        let compactor = Compactor::new(config, Arc::new(MemoCounter::new(plain)));
+        group.bench_function("needs_compaction_memo", |b| {
+            b.iter_custom(|iterations| {
+                let mut elapsed = Duration::ZERO;
+                for _ in 0..iterations {
+                    black_box(compactor.needs_compaction(before));
+                    let start = Instant::now();
+                    black_box(compactor.needs_compaction(after));
+                    elapsed += start.elapsed();
+                }
+                elapsed
+            })
+        });
+        let calibrated = CalibratedCounter::with_fallback(Arc::new(MemoCounter::new(plain)));
+        let usage = Usage {
+            input_tokens: 12_345,
+            ..Usage::default()
+        };
+        // The conversation keeps growing by 2 messages per iteration (so every bill
+        // extends the recorded one, as in a loop); back at `n` when it runs out.
+        let long = support::conversation_of(&corpus, target + target / 5);
+        let mut k = long.len();
+        group.bench_function("calibrated_round", |b| {
+            b.iter_custom(|iterations| {
+                let mut elapsed = Duration::ZERO;
+                for _ in 0..iterations {
+                    if k + 2 > long.len() {
+                        k = n - 2;
+                        calibrated.forget();
+                        calibrated.record_usage(&long[..k - 2], "m", &usage);
+                        black_box(calibrated.count_messages(&long[..k]));
+                    }
+                    let start = Instant::now();
+                    calibrated.record_usage(&long[..k], "m", &usage);
+                    black_box(calibrated.count_messages(&long[..k + 2]));
+                    elapsed += start.elapsed();
+                    k += 2;
+                }
+                elapsed
+            })
+        });
+        group.finish();
+    }
+}
+
+/// Defaults for a quick run; `--warm-up-time` / `--measurement-time` on the command line
+/// win.
+fn config() -> Criterion {
+    Criterion::default()
+        .sample_size(10)
+        .measurement_time(Duration::from_secs(2))
+        .warm_up_time(Duration::from_millis(300))
+}
+
+criterion_group! {
+    name = benches;
+    config = config();
+    targets = rounds
+}
+criterion_main!(benches);

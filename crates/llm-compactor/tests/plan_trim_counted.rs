@@ -1,0 +1,85 @@
+//! The hard trim counted by arithmetic ([`plan_trim_counted`]) gives exactly the plan of
+//! the trim that builds and counts every candidate ([`plan_trim`], the old algorithm,
+//! kept as the oracle), on real trajectories and on generated conversations; and the
+//! heuristic's tool-call chars, counted without building the JSON, equal the rendering's.
+
+mod common;
+#[path = "count_support/mod.rs"]
+mod count_support;
+
+use llm_compactor::count::framing::{tool_calls_json, tool_calls_json_chars};
+use llm_compactor::count::{BpeCounter, HeuristicCounter, MemoCounter, TokenCounter};
+use llm_compactor::message::{Message, ToolCall};
+use llm_compactor::plan::{self, Pairs, TrimPlan};
+use proptest::prelude::*;
+
+fn both(
+    messages: &[Message],
+    keep_recent: usize,
+    goal: usize,
+    counter: &dyn TokenCounter,
+) -> (Option<TrimPlan>, Option<TrimPlan>) {
+    let pairs = Pairs::build(messages);
+    let layout = plan::layout_with(messages, &pairs, keep_recent);
+    let mut count = |m: &[Message]| counter.count_messages(m);
+    let oracle = plan::plan_trim(messages, &pairs, &layout, goal, usize::MAX, &mut count);
+    let counted = plan::plan_trim_counted(messages, &pairs, &layout, goal, usize::MAX, counter);
+    (oracle, counted)
+}
+
+#[test]
+fn the_counted_trim_is_the_built_trim_on_real_trajectories() {
+    let files = common::mini_swe_agent_files();
+    if files.is_empty() {
+        return;
+    }
+    let bpe = MemoCounter::new(BpeCounter::o200k());
+    let mut compared = 0;
+    for path in files.iter().step_by(3) {
+        let messages = count_support::mini_swe_agent_messages(path);
+        let total = HeuristicCounter.count_messages(&messages);
+        for goal in [total / 10, total * 4 / 10, total * 9 / 10] {
+            let (oracle, counted) = both(&messages, 6, goal, &HeuristicCounter);
+            assert_eq!(oracle, counted, "{} heuristic goal {goal}", path.display());
+            compared += usize::from(counted.is_some());
+        }
+        let (oracle, counted) = both(&messages, 4, total / 3, &bpe);
+        assert_eq!(oracle, counted, "{} o200k", path.display());
+    }
+    assert!(compared > 0, "no real trajectory had a middle to trim");
+}
+
+fn message() -> impl Strategy<Value = Message> {
+    let text = "[a-z \\n\"\\\\é\u{1}]{0,40}";
+    prop_oneof![
+        text.prop_map(Message::user),
+        text.prop_map(|t| Message::user(t).sticky()),
+        (text, 0..3usize).prop_map(|(t, n)| Message::assistant(t).with_tool_calls(
+            (0..n)
+                .map(|i| ToolCall::new(format!("c{i}"), "bash", "{\"x\":\"\\n\"}"))
+                .collect()
+        )),
+        (0..3usize, text).prop_map(|(i, t)| Message::tool(format!("c{i}"), t)),
+    ]
+}
+
+proptest! {
+    #[test]
+    fn the_counted_trim_is_the_built_trim(
+        mut messages in prop::collection::vec(message(), 0..40),
+        keep in 0..6usize,
+        goal in 0..400usize,
+    ) {
+        messages.insert(0, Message::system("rules"));
+        let (oracle, counted) = both(&messages, keep, goal, &HeuristicCounter);
+        prop_assert_eq!(oracle, counted);
+    }
+
+    #[test]
+    fn tool_call_chars_match_the_rendering(
+        calls in prop::collection::vec(("[a-z0-9_\"\\\\]{0,8}", "[a-zé\\t]{0,8}", "\\PC{0,30}|[\u{0}-\u{1f}\"\\\\]{0,10}"), 1..4),
+    ) {
+        let m = Message::assistant("").with_tool_calls(calls.iter().map(|(i, n, a)| ToolCall::new(i.clone(), n.clone(), a.clone())).collect());
+        prop_assert_eq!(tool_calls_json_chars(&m), tool_calls_json(&m).unwrap().chars().count());
+    }
+}
