@@ -2,13 +2,22 @@
 
 use std::fmt;
 
-/// A command's failure: a usage error (exit 2) or a runtime failure (exit 1).
+/// A command's failure: a usage error (exit 2), a runtime failure (exit 1), or a pass
+/// interrupted by a signal (exit 130 or 143).
 #[derive(Debug)]
 pub enum CliError {
     /// The command line asks for something impossible.
     Usage(String),
     /// The command ran and failed.
     Failed(String),
+    /// A signal cancelled the pass (its result, if any, was written): exit 128 + the
+    /// signal number.
+    Interrupted {
+        /// What happened.
+        message: String,
+        /// 130 for SIGINT, 143 for SIGTERM.
+        code: i32,
+    },
 }
 
 impl CliError {
@@ -17,6 +26,7 @@ impl CliError {
         match self {
             CliError::Usage(_) => 2,
             CliError::Failed(_) => 1,
+            CliError::Interrupted { code, .. } => *code,
         }
     }
 
@@ -29,7 +39,9 @@ impl CliError {
 impl fmt::Display for CliError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            CliError::Usage(msg) | CliError::Failed(msg) => f.write_str(msg),
+            CliError::Usage(msg) | CliError::Failed(msg) | CliError::Interrupted { message: msg, .. } => {
+                f.write_str(msg)
+            }
         }
     }
 }

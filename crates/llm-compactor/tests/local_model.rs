@@ -25,6 +25,7 @@ fn request(max_output_tokens: u32) -> SummaryRequest {
         system: SYSTEM.into(),
         transcript: TRANSCRIPT.into(),
         max_output_tokens,
+        prefill: String::new(),
     }
 }
 

@@ -4,6 +4,7 @@ pub mod compact;
 pub mod compact_opts;
 pub mod convert;
 pub mod count;
+pub mod interrupt;
 pub mod model;
 pub mod plan;
 pub mod plot;

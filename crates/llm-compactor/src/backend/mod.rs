@@ -5,6 +5,7 @@
 //! that means for the pass is decided once, by the classification table.
 
 pub mod exec;
+mod process_group;
 
 pub use exec::ExecSummarizer;
 
@@ -14,3 +15,4 @@ pub mod http;
 #[cfg(feature = "local")]
 pub mod local;
 pub mod model_store;
+pub mod model_verify;
