@@ -17,7 +17,13 @@ const BASE: &[&str] = &["--counter", "heuristic", "--budget", "2000", "--keep-re
 
 fn mkfifo(dir: &Path) -> PathBuf {
     let path = dir.join("ready");
-    assert!(std::process::Command::new("mkfifo").arg(&path).status().unwrap().success());
+    assert!(
+        std::process::Command::new("mkfifo")
+            .arg(&path)
+            .status()
+            .unwrap()
+            .success()
+    );
     path
 }
 
@@ -63,7 +69,11 @@ fn alive(pid: u32) -> bool {
 
 /// The summarizer command is gone (bounded wait: SIGKILL delivery is asynchronous).
 fn summarizer_killed(dir: &Path) -> bool {
-    let pid: u32 = std::fs::read_to_string(dir.join("summarizer.pid")).unwrap().trim().parse().unwrap();
+    let pid: u32 = std::fs::read_to_string(dir.join("summarizer.pid"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
     let deadline = Instant::now() + Duration::from_secs(20);
     while Instant::now() < deadline {
         if !alive(pid) {
@@ -104,7 +114,10 @@ fn sigterm_writes_the_trimmed_result_and_exits_143() {
     assert_eq!(result["fallback"], true);
     assert!(result["messages"].as_array().unwrap().len() < 24);
     assert!(stderr.contains("SIGTERM"), "{stderr}");
-    assert!(summarizer_killed(dir.path()), "the summarizer command outlived the pass");
+    assert!(
+        summarizer_killed(dir.path()),
+        "the summarizer command outlived the pass"
+    );
 }
 
 #[test]
@@ -122,7 +135,13 @@ fn session_interrupted(on_cancel: Option<&str>) -> (Output, Vec<u8>, Vec<u8>) {
     let input = write_json(dir.path(), "c.json", &conversation(10, 400));
     let session = dir.path().join("run.jsonl");
     let imported = bin()
-        .args(["session", "import", input.to_str().unwrap(), "-o", session.to_str().unwrap()])
+        .args([
+            "session",
+            "import",
+            input.to_str().unwrap(),
+            "-o",
+            session.to_str().unwrap(),
+        ])
         .output()
         .unwrap();
     assert!(imported.status.success());

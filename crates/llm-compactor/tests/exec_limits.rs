@@ -67,7 +67,9 @@ fn the_default_timeout_is_300_seconds() {
     assert_eq!(DEFAULT_TIMEOUT, Duration::from_secs(300));
     assert_eq!(ExecSummarizer::new("true").timeout(), DEFAULT_TIMEOUT);
     assert_eq!(
-        ExecSummarizer::new("true").with_timeout(Duration::from_secs(7)).timeout(),
+        ExecSummarizer::new("true")
+            .with_timeout(Duration::from_secs(7))
+            .timeout(),
         Duration::from_secs(7)
     );
 }

@@ -96,7 +96,10 @@ async fn a_redirect_loop_within_the_origin_ends_in_an_error() {
     let protocol = Protocol::OpenAi;
     let server = Server::always(Canned::text(307, "again").header("location", "/v1/chat/completions")).await;
     let backend = builder(protocol, &server.base_url(protocol)).build().unwrap();
-    let error = backend.summarize(request(), &CancellationToken::new()).await.unwrap_err();
+    let error = backend
+        .summarize(request(), &CancellationToken::new())
+        .await
+        .unwrap_err();
     assert_eq!(error.kind, FailureKind::Unavailable, "{error}");
     assert!(error.message.contains("redirects"), "{}", error.message);
     assert_eq!(server.count(), llm_compactor::backend::http::MAX_REDIRECTS + 1);

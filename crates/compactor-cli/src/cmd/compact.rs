@@ -3,8 +3,8 @@
 
 use std::path::PathBuf;
 
-use llm_compactor::{CompactionResult, Message};
 use llm_compactor::format::Document;
+use llm_compactor::{CompactionResult, Message};
 use serde_json::{Value, json};
 
 use super::compact_opts::CompactOpts;

@@ -280,12 +280,14 @@ impl Summarizer for ExecSummarizer {
     ) -> Result<SummaryReply, SummarizerError> {
         let timeout = self.timeout;
         let run = async {
-            tokio::time::timeout(timeout, self.run(request)).await.unwrap_or_else(|_| {
-                Err(SummarizerError::new(
-                    FailureKind::Timeout,
-                    format!("the command did not finish within {timeout:?}"),
-                ))
-            })
+            tokio::time::timeout(timeout, self.run(request))
+                .await
+                .unwrap_or_else(|_| {
+                    Err(SummarizerError::new(
+                        FailureKind::Timeout,
+                        format!("the command did not finish within {timeout:?}"),
+                    ))
+                })
         };
         // Dropping the running future drops the child and the group guard, which kill
         // the command and everything it started.

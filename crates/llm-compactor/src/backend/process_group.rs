@@ -28,13 +28,18 @@ impl ProcessGroup {
         #[cfg(unix)]
         {
             // Never 0 or 1: `kill(-1)` would signal every process we may signal.
-            let pid = i32::try_from(id).ok().filter(|&id| id > 1).and_then(rustix::process::Pid::from_raw);
+            let pid = i32::try_from(id)
+                .ok()
+                .filter(|&id| id > 1)
+                .and_then(rustix::process::Pid::from_raw);
             if let Some(pid) = pid {
                 match rustix::process::kill_process_group(pid, rustix::process::Signal::KILL) {
                     Ok(()) => tracing::debug!(group = id, "killed the summarizer command's process group"),
                     // Everyone in it has already exited.
                     Err(rustix::io::Errno::SRCH) => {}
-                    Err(error) => tracing::warn!(group = id, %error, "cannot kill the summarizer command's process group"),
+                    Err(error) => {
+                        tracing::warn!(group = id, %error, "cannot kill the summarizer command's process group")
+                    }
                 }
             }
         }

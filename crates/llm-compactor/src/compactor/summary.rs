@@ -249,9 +249,10 @@ impl Compactor {
         }
         *expanded = true;
         let current = *max_output_tokens;
-        let ceiling = match self.config.expand_truncated {
-            true => calls.summarizer.max_output_tokens().unwrap_or(u32::MAX).max(current),
-            false => current,
+        let ceiling = if self.config.expand_truncated {
+            calls.summarizer.max_output_tokens().unwrap_or(u32::MAX).max(current)
+        } else {
+            current
         };
         let raised = current.saturating_mul(2).min(ceiling);
         let note = if raised > current {

@@ -120,7 +120,12 @@ pub(super) fn decode(body: &[u8]) -> Result<ChatReply, SummarizerError> {
             format!("the answer is not a Messages reply: {error}"),
         )
     })?;
-    let usage = reply.usage.as_ref().map(WireUsage::usage).map(super::wire_usage::plausible).unwrap_or_default();
+    let usage = reply
+        .usage
+        .as_ref()
+        .map(WireUsage::usage)
+        .map(super::wire_usage::plausible)
+        .unwrap_or_default();
     let Some(blocks) = reply.content else {
         let (_, text) = error_text(body);
         return Err(SummarizerError::new(

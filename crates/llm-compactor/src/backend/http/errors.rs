@@ -139,7 +139,10 @@ mod tests {
         assert_eq!(error_text(br#"{"detail":"Not Found"}"#).1, "Not Found");
         assert_eq!(error_text(b"<html>bad gateway</html>\n").1, "<html>bad gateway</html>");
         let long = "x".repeat(2_000);
-        assert_eq!(display(&error_text(long.as_bytes()).1, None).chars().count(), MAX_MESSAGE_CHARS + 1);
+        assert_eq!(
+            display(&error_text(long.as_bytes()).1, None).chars().count(),
+            MAX_MESSAGE_CHARS + 1
+        );
     }
 
     #[test]
