@@ -317,6 +317,7 @@ impl Summarizer for LocalSummarizer {
         cancel: &CancellationToken,
     ) -> Result<SummaryReply, SummarizerError> {
         let max_new = request.max_output_tokens as usize;
+        let prefill = request.prefill.clone();
         let generation = self
             .run(cancel, move |tokenizer, format, add_bos| {
                 let prompt = format.encode_prefilled(
@@ -342,7 +343,7 @@ impl Summarizer for LocalSummarizer {
             return Err(SummarizerError::new(FailureKind::Empty, "the local model wrote nothing").with_usage(usage));
         }
         // The answer began with the prefill: it is part of the summary.
-        let text = prefilled(&request.prefill, &generated);
+        let text = prefilled(&prefill, &generated);
         Ok(SummaryReply { text, stop, usage })
     }
 }
