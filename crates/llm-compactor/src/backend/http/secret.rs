@@ -49,10 +49,13 @@ impl Secret {
     /// ```
     /// use llm_compactor::backend::http::Secret;
     /// let key = Secret::new("sk-live-0123456789abcdef");
-    /// let text = format!("{}invalid key {}", "x".repeat(10), key.expose());
-    /// // The cut falls inside the key: its first 16 chars would remain.
-    /// assert_eq!(key.redact_cut(&text, 38), format!("{}invalid key ***…", "x".repeat(10)));
-    /// assert_eq!(key.redact_cut(&text, 200), format!("{}invalid key ***", "x".repeat(10)));
+    /// let text = format!("{}invalid key {} (check it)", "x".repeat(10), key.expose());
+    /// // Scrubbed before the cut: a cut inside the key cannot leave its first chars.
+    /// assert_eq!(key.redact_cut(&text, 24), format!("{}invalid key **…", "x".repeat(10)));
+    /// assert_eq!(key.redact_cut(&text, 200), format!("{}invalid key *** (check it)", "x".repeat(10)));
+    /// // A server that itself echoed only the start of the key: scrubbed at the cut too.
+    /// let partial = format!("{}invalid key {}", "x".repeat(10), &key.expose()[..20]);
+    /// assert_eq!(key.redact_cut(&partial, 38), format!("{}invalid key ***…", "x".repeat(10)));
     /// ```
     pub fn redact_cut(&self, text: &str, max_chars: usize) -> String {
         cut_scrubbed(&self.redact(text), &self.0, max_chars)
