@@ -2,7 +2,8 @@
 
 use std::fmt;
 
-/// A command's failure: a usage error (exit 2) or a runtime failure (exit 1).
+/// A command's failure: a usage error (exit 2), a runtime failure (exit 1), or a pass
+/// interrupted by a signal (exit 130 or 143).
 #[derive(Debug)]
 pub enum CliError {
     /// The command line asks for something impossible.
@@ -12,6 +13,14 @@ pub enum CliError {
     /// The reader of stdout or stderr went away (`| head`): stop quietly, exit 0, as
     /// Unix tools do.
     BrokenPipe,
+    /// A signal cancelled the pass (its result, if any, was written): exit 128 + the
+    /// signal number.
+    Interrupted {
+        /// What happened.
+        message: String,
+        /// 130 for SIGINT, 143 for SIGTERM.
+        code: i32,
+    },
 }
 
 impl CliError {
@@ -21,6 +30,7 @@ impl CliError {
             CliError::Usage(_) => 2,
             CliError::Failed(_) => 1,
             CliError::BrokenPipe => 0,
+            CliError::Interrupted { code, .. } => *code,
         }
     }
 
@@ -33,7 +43,9 @@ impl CliError {
 impl fmt::Display for CliError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            CliError::Usage(msg) | CliError::Failed(msg) => f.write_str(msg),
+            CliError::Usage(msg) | CliError::Failed(msg) | CliError::Interrupted { message: msg, .. } => {
+                f.write_str(msg)
+            }
             CliError::BrokenPipe => f.write_str("broken pipe"),
         }
     }

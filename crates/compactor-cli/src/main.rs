@@ -1,6 +1,7 @@
 //! `compactor`: compact, plan, count, convert and replay LLM agent conversations.
 //!
-//! Exit codes: 0 success, 1 runtime failure, 2 usage error.
+//! Exit codes: 0 success, 1 runtime failure, 2 usage error, 130/143 a pass cancelled by
+//! SIGINT/SIGTERM (after writing its hard-trimmed result).
 
 mod cmd;
 mod error;

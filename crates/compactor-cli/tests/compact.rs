@@ -233,7 +233,9 @@ fn ctrl_c_cancels_the_summarizer_and_the_pass_still_ends_in_a_trim() {
     );
     let out = child.wait_with_output().unwrap();
     let report = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{report}");
+    // The result is written, and the exit status says a signal cut the pass short
+    // (issue 16 item 1: 128 + SIGINT; this test used to pin exit 0).
+    assert_eq!(out.status.code(), Some(130), "{report}");
     assert!(
         report.contains("interrupted") && report.contains("HARD TRIM"),
         "{report}"
@@ -266,4 +268,34 @@ fn auto_without_keys_or_model_writes_the_ledger_summary() {
     );
     assert_eq!(r["attempts"][0]["kind"], "ledger");
     assert_eq!(r["attempts"][0]["outcome"], "accepted");
+}
+
+/// Issue 16 item 4: the report names the messages actually replaced, not `0..=N` when
+/// message 0 (the system prompt) is kept.
+#[test]
+fn the_report_names_the_range_actually_replaced() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = write_json(dir.path(), "c.json", &conversation(10, 400));
+    let mut args = vec![
+        "compact",
+        input.to_str().unwrap(),
+        "--json",
+        "--summarizer",
+        "exec",
+        "--summarizer-cmd",
+        "cat >/dev/null; printf '## Goals\\nfix it\\n## Decisions\\nnone\\n## Files and commands\\nnone\\n## Unresolved\\nnone'",
+    ];
+    args.extend(BASE);
+    let out = run(&args, None);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let result = stdout_json(&out);
+    assert_eq!(result["fallback"], false, "{stderr}");
+    let cut = result["cut_index"].as_i64().unwrap();
+    assert!(cut > 0);
+    assert!(
+        stderr.contains(&format!("summary inserted for messages 1..={cut}:")),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("messages 0..="), "{stderr}");
 }

@@ -43,8 +43,10 @@ fn path_honours_the_environment() {
     assert!(String::from_utf8_lossy(&out.stdout).starts_with(&dir.path().display().to_string()));
 }
 
+/// A file of the right size is not the model: its SHA-256 is checked (issue 10 item 23;
+/// this test used to pin the opposite, that any file of the right size was accepted).
 #[test]
-fn path_of_a_present_model_exits_0() {
+fn path_of_a_file_of_the_right_size_but_the_wrong_hash_exits_1() {
     let dir = tempfile::tempdir().expect("tempdir");
     let file = dir.path().join("SmolLM2-135M-Instruct.Q4_1.gguf");
     let f = std::fs::File::create(&file).expect("create");
@@ -54,8 +56,23 @@ fn path_of_a_present_model_exits_0() {
         .arg(dir.path())
         .output()
         .expect("runs");
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), file.display().to_string());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("SHA-256 mismatch"), "{stderr}");
+    assert!(stderr.contains("compactor model fetch"), "{stderr}");
+    // `auto` does not pick it either.
+    let input = tiny_conversation(dir.path());
+    let out = compactor()
+        .args(["plan"])
+        .arg(&input)
+        .args(["--budget", "1000"])
+        .env("LLM_COMPACTOR_MODEL_DIR", dir.path())
+        .output()
+        .expect("runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("SHA-256 mismatch"), "{stderr}");
+    assert!(!stderr.contains("summarizer auto: local"), "{stderr}");
 }
 
 #[test]

@@ -17,6 +17,7 @@ fn request() -> SummaryRequest {
         system: "be brief".into(),
         transcript: "[user]\nhello\n".into(),
         max_output_tokens: 321,
+        prefill: String::new(),
     }
 }
 

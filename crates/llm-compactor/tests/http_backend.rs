@@ -27,6 +27,7 @@ fn request() -> SummaryRequest {
         system: "Summarize the transcript.".into(),
         transcript: "[user]\nfix the bug\n[assistant]\n-> calls fs_read({\"path\":\"a.rs\"})".into(),
         max_output_tokens: 512,
+        prefill: String::new(),
     }
 }
 

@@ -25,6 +25,7 @@ fn request(max_output_tokens: u32) -> SummaryRequest {
         system: SYSTEM.into(),
         transcript: TRANSCRIPT.into(),
         max_output_tokens,
+        prefill: String::new(),
     }
 }
 
@@ -143,4 +144,37 @@ fn a_file_that_is_not_gguf_is_a_format_error() {
     let err = LocalSummarizer::open(LocalConfig::new(&path)).expect_err("junk");
     assert!(matches!(err, LocalError::Format(_)), "{err}");
     assert_eq!(SummarizerError::from(err).kind, FailureKind::Unavailable);
+}
+
+/// Issue 16 item 2: prompted as a summarizer (the task restated after the transcript,
+/// the answer prefilled with the first heading), the model's summary starts with that
+/// heading instead of continuing the conversation.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_prefilled_summary_starts_with_the_first_heading() {
+    let Some(local) = open().await else { return };
+    let prompts = llm_compactor::summarize::Prompts::default();
+    let request = SummaryRequest {
+        system: prompts.system(None, None),
+        transcript: prompts.user_turn(TRANSCRIPT),
+        max_output_tokens: 96,
+        prefill: prompts.prefill.clone(),
+    };
+    let reply = local
+        .summarize(request.clone(), &CancellationToken::new())
+        .await
+        .expect("a summary");
+    eprintln!("{}", reply.text);
+    assert!(reply.text.starts_with("## Goals\n"), "{}", reply.text);
+    assert!(!reply.text.starts_with("## Goals\n## Goals"));
+    let prompt = local
+        .chat_format()
+        .encode_prefilled(
+            local.tokenizer(),
+            &request.system,
+            &request.transcript,
+            &request.prefill,
+            local.header().add_bos,
+        )
+        .expect("prompt");
+    assert_eq!(reply.usage.input_tokens, prompt.len() as u64);
 }

@@ -376,6 +376,7 @@ fn custom_prompts_reach_every_kind_of_request() {
         instruction: "MY INSTRUCTION".into(),
         tighten: "TOO LONG, AT MOST {limit}".into(),
         carry: "MY CARRY".into(),
+        ..Default::default()
     };
     let input = engine_support::conversation(10, 400);
     let s = Scripted::new(vec![reply(&"h".repeat(20_000)), reply("tight")]);

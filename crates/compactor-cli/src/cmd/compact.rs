@@ -3,11 +3,12 @@
 
 use std::path::PathBuf;
 
-use llm_compactor::CompactionResult;
 use llm_compactor::format::Document;
+use llm_compactor::{CompactionResult, Message};
 use serde_json::{Value, json};
 
 use super::compact_opts::CompactOpts;
+use super::interrupt::Interrupt;
 use crate::error::CliError;
 use crate::io;
 use crate::out::escape_controls;
@@ -34,7 +35,7 @@ pub fn run(args: Args) -> Result<(), CliError> {
     let started = std::time::Instant::now();
     let (compactor, counter) = args.opts.compactor(!args.json)?;
     let document = io::read_document(&args.input, args.opts.format())?;
-    let result = args.opts.run_pass(&compactor, document.messages())?;
+    let (result, interrupted) = args.opts.run_pass(&compactor, document.messages())?;
     let compacted = document.with_messages(result.messages.clone());
     let text = if args.json {
         serde_json::to_string_pretty(&result_json(&compacted, &result)).map_err(CliError::failed)?
@@ -42,7 +43,24 @@ pub fn run(args: Args) -> Result<(), CliError> {
         serde_json::to_string_pretty(&compacted.to_value()).map_err(CliError::failed)?
     };
     io::write_output_for(Some(&args.input), args.output.as_deref(), &text)?;
-    crate::out::stderr(&human_report(&result, counter.name(), started.elapsed()))
+    crate::out::stderr(&human_report(
+        &result,
+        document.messages(),
+        counter.name(),
+        started.elapsed(),
+    ))?;
+    match interrupted {
+        None => Ok(()),
+        Some(signal) => Err(interrupted_error(signal, "the hard-trimmed result was written")),
+    }
+}
+
+/// The error a command ends with after a signal cancelled its pass.
+pub fn interrupted_error(signal: Interrupt, what: &str) -> CliError {
+    CliError::Interrupted {
+        message: format!("interrupted by {}: the pass was cancelled; {what}", signal.name()),
+        code: signal.exit_code(),
+    }
 }
 
 /// Two bars, before and after, on one scale.
@@ -87,7 +105,12 @@ pub fn result_json(document: &Document, result: &CompactionResult) -> Value {
 
 /// The human report printed on stderr. Text from the model or the conversation (the
 /// summary, stubs, attempt notes) has its control characters escaped.
-pub fn human_report(result: &CompactionResult, counter: &str, elapsed: std::time::Duration) -> String {
+pub fn human_report(
+    result: &CompactionResult,
+    input: &[Message],
+    counter: &str,
+    elapsed: std::time::Duration,
+) -> String {
     let mut out = String::new();
     let what = if result.is_noop() {
         "nothing to compact (no messages between the sticky prefix and the recent window)".to_owned()
@@ -138,8 +161,8 @@ pub fn human_report(result: &CompactionResult, counter: &str, elapsed: std::time
     if !result.summary.is_empty() {
         let label = if result.fallback { "notice" } else { "summary" };
         out.push_str(&format!(
-            "compactor: {label} inserted for messages 0..={}:\n",
-            result.cut_index
+            "compactor: {label} inserted for messages {}:\n",
+            replaced_ranges(input, result.cut_index)
         ));
         for line in escape_controls(&result.summary).lines() {
             out.push_str(&format!("  | {line}\n"));
@@ -153,4 +176,31 @@ pub fn human_report(result: &CompactionResult, counter: &str, elapsed: std::time
         );
     }
     out
+}
+
+/// The input messages the summary (or notice) replaced: the non-sticky ones at or before
+/// `cut_index`, as inclusive ranges (`1..=35`, or `1..=9, 11..=35` around a pinned one),
+/// so a kept system prompt is not reported as replaced.
+pub fn replaced_ranges(input: &[Message], cut_index: i64) -> String {
+    let Ok(cut) = usize::try_from(cut_index) else {
+        return "none".to_owned();
+    };
+    let mut ranges: Vec<(usize, usize)> = Vec::new();
+    for (i, message) in input.iter().enumerate().take(cut.saturating_add(1)) {
+        if message.is_sticky() {
+            continue;
+        }
+        match ranges.last_mut() {
+            Some((_, end)) if *end + 1 == i => *end = i,
+            _ => ranges.push((i, i)),
+        }
+    }
+    if ranges.is_empty() {
+        return "none".to_owned();
+    }
+    ranges
+        .iter()
+        .map(|(a, b)| if a == b { a.to_string() } else { format!("{a}..={b}") })
+        .collect::<Vec<_>>()
+        .join(", ")
 }

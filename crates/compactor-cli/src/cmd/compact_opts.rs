@@ -8,6 +8,7 @@ use llm_compactor::format::Format;
 use llm_compactor::{CompactOptions, CompactionResult, Compactor, CompactorConfig, Message};
 
 use super::ranges;
+use super::interrupt::{Interrupt, Watch};
 use super::summarizer::SummarizerOpts;
 
 /// The summary budget used with the local model unless `--summary-max-tokens` says
@@ -88,6 +89,8 @@ pub struct CompactOpts {
     pub max_attempts: Option<u32>,
     /// Output budget of one summary request, in tokens (default 2048; 512 with the local
     /// model, whose small default model otherwise rambles to whatever budget it gets).
+    /// Given (or with the local model) it is a cap: a truncated summary is retried at the
+    /// same budget asking for less; otherwise the retry doubles it once.
     #[arg(long, value_name = "N", value_parser = ranges::tokens_u32)]
     pub summary_max_tokens: Option<u32>,
     /// The token counter.
@@ -130,6 +133,11 @@ impl CompactOpts {
         if local && self.summary_max_tokens.is_none() {
             config.summary_max_tokens = LOCAL_SUMMARY_MAX_TOKENS;
         }
+        // An explicit budget, and the local model's, is a cap: a truncated summary is
+        // retried at it with the instruction to write less, never with a doubled budget.
+        if local || self.summary_max_tokens.is_some() {
+            config.expand_truncated = false;
+        }
         let mut compactor = Compactor::new(config, counter.clone());
         match self.ledger_max_tokens {
             Some(0) => {}
@@ -148,12 +156,18 @@ impl CompactOpts {
     }
 
     /// Runs one pass of `compactor` over `messages` with these options, on a
-    /// current-thread runtime. Ctrl-C cancels the pass: waits and summarizer calls stop and
-    /// the pass ends in the hard trim, so the user still gets a result.
+    /// current-thread runtime. Ctrl-C or SIGTERM cancels the pass: waits and summarizer
+    /// calls stop and the pass ends in the hard trim, so the user still gets a result;
+    /// the signal comes back with it (the command exits with 128 + its number after
+    /// writing the result: see [`super::interrupt`]).
     ///
     /// # Errors
     /// A usage error for invalid input; a runtime error when no runtime can be built.
-    pub fn run_pass(&self, compactor: &Compactor, messages: &[Message]) -> Result<CompactionResult, CliError> {
+    pub fn run_pass(
+        &self,
+        compactor: &Compactor,
+        messages: &[Message],
+    ) -> Result<(CompactionResult, Option<Interrupt>), CliError> {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
@@ -161,17 +175,11 @@ impl CompactOpts {
         let options = self.options();
         let cancel = options.cancel.clone();
         runtime.block_on(async {
-            let interrupt = tokio::spawn(async move {
-                if tokio::signal::ctrl_c().await.is_ok() {
-                    crate::out::stderr_best_effort(
-                        "compactor: interrupted: cancelling the summarizer; the pass ends in the hard trim",
-                    );
-                    cancel.cancel();
-                }
-            });
+            let watch = Watch::start(cancel).map_err(CliError::failed)?;
             let result = compactor.compact(messages, options).await;
-            interrupt.abort();
-            result.map_err(|e| CliError::Usage(e.to_string()))
+            let interrupted = watch.stop();
+            let result = result.map_err(|e| CliError::Usage(e.to_string()))?;
+            Ok((result, interrupted))
         })
     }
 

@@ -6,6 +6,7 @@ pub mod convert;
 pub mod count;
 pub mod eval;
 pub mod eval_probes;
+pub mod interrupt;
 pub mod model;
 pub mod plan;
 pub mod plot;

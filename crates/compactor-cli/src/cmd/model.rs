@@ -47,7 +47,10 @@ pub fn run(args: Args) -> Result<(), CliError> {
             let store = store(dir)?;
             let path = store.path_of(&spec);
             crate::out::stdout_line(&path.display().to_string())?;
-            match store.locate(&spec) {
+            let verified = store
+                .locate_verified(&spec)
+                .map_err(|e| CliError::Failed(format!("{e}; run `compactor model fetch` to replace it")))?;
+            match verified {
                 Some(_) => Ok(()),
                 None => Err(CliError::Failed(format!(
                     "the default model is not there yet: run `compactor model fetch` to download it \

@@ -71,9 +71,24 @@ struct CompactArgs {
     /// session's source format, or `--format`).
     #[arg(long)]
     json: bool,
+    /// What a pass cancelled by Ctrl-C or SIGTERM leaves behind: `trim` appends its
+    /// hard-trimmed result (a compaction record with `fallback: true`, and the elision
+    /// record of any stubs), as a completed pass would; `abort` appends nothing. Either
+    /// way the command exits 130 (SIGINT) or 143 (SIGTERM).
+    #[arg(long, value_enum, default_value_t = OnCancel::Trim)]
+    on_cancel: OnCancel,
     /// The compaction options (those of `compactor compact`).
     #[command(flatten)]
     opts: CompactOpts,
+}
+
+/// `session compact --on-cancel`.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+enum OnCancel {
+    /// Append the hard-trimmed result of the cancelled pass.
+    Trim,
+    /// Append nothing: the transcript stays as it was.
+    Abort,
 }
 
 /// `compactor session import`.
@@ -181,7 +196,17 @@ fn compact(args: CompactArgs) -> Result<(), CliError> {
             torn.bytes
         ))?;
     }
-    let result = args.opts.run_pass(&compactor, session.messages())?;
+    let (result, interrupted) = args.opts.run_pass(&compactor, session.messages())?;
+    if let Some(signal) = interrupted
+        && args.on_cancel == OnCancel::Abort
+    {
+        eprintln!("compactor: nothing appended to {}", args.session.display());
+        return Err(crate::cmd::compact::interrupted_error(
+            signal,
+            "--on-cancel abort: nothing was appended",
+        ));
+    }
+    let messages_before = session.messages().to_vec();
     let recorded = session.record_result(&result).map_err(CliError::failed)?;
     if args.json {
         let format = args.opts.format().unwrap_or_else(|| source_format(session.meta()));
@@ -189,7 +214,12 @@ fn compact(args: CompactArgs) -> Result<(), CliError> {
         let text = serde_json::to_string_pretty(&result_json(&document, &result)).map_err(CliError::failed)?;
         crate::io::write_output(None, &text)?;
     }
-    crate::out::stderr(&human_report(&result, counter.name(), started.elapsed()))?;
+    crate::out::stderr(&human_report(
+        &result,
+        &messages_before,
+        counter.name(),
+        started.elapsed(),
+    ))?;
     let mut lines = Vec::new();
     if let Some(id) = &recorded.elision_id {
         lines.push(format!("elision {id}"));
@@ -205,6 +235,13 @@ fn compact(args: CompactArgs) -> Result<(), CliError> {
             args.session.display(),
             lines.join(", ")
         ))
+    }
+    match interrupted {
+        None => Ok(()),
+        Some(signal) => Err(crate::cmd::compact::interrupted_error(
+            signal,
+            "the hard-trimmed result was appended (--on-cancel trim)",
+        )),
     }
 }
 

@@ -65,7 +65,8 @@ pub struct SummarizerOpts {
     /// The command of `--summarizer exec`.
     #[arg(long, value_name = "CMD")]
     pub summarizer_cmd: Option<String>,
-    /// Seconds before a summarizer call is abandoned (and retried).
+    /// Seconds before a summarizer call is abandoned (and retried), for `exec` (whose
+    /// whole process group is then killed) and HTTP alike [default: 300].
     #[arg(long, value_name = "SECS", value_parser = super::ranges::seconds)]
     pub summarizer_timeout: Option<f64>,
     /// The options of `--summarizer openai|anthropic` (boxed: they would make every

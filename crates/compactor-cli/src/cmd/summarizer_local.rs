@@ -11,13 +11,18 @@ use llm_compactor::backend::model_store::{ModelSpec, ModelStore};
 use crate::error::CliError;
 
 /// The model the local summarizer would use: `--model-path FILE` when given (it must
-/// exist), else the default model in the store, if it has been fetched.
+/// exist), else the default model in the store, if it has been fetched and its SHA-256
+/// is the pinned one.
 pub fn model_path(explicit: Option<&Path>) -> Result<Option<PathBuf>, CliError> {
     if let Some(path) = explicit {
         return Ok(Some(path.to_owned()));
     }
     let store = ModelStore::from_env().map_err(CliError::failed)?;
-    Ok(store.locate(&ModelSpec::default_model()))
+    // The fetched model is loaded only once its pinned SHA-256 has been checked (once,
+    // then remembered by size and mtime): a file of the right size proves nothing.
+    store
+        .locate_verified(&ModelSpec::default_model())
+        .map_err(|e| CliError::Failed(format!("{e}; run `compactor model fetch` to replace it")))
 }
 
 /// The local summarizer on `--model-path FILE` or the fetched default model. A missing

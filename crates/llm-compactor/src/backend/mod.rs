@@ -6,6 +6,7 @@
 
 pub mod exec;
 pub mod ledger;
+mod process_group;
 
 pub use exec::ExecSummarizer;
 pub use ledger::LedgerSummarizer;
@@ -16,3 +17,4 @@ pub mod http;
 #[cfg(feature = "local")]
 pub mod local;
 pub mod model_store;
+pub mod model_verify;

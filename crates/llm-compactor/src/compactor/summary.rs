@@ -132,7 +132,9 @@ impl Compactor {
         let room = match summarizer.input_room() {
             None => usize::MAX,
             Some(room) => {
-                let instruction = estimator(&self.prompts.system(Some(usize::MAX), focus));
+                let instruction = estimator(&self.prompts.system(Some(usize::MAX), focus))
+                    + estimator(&self.prompts.truncated_note(u32::MAX))
+                    + estimator(&self.prompts.user_turn(""));
                 let room = room.saturating_sub(instruction + ROOM_MARGIN);
                 if room < MIN_TRANSCRIPT_ROOM {
                     let error = SummarizerError::new(
@@ -160,8 +162,9 @@ impl Compactor {
             let kind = if last { AttemptKind::Summary } else { AttemptKind::Chunk };
             let request = SummaryRequest {
                 system: system.clone(),
-                transcript,
+                transcript: self.prompts.user_turn(&transcript),
                 max_output_tokens,
+                prefill: self.prompts.prefill.clone(),
             };
             let (index, reply) = self
                 .request(calls, kind, request.clone(), &mut max_output_tokens, &mut expanded)
@@ -219,6 +222,7 @@ impl Compactor {
             system: self.prompts.system(Some(limit), focus),
             transcript,
             max_output_tokens,
+            prefill: self.prompts.prefill.clone(),
         };
         let (index, reply) = self
             .request(
@@ -247,7 +251,9 @@ impl Compactor {
     }
 
     /// One request; a truncated reply gets one retry (per pass) with a doubled output
-    /// budget, which later requests of the pass keep.
+    /// budget, which later requests of the pass keep. An explicit cap is never raised
+    /// (`expand_truncated` off, or the backend's own cap reached): the retry then asks
+    /// for a shorter summary at the same budget.
     async fn request(
         &self,
         calls: &mut Calls<'_>,
@@ -261,15 +267,23 @@ impl Compactor {
             return Ok((index, reply));
         }
         *expanded = true;
-        *max_output_tokens = max_output_tokens.saturating_mul(2);
-        calls.mark(
-            index,
-            AttemptOutcome::Rejected,
-            Some(format!(
-                "truncated: retrying with a doubled output budget of {max_output_tokens} tokens"
-            )),
-        );
-        request.max_output_tokens = *max_output_tokens;
+        let current = *max_output_tokens;
+        let ceiling = if self.config.expand_truncated {
+            calls.summarizer.max_output_tokens().unwrap_or(u32::MAX).max(current)
+        } else {
+            current
+        };
+        let raised = current.saturating_mul(2).min(ceiling);
+        let note = if raised > current {
+            *max_output_tokens = raised;
+            request.max_output_tokens = raised;
+            format!("truncated: retrying with a doubled output budget of {raised} tokens")
+        } else {
+            request.system.push_str("\n\n");
+            request.system.push_str(&self.prompts.truncated_note(current));
+            format!("truncated: retrying at the output cap of {current} tokens, asking for a shorter summary")
+        };
+        calls.mark(index, AttemptOutcome::Rejected, Some(note));
         calls.call(AttemptKind::Expand, &request).await
     }
 }

@@ -9,6 +9,9 @@ mod transcript;
 
 pub use chunk::{next_chunk, render_units};
 pub use failure::{FailureClass, FailureKind, SummarizerError};
-pub use prompts::{DEFAULT_CARRY, DEFAULT_INSTRUCTION, DEFAULT_TIGHTEN, Prompts};
+pub use prompts::{
+    DEFAULT_CARRY, DEFAULT_INSTRUCTION, DEFAULT_PREFILL, DEFAULT_SUFFIX, DEFAULT_TIGHTEN, DEFAULT_TRUNCATED, Prompts,
+    prefilled,
+};
 pub use summarizer::{StopReason, Summarizer, SummaryReply, SummaryRequest};
 pub use transcript::{render_message, render_transcript, truncate_marked};

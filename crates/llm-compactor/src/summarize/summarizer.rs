@@ -12,14 +12,21 @@ use super::failure::SummarizerError;
 use crate::usage::Usage;
 
 /// One summarization request.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SummaryRequest {
     /// The fixed instruction (with any tighten note and focus appended).
     pub system: String,
-    /// The rendered transcript of the middle (or of one chunk of it).
+    /// The user turn: the rendered transcript of the middle (or of one chunk of it),
+    /// between the prompts' prefix and suffix.
     pub transcript: String,
     /// The output budget in tokens.
     pub max_output_tokens: u32,
+    /// The start of the answer (`## Goals\n` by default; empty: none). A backend that
+    /// can start the model's answer itself (the local model) does so and returns the
+    /// prefill as part of the summary text; one that cannot (OpenAI-compatible servers,
+    /// a command) ignores it, and its answer is the whole summary.
+    #[serde(default)]
+    pub prefill: String,
 }
 
 /// Why the model stopped writing.
@@ -87,6 +94,13 @@ pub trait Summarizer: Send + Sync {
     /// never calls [`Summarizer::summarize`].
     fn model_free(&self) -> bool {
         false
+    }
+
+    /// The most output tokens this backend writes in one answer, if it has a cap of its
+    /// own (the local model: the context positions reserved for output). The compactor's
+    /// doubled-budget retry after a truncated summary never goes above it.
+    fn max_output_tokens(&self) -> Option<u32> {
+        None
     }
 
     /// Summarize one transcript.

@@ -83,6 +83,7 @@ fn assistant_blocks(message: &Message) -> Vec<Value> {
 struct Reply {
     content: Option<Vec<Value>>,
     stop_reason: Option<String>,
+    #[serde(default, deserialize_with = "super::wire_usage::lenient")]
     usage: Option<WireUsage>,
 }
 
@@ -103,7 +104,7 @@ impl WireUsage {
         let read = self.cache_read_input_tokens.unwrap_or(0);
         let write = self.cache_creation_input_tokens.unwrap_or(0);
         Usage {
-            input_tokens: self.input_tokens + read + write,
+            input_tokens: self.input_tokens.saturating_add(read).saturating_add(write),
             output_tokens: self.output_tokens,
             cache_read_tokens: read,
             cache_write_tokens: write,
@@ -119,7 +120,12 @@ pub(super) fn decode(body: &[u8]) -> Result<ChatReply, SummarizerError> {
             format!("the answer is not a Messages reply: {error}"),
         )
     })?;
-    let usage = reply.usage.as_ref().map(WireUsage::usage).unwrap_or_default();
+    let usage = reply
+        .usage
+        .as_ref()
+        .map(WireUsage::usage)
+        .map(super::wire_usage::plausible)
+        .unwrap_or_default();
     let Some(blocks) = reply.content else {
         let (_, text) = error_text(body);
         return Err(SummarizerError::new(

@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
 use super::config::{HttpBackendBuilder, MaxTokensField, Protocol};
-use super::errors::{error_from_status, transport_error};
+use super::errors::{display, error_from_status, transport_error};
 use super::retry_after::parse_retry_after;
 use super::secret::Secret;
 use super::{anthropic, openai};
@@ -197,10 +197,11 @@ impl HttpBackend {
     }
 
     /// The error with the key scrubbed from its message (servers echo bad keys).
+    ///
+    /// Every error this backend returns passes here: the key is scrubbed first, then the
+    /// message is cut to its display length.
     fn scrub(&self, mut error: SummarizerError) -> SummarizerError {
-        if let Some(key) = &self.key {
-            error.message = key.redact(&error.message);
-        }
+        error.message = display(&error.message, self.key.as_ref());
         error
     }
 }

@@ -285,6 +285,7 @@ impl HttpBackendBuilder {
             .connect_timeout(connect_timeout)
             .timeout(self.timeout)
             .default_headers(headers)
+            .redirect(super::redirect::policy())
             .user_agent(concat!("llm-compactor/", env!("CARGO_PKG_VERSION")))
             .build()
             .map_err(|error| HttpConfigError::Client(error.to_string()))?;

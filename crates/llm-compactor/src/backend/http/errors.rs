@@ -5,16 +5,21 @@
 use serde_json::Value;
 
 use super::context_length::is_context_length_exceeded;
+use super::secret::{Secret, cut_scrubbed};
 use crate::summarize::{FailureKind, SummarizerError};
 
-/// The most characters of a server's error text we keep.
+/// The most characters of an error message we keep (after the key is scrubbed).
 const MAX_MESSAGE_CHARS: usize = 500;
 
 /// A transport failure: no complete answer came back.
 pub(super) fn transport_error(error: &reqwest::Error) -> SummarizerError {
     // A connect timeout is both `is_connect` and `is_timeout`: the connection never
     // completed, which is what matters.
-    let kind = if error.is_connect() {
+    // A redirect the policy refused (another origin, too many) is a configuration
+    // problem that no retry heals.
+    let kind = if error.is_redirect() {
+        FailureKind::Unavailable
+    } else if error.is_connect() {
         FailureKind::Connect
     } else if error.is_timeout() {
         FailureKind::Timeout
@@ -90,12 +95,19 @@ pub(super) fn error_text(body: &[u8]) -> (String, String) {
     (codes.join(" "), trim(&text))
 }
 
-/// Whitespace-trimmed, at most [`MAX_MESSAGE_CHARS`] chars (with an ellipsis when cut).
+/// Whitespace-trimmed only: the cut to [`MAX_MESSAGE_CHARS`] happens once, on the
+/// whole message, after the key has been scrubbed from it ([`display`]), so a key
+/// straddling the cut cannot leave a prefix behind.
 pub(super) fn trim(text: &str) -> String {
-    let text = text.trim();
-    match text.char_indices().nth(MAX_MESSAGE_CHARS) {
-        Some((cut, _)) => format!("{}…", &text[..cut]),
-        None => text.to_owned(),
+    text.trim().to_owned()
+}
+
+/// An error message ready to show: the key scrubbed first, then cut to
+/// [`MAX_MESSAGE_CHARS`] chars (any key prefix of 8+ chars left at the cut scrubbed too).
+pub(super) fn display(message: &str, key: Option<&Secret>) -> String {
+    match key {
+        Some(key) => key.redact_cut(message, MAX_MESSAGE_CHARS),
+        None => cut_scrubbed(message, "", MAX_MESSAGE_CHARS),
     }
 }
 
@@ -127,7 +139,10 @@ mod tests {
         assert_eq!(error_text(br#"{"detail":"Not Found"}"#).1, "Not Found");
         assert_eq!(error_text(b"<html>bad gateway</html>\n").1, "<html>bad gateway</html>");
         let long = "x".repeat(2_000);
-        assert_eq!(error_text(long.as_bytes()).1.chars().count(), MAX_MESSAGE_CHARS + 1);
+        assert_eq!(
+            display(&error_text(long.as_bytes()).1, None).chars().count(),
+            MAX_MESSAGE_CHARS + 1
+        );
     }
 
     #[test]

@@ -33,15 +33,19 @@ mod config;
 mod context_length;
 mod errors;
 mod openai;
+mod redirect;
 mod retry_after;
 mod room;
 mod secret;
+mod wire_usage;
 
 pub use client::{ChatReply, HttpBackend};
 pub use config::{
     DEFAULT_CONNECT_TIMEOUT, DEFAULT_TIMEOUT, HttpBackendBuilder, HttpConfigError, MaxTokensField, Protocol,
 };
 pub use context_length::is_context_length_exceeded;
+pub use redirect::{CrossOriginRedirect, MAX_REDIRECTS};
 pub use retry_after::parse_retry_after;
 pub use room::{UNKNOWN_MODEL_INPUT_ROOM, default_input_room};
-pub use secret::Secret;
+pub use secret::{MIN_PARTIAL_SECRET, Secret};
+pub use wire_usage::MAX_PLAUSIBLE_TOKENS;

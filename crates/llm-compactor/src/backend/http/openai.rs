@@ -69,6 +69,7 @@ fn encode_message(message: &Message) -> Value {
 #[derive(Deserialize)]
 struct Completion {
     choices: Option<Vec<Choice>>,
+    #[serde(default, deserialize_with = "super::wire_usage::lenient")]
     usage: Option<WireUsage>,
 }
 
@@ -122,7 +123,12 @@ pub(super) fn decode(body: &[u8]) -> Result<ChatReply, SummarizerError> {
             format!("the answer is not a chat completion: {error}"),
         )
     })?;
-    let usage = completion.usage.as_ref().map(WireUsage::usage).unwrap_or_default();
+    let usage = completion
+        .usage
+        .as_ref()
+        .map(WireUsage::usage)
+        .map(super::wire_usage::plausible)
+        .unwrap_or_default();
     let parse = |what: &str| {
         // Some proxies answer an error with status 200.
         let (_, text) = error_text(body);

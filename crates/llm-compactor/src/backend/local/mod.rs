@@ -25,6 +25,7 @@
 //!     system: "Summarize the conversation.".into(),
 //!     transcript: "user: the build fails\nassistant: fixed the import".into(),
 //!     max_output_tokens: 200,
+//!     prefill: String::new(),
 //! };
 //! let reply = local.summarize(request, &CancellationToken::new()).await?;
 //! println!("{}", reply.text);
@@ -55,7 +56,7 @@ use generate::decode;
 use model::Weights;
 
 use crate::Usage;
-use crate::summarize::{FailureKind, Summarizer, SummarizerError, SummaryReply, SummaryRequest};
+use crate::summarize::{FailureKind, Summarizer, SummarizerError, SummaryReply, SummaryRequest, prefilled};
 
 /// A progress callback; called from the compute thread, so keep it quick.
 pub type ProgressFn = Arc<dyn Fn(LocalProgress) + Send + Sync>;
@@ -306,15 +307,26 @@ impl Summarizer for LocalSummarizer {
         Some((room as f64 * factor) as usize)
     }
 
+    fn max_output_tokens(&self) -> Option<u32> {
+        Some(u32::try_from(self.config.output_reserve).unwrap_or(u32::MAX))
+    }
+
     async fn summarize(
         &self,
         request: SummaryRequest,
         cancel: &CancellationToken,
     ) -> Result<SummaryReply, SummarizerError> {
         let max_new = request.max_output_tokens as usize;
+        let prefill = request.prefill.clone();
         let generation = self
             .run(cancel, move |tokenizer, format, add_bos| {
-                let prompt = format.encode(tokenizer, &request.system, &request.transcript, add_bos)?;
+                let prompt = format.encode_prefilled(
+                    tokenizer,
+                    &request.system,
+                    &request.transcript,
+                    &request.prefill,
+                    add_bos,
+                )?;
                 Ok((prompt, max_new, format.stop_ids(tokenizer)))
             })
             .await
@@ -325,11 +337,13 @@ impl Summarizer for LocalSummarizer {
             output_tokens: tokens.len() as u64,
             ..Usage::default()
         };
-        let text = self.tokenizer.decode(&tokens, true).trim().to_owned();
+        let generated = self.tokenizer.decode(&tokens, true);
         tracing::debug!(model = %self.name, prompt_tokens, output_tokens = tokens.len(), ?stop, "local summary");
-        if text.is_empty() {
+        if generated.trim().is_empty() {
             return Err(SummarizerError::new(FailureKind::Empty, "the local model wrote nothing").with_usage(usage));
         }
+        // The answer began with the prefill: it is part of the summary.
+        let text = prefilled(&prefill, &generated);
         Ok(SummaryReply { text, stop, usage })
     }
 }

@@ -86,9 +86,31 @@ impl ChatFormat {
         }
     }
 
+    /// [`ChatFormat::pieces`] with the assistant's answer already begun with `prefill`
+    /// (nothing added when it is empty): the model continues from there.
+    pub fn pieces_prefilled(self, system: &str, user: &str, prefill: &str) -> Vec<Piece> {
+        let mut pieces = self.pieces(system, user);
+        if !prefill.is_empty() {
+            pieces.push(Piece::Text(prefill.to_owned()));
+        }
+        pieces
+    }
+
     /// The prompt as a string (special tokens written out), for logs and tests.
     pub fn render_text(self, system: &str, user: &str) -> String {
-        self.pieces(system, user)
+        self.render_text_prefilled(system, user, "")
+    }
+
+    /// [`ChatFormat::render_text`] with the answer begun with `prefill`.
+    ///
+    /// ```
+    /// use llm_compactor::backend::local::ChatFormat;
+    /// let text = ChatFormat::ChatMl.render_text_prefilled("S", "U", "## Goals\n");
+    /// assert!(text.ends_with("<|im_start|>assistant\n## Goals\n"));
+    /// assert_eq!(ChatFormat::ChatMl.render_text_prefilled("S", "U", ""), ChatFormat::ChatMl.render_text("S", "U"));
+    /// ```
+    pub fn render_text_prefilled(self, system: &str, user: &str, prefill: &str) -> String {
+        self.pieces_prefilled(system, user, prefill)
             .into_iter()
             .map(|p| match p {
                 Piece::Special(s) => s.to_owned(),
@@ -106,6 +128,19 @@ impl ChatFormat {
         user: &str,
         add_bos: bool,
     ) -> Result<Vec<u32>, LocalError> {
+        self.encode_prefilled(tokenizer, system, user, "", add_bos)
+    }
+
+    /// [`ChatFormat::encode`] with the answer begun with `prefill` (encoded as plain
+    /// text, like the transcript).
+    pub fn encode_prefilled(
+        self,
+        tokenizer: &Tokenizer,
+        system: &str,
+        user: &str,
+        prefill: &str,
+        add_bos: bool,
+    ) -> Result<Vec<u32>, LocalError> {
         let mut ids = Vec::new();
         if add_bos
             && self == ChatFormat::ChatMl
@@ -113,7 +148,7 @@ impl ChatFormat {
         {
             ids.push(bos);
         }
-        for piece in self.pieces(system, user) {
+        for piece in self.pieces_prefilled(system, user, prefill) {
             match piece {
                 Piece::Special(s) => ids.push(
                     tokenizer
