@@ -92,7 +92,7 @@ impl Compactor {
         let trigger = self.config.trigger();
         let reason = if tokens > trigger {
             NeedReason::OverTrigger
-        } else if aging && pool >= self.config.age_reclaim_min {
+        } else if aging && pool >= self.config.epoch_chars() {
             NeedReason::ReclaimablePool
         } else {
             NeedReason::NotNeeded

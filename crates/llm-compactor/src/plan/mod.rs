@@ -1,5 +1,5 @@
 //! The pure planning core: cut, pairs, call identity, elision eligibility, stubs,
-//! assembly, hard-trim planning and validation.
+//! assembly, hard-trim planning, validation, and the cost policy (when a pass pays).
 //!
 //! Every decision a compaction makes is taken here, by functions of their arguments
 //! only: no I/O, no async, no clock, no randomness. That is what lets the async shell in
@@ -11,6 +11,8 @@ mod cut;
 mod eligibility;
 mod identity;
 mod pairs;
+pub mod policy;
+mod pricing;
 mod stub;
 mod trim;
 mod validate;
@@ -20,6 +22,8 @@ pub use cut::{Layout, layout, layout_with};
 pub use eligibility::{AgingRules, Eligible, EligibleReason, eligible, reclaimable_pool};
 pub use identity::call_identity;
 pub use pairs::Pairs;
+pub use policy::{CostPolicy, CostReceipt, EpochDecision, TriggerAction};
+pub use pricing::{Pricing, Tokens, UnknownPricing};
 pub use stub::{is_stub, stub_text};
 pub use trim::{TrimPlan, plan_trim};
 pub use validate::{Violation, validate};
