@@ -85,9 +85,11 @@ proptest! {
 
 #[test]
 fn the_seed_policy_runs_an_epoch_that_the_default_policy_declines() {
-    // Three fat results early, a long quiet tail: below the trigger, a full pool, but
-    // only one round to go.
-    let sizes = [6_000, 6_000, 6_000, 100, 100, 100];
+    // Three barely fat results early, a long tail of small ones after them: below the
+    // trigger, a full pool, but stubbing saves little and rewrites almost the whole
+    // cache, with one round to go.
+    let mut sizes = vec![600, 600, 600];
+    sizes.extend([450; 40]);
     let input = run(&sizes);
     let seed = compactor(40_000, 1, CostPolicy::seed());
     let gated = compactor(40_000, 1, CostPolicy { epoch_ratio: None, ..CostPolicy::default() });
