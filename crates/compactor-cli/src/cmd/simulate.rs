@@ -40,9 +40,10 @@ pub struct Args {
     pub strategies: Vec<String>,
     /// Output tokens every request reserves in the window: a request whose context plus
     /// this is over the window is rejected, as the provider would, and its strategy is
-    /// marked FAILED at this window.
-    #[arg(long, default_value_t = llm_compactor::simulate::DEFAULT_MAX_OUTPUT)]
-    pub max_output: usize,
+    /// marked FAILED at this window. Default 4096, or a quarter of a window smaller than
+    /// 16,384 tokens.
+    #[arg(long)]
+    pub max_output: Option<usize>,
     /// The summarizer's price relative to the agent model's (1 = the same model; 0.1 = a
     /// model ten times cheaper).
     #[arg(long, default_value_t = 1.0)]
@@ -133,11 +134,14 @@ pub fn run(args: Args) -> Result<(), CliError> {
             "--summarizer-price must be a number from 0 to 100 (a ratio to the agent model's price)".into(),
         ));
     }
-    if args.max_output >= args.window {
+    let max_output = args
+        .max_output
+        .unwrap_or(llm_compactor::simulate::DEFAULT_MAX_OUTPUT.min(args.window / 4));
+    if max_output >= args.window {
         return Err(CliError::Usage("--max-output must be less than --window".into()));
     }
     let config = SimConfig {
-        max_output: args.max_output,
+        max_output,
         summarizer_price: args.summarizer_price,
         ..SimConfig::new(args.window, pricing, counter())
     };
