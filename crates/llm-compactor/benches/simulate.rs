@@ -22,11 +22,9 @@ fn simulate(c: &mut Criterion) {
         trajectory.push(llm_compactor::Message::assistant("Done."));
         let config = SimConfig::new(128_000, Pricing::ANTHROPIC, Arc::new(HeuristicCounter));
         for kind in [StrategyKind::None, StrategyKind::Ours] {
-            group.bench_with_input(
-                BenchmarkId::new(kind.name(), trajectory.len()),
-                &trajectory,
-                |b, t| b.iter(|| black_box(simulate_trajectory(t, &[kind], &config).unwrap())),
-            );
+            group.bench_with_input(BenchmarkId::new(kind.name(), trajectory.len()), &trajectory, |b, t| {
+                b.iter(|| black_box(simulate_trajectory(t, &[kind], &config).unwrap()))
+            });
         }
     }
     group.finish();

@@ -40,7 +40,10 @@ fn compactor(budget: usize, rounds: u32, policy: CostPolicy) -> Compactor {
 }
 
 fn rt() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap()
+    tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .unwrap()
 }
 
 proptest! {
@@ -92,17 +95,33 @@ fn the_seed_policy_runs_an_epoch_that_the_default_policy_declines() {
     sizes.extend([450; 40]);
     let input = run(&sizes);
     let seed = compactor(40_000, 1, CostPolicy::seed());
-    let gated = compactor(40_000, 1, CostPolicy { epoch_ratio: None, ..CostPolicy::default() });
+    let gated = compactor(
+        40_000,
+        1,
+        CostPolicy {
+            epoch_ratio: None,
+            ..CostPolicy::default()
+        },
+    );
     let seed = Compactor::new(
-        CompactorConfig { age_reclaim_min: 300, ..seed.config().clone() },
+        CompactorConfig {
+            age_reclaim_min: 300,
+            ..seed.config().clone()
+        },
         Arc::new(HeuristicCounter),
     );
     let gated = Compactor::new(
-        CompactorConfig { age_reclaim_min: 300, ..gated.config().clone() },
+        CompactorConfig {
+            age_reclaim_min: 300,
+            ..gated.config().clone()
+        },
         Arc::new(HeuristicCounter),
     );
     assert!(HeuristicCounter.count_messages(&input) <= seed.config().trigger());
-    assert!(seed.needs_compaction(&input), "the seed's rule: a full pool is an epoch");
+    assert!(
+        seed.needs_compaction(&input),
+        "the seed's rule: a full pool is an epoch"
+    );
     let tokens = HeuristicCounter.count_messages(&input);
     let (decision, receipt) = gated.epoch_decision(&input, tokens).expect("an epoch is due");
     assert!(!decision.runs(), "{receipt:?}");

@@ -12,11 +12,13 @@ fn trajectory(rounds: usize) -> Vec<Message> {
     let mut m = vec![Message::system("You are an agent."), Message::user("Fix it.")];
     for i in 0..rounds {
         let id = format!("c{i}");
-        m.push(Message::assistant(format!("step {i}")).with_tool_calls(vec![ToolCall::new(
-            id.clone(),
-            "read",
-            format!("{{\"f\":{}}}", i % 5),
-        )]));
+        m.push(
+            Message::assistant(format!("step {i}")).with_tool_calls(vec![ToolCall::new(
+                id.clone(),
+                "read",
+                format!("{{\"f\":{}}}", i % 5),
+            )]),
+        );
         m.push(Message::tool(id, format!("row {i}\n").repeat(50 + (i * 311) % 900)));
     }
     m.push(Message::assistant("Done."));
@@ -41,7 +43,12 @@ fn naive(kind: StrategyKind, t: &[Message], window: usize) -> Vec<(u64, u64)> {
         };
         strategy.prepare(&t[next..at], &env).unwrap();
         next = at;
-        let bill = bill_request(&previous, strategy.conversation(), counter.count_message(turn), &counter);
+        let bill = bill_request(
+            &previous,
+            strategy.conversation(),
+            counter.count_message(turn),
+            &counter,
+        );
         out.push((bill.input_tokens, bill.cached_tokens));
         previous = strategy.conversation().to_vec();
     }
@@ -61,7 +68,11 @@ fn the_linear_replay_bills_what_a_full_comparison_bills() {
                 &HeuristicCounter,
             )
             .unwrap();
-            let fast: Vec<(u64, u64)> = report.requests.iter().map(|r| (r.input_tokens, r.cached_tokens)).collect();
+            let fast: Vec<(u64, u64)> = report
+                .requests
+                .iter()
+                .map(|r| (r.input_tokens, r.cached_tokens))
+                .collect();
             assert_eq!(fast, naive(kind, &t, window), "{kind} at {window}");
         }
     }

@@ -46,8 +46,8 @@ mod standin;
 mod strategy;
 pub mod summarize_at_threshold;
 
-pub use cost::{RequestBill, bill_request, shared_prefix_len};
 pub use crate::plan::{Pricing, Tokens, UnknownPricing};
+pub use cost::{RequestBill, bill_request, shared_prefix_len};
 pub use replay::{DEFAULT_MAX_OUTPUT, ReplayLimits, SimConfig, replay, replay_with, simulate_trajectory};
 pub use report::{RequestTrace, SimulationSummary, StrategyRow, StrategyTotals, TrajectoryReport};
 pub use standin::{STANDIN_MAX_SUMMARY_TOKENS, StandIn, standin_summary_tokens, standin_text};

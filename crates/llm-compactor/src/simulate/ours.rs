@@ -14,9 +14,9 @@ use std::sync::Arc;
 use crate::compactor::{CompactOptions, Compactor, CompactorConfig};
 use crate::count::TokenCounter;
 use crate::message::Message;
+use crate::plan::Tokens;
 use crate::simulate::SimError;
 use crate::simulate::cost::shared_prefix_len;
-use crate::plan::Tokens;
 use crate::simulate::standin::StandIn;
 use crate::simulate::strategy::{Env, Step, Strategy};
 

@@ -14,9 +14,9 @@ use std::sync::Arc;
 
 use crate::count::TokenCounter;
 use crate::message::{Message, Role};
+use crate::plan::{Pricing, Tokens};
 use crate::simulate::SimError;
 use crate::simulate::memo::MemoCounter;
-use crate::plan::{Pricing, Tokens};
 use crate::simulate::report::{RequestTrace, StrategyTotals, TrajectoryReport};
 use crate::simulate::strategy::{Env, Strategy, StrategyKind};
 
@@ -147,7 +147,11 @@ pub fn replay_with(
         let step = strategy.prepare(&trajectory[next..at], &env)?;
         next = at;
         let current = strategy.conversation();
-        let shared = step.rewrote_from.unwrap_or(previous_len).min(previous_len).min(current.len());
+        let shared = step
+            .rewrote_from
+            .unwrap_or(previous_len)
+            .min(previous_len)
+            .min(current.len());
         sums.truncate(shared + 1);
         for message in &current[shared..] {
             let last = sums[sums.len() - 1];

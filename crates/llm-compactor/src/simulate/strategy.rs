@@ -14,8 +14,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::count::TokenCounter;
 use crate::message::Message;
-use crate::simulate::SimError;
 use crate::plan::Tokens;
+use crate::simulate::SimError;
 
 /// What a strategy sees besides the new messages.
 pub struct Env<'a> {

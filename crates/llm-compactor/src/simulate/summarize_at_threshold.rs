@@ -21,9 +21,9 @@ use std::sync::Arc;
 
 use crate::count::TokenCounter;
 use crate::message::{Message, Role};
+use crate::plan::Tokens;
 use crate::simulate::SimError;
 use crate::simulate::cost::shared_prefix_len;
-use crate::plan::Tokens;
 use crate::simulate::standin::{STANDIN_MAX_SUMMARY_TOKENS, StandIn};
 use crate::simulate::strategy::{Env, Step, Strategy};
 

@@ -161,10 +161,19 @@ mod tests {
     fn at_the_trigger_elision_only_must_reach_the_target() {
         let p = CostPolicy::default();
         assert_eq!(choose_at_trigger(51_200, 51_200, 102_400, &p), TriggerAction::ElideOnly);
-        assert_eq!(choose_at_trigger(51_201, 51_200, 102_400, &p), TriggerAction::ElideAndSummarize);
+        assert_eq!(
+            choose_at_trigger(51_201, 51_200, 102_400, &p),
+            TriggerAction::ElideAndSummarize
+        );
         let seed = CostPolicy::seed();
-        assert_eq!(choose_at_trigger(102_400, 51_200, 102_400, &seed), TriggerAction::ElideOnly);
-        assert_eq!(choose_at_trigger(102_401, 51_200, 102_400, &seed), TriggerAction::ElideAndSummarize);
+        assert_eq!(
+            choose_at_trigger(102_400, 51_200, 102_400, &seed),
+            TriggerAction::ElideOnly
+        );
+        assert_eq!(
+            choose_at_trigger(102_401, 51_200, 102_400, &seed),
+            TriggerAction::ElideAndSummarize
+        );
     }
 
     #[test]

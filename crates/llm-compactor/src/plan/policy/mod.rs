@@ -16,7 +16,9 @@
 mod gate;
 mod receipt;
 
-pub use gate::{EpochDecision, TriggerAction, choose_at_trigger, decide_epoch, growth_per_round, horizon, rounds_until};
+pub use gate::{
+    EpochDecision, TriggerAction, choose_at_trigger, decide_epoch, growth_per_round, horizon, rounds_until,
+};
 pub use receipt::{CostReceipt, ReceiptInput};
 
 use serde::{Deserialize, Serialize};

@@ -204,7 +204,11 @@ mod tests {
 
     #[test]
     fn the_kept_prefix_ends_at_the_first_changed_message() {
-        let input = vec![Message::system("s"), Message::user("hello"), Message::user("x".repeat(400))];
+        let input = vec![
+            Message::system("s"),
+            Message::user("hello"),
+            Message::user("x".repeat(400)),
+        ];
         let mut output = input.clone();
         output[2] = Message::user("stub");
         let c = HeuristicCounter;
