@@ -76,6 +76,10 @@ pub struct PlanReport {
     pub reclaimable_pool: usize,
     /// What a hard trim would do (none without a middle).
     pub trim: Option<TrimPreview>,
+    /// The cost receipt of the elision epoch due below the trigger (the pass that would
+    /// run, or that the cost policy declines); `None` when no epoch is due.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub epoch_receipt: Option<CostReceipt>,
 }
 
 impl Compactor {
