@@ -134,6 +134,11 @@ fn aging_config(budget: usize) -> CompactorConfig {
         .age_observations(true)
         .age_min_chars(100)
         .age_reclaim_min(1000)
+        // The seed's rules (no cost gate, elision-only judged against the trigger).
+        .cost_policy(llm_compactor::plan::CostPolicy {
+            epoch_ratio: None,
+            ..llm_compactor::plan::CostPolicy::seed()
+        })
         .build()
         .unwrap()
 }

@@ -117,6 +117,11 @@ async fn the_example_agent_compacts_and_its_session_replays_to_its_conversation(
             .age_observations(true)
             .age_min_chars(2_048)
             .age_reclaim_min(12_000)
+            // This test needs an elision epoch: the seed's ungated rules.
+            .cost_policy(llm_compactor::plan::CostPolicy {
+                epoch_ratio: None,
+                ..llm_compactor::plan::CostPolicy::seed()
+            })
             .build()
             .unwrap(),
         max_rounds: 30,

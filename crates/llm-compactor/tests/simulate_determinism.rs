@@ -31,9 +31,8 @@ fn trajectory() -> Vec<Message> {
 
 fn summary(kinds: &[StrategyKind]) -> String {
     let config = SimConfig {
-        window: 6_000,
-        pricing: Pricing::OPENAI_GPT5,
-        counter: Arc::new(HeuristicCounter),
+        max_output: 0,
+        ..SimConfig::new(6_000, Pricing::OPENAI_GPT5, Arc::new(HeuristicCounter))
     };
     let reports = simulate_trajectory(&trajectory(), kinds, &config).unwrap();
     let summary = SimulationSummary {

@@ -49,8 +49,25 @@ fn human(r: &PlanReport) -> String {
         NeedReason::OverTrigger => format!("yes: {} tokens > trigger {}", r.tokens, r.trigger),
         NeedReason::ReclaimablePool => format!("yes: {} reclaimable chars (an aging epoch)", r.reclaimable_pool),
         NeedReason::NotNeeded => format!("no: {} tokens <= trigger {}", r.tokens, r.trigger),
+        NeedReason::EpochDoesNotPay => format!(
+            "no: {} reclaimable chars, but the epoch does not pay for its cache write (it would not act)",
+            r.reclaimable_pool
+        ),
     };
     out.push_str(&format!("needs compaction:  {why}\n"));
+    if let Some(c) = &r.epoch_receipt {
+        out.push_str(&format!(
+            "epoch receipt:     keeps {} cached, rewrites {}, {} -> {} tokens; over {} rounds ({}) net {:+.0} units ({})\n",
+            c.cached_prefix_kept,
+            c.tokens_rewritten,
+            c.tokens_before,
+            c.tokens_after,
+            c.rounds,
+            c.pricing,
+            c.net_cost,
+            if c.pays() { "pays" } else { "does not pay" }
+        ));
+    }
     out.push_str(&format!("cut index:         {}\n", r.cut_index));
     out.push_str(&format!(
         "recent window:     {} messages (from index {})\n",

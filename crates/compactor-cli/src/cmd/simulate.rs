@@ -34,10 +34,20 @@ pub struct Args {
     /// Pricing preset: anthropic, openai-gpt5 or openai-4o.
     #[arg(long, default_value = "anthropic")]
     pub pricing: String,
-    /// A strategy to simulate (repeatable; default: all). One of none, ours, ours-no-aging,
+    /// A strategy to simulate (repeatable; default: all). One of none, ours, ours-aging, ours-no-aging, ours-seed,
     /// mask-last-n, clear-tool-uses, clear-tool-uses-scaled, summarize-at-threshold.
     #[arg(long = "strategy")]
     pub strategies: Vec<String>,
+    /// Output tokens every request reserves in the window: a request whose context plus
+    /// this is over the window is rejected, as the provider would, and its strategy is
+    /// marked FAILED at this window. Default 4096, or a quarter of a window smaller than
+    /// 16,384 tokens.
+    #[arg(long)]
+    pub max_output: Option<usize>,
+    /// The summarizer's price relative to the agent model's (1 = the same model; 0.1 = a
+    /// model ten times cheaper).
+    #[arg(long, default_value_t = 1.0)]
+    pub summarizer_price: f64,
     /// Print the summary as JSON.
     #[arg(long)]
     pub json: bool,
@@ -119,10 +129,21 @@ pub fn run(args: Args) -> Result<(), CliError> {
         }
         kinds
     };
+    if !(args.summarizer_price.is_finite() && (0.0..=100.0).contains(&args.summarizer_price)) {
+        return Err(CliError::Usage(
+            "--summarizer-price must be a number from 0 to 100 (a ratio to the agent model's price)".into(),
+        ));
+    }
+    let max_output = args
+        .max_output
+        .unwrap_or(llm_compactor::simulate::DEFAULT_MAX_OUTPUT.min(args.window / 4));
+    if max_output >= args.window {
+        return Err(CliError::Usage("--max-output must be less than --window".into()));
+    }
     let config = SimConfig {
-        window: args.window,
-        pricing,
-        counter: counter(),
+        max_output,
+        summarizer_price: args.summarizer_price,
+        ..SimConfig::new(args.window, pricing, counter())
     };
 
     let mut totals: Vec<StrategyTotals> = kinds
@@ -170,12 +191,15 @@ pub fn run(args: Args) -> Result<(), CliError> {
 fn table(summary: &SimulationSummary, totals: &[StrategyTotals], counter: &str) -> String {
     let base = totals.iter().find(|t| t.name == "none").map(|t| t.cost);
     let mut out = format!(
-        "{} trajectories, window {} tokens, pricing {}, counter {}; cost in base-input-token units\n\n",
+        "{} trajectories, window {} tokens, pricing {}, counter {}; cost in base-input-token units\n\
+         FAILED: a request over the window (output reserve included) that the provider would reject; \
+         its cost is not an achievable price\n\n",
         summary.trajectories, summary.window, summary.pricing, counter
     );
     out.push_str(&format!(
-        "{:<24} {:>14} {:>8} {:>9} {:>9} {:>9} {:>11} {:>11} {:>7} {:>10}\n",
+        "{:<24} {:>7} {:>14} {:>8} {:>9} {:>9} {:>9} {:>11} {:>11} {:>7} {:>10}\n",
         "strategy",
+        "status",
         "cost",
         "vs none",
         "requests",
@@ -192,8 +216,9 @@ fn table(summary: &SimulationSummary, totals: &[StrategyTotals], counter: &str) 
             .map(|b| format!("{:.3}", t.cost / b))
             .unwrap_or_else(|| "-".into());
         out.push_str(&format!(
-            "{:<24} {:>14.0} {:>8} {:>9} {:>9.3} {:>9} {:>11} {:>11} {:>7} {:>10}\n",
+            "{:<24} {:>7} {:>14.0} {:>8} {:>9} {:>9.3} {:>9} {:>11} {:>11} {:>7} {:>10}\n",
             t.name,
+            if t.rounds_over_window > 0 { "FAILED" } else { "ok" },
             t.cost,
             ratio,
             t.requests,
@@ -204,6 +229,13 @@ fn table(summary: &SimulationSummary, totals: &[StrategyTotals], counter: &str) 
             t.elision_epochs,
             t.summarizer_calls
         ));
+    }
+    if let Some(best) = totals
+        .iter()
+        .filter(|t| t.rounds_over_window == 0)
+        .min_by(|a, b| a.cost.total_cmp(&b.cost))
+    {
+        out.push_str(&format!("\ncheapest that stays inside the window: {}\n", best.name));
     }
     if summary.window <= llm_compactor::simulate::clear_tool_uses::DEFAULT_TRIGGER as u64
         && totals.iter().any(|t| t.name == "clear-tool-uses")

@@ -2,6 +2,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::plan::CostPolicy;
+
 /// An invalid configuration. Construction never panics; it says which setting is wrong.
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
 #[non_exhaustive]
@@ -26,6 +28,9 @@ pub enum ConfigError {
         /// trigger_ratio.
         trigger: f64,
     },
+    /// The cost policy is unusable.
+    #[error("{0}")]
+    CostPolicy(String),
     /// A count that must be at least 1.
     #[error("{name} must be at least 1")]
     Zero {
@@ -78,6 +83,12 @@ pub struct CompactorConfig {
     /// (what an explicit `--summary-max-tokens` means).
     #[serde(default = "default_expand_truncated")]
     pub expand_truncated: bool,
+    /// When a pass pays for the cache write it causes (the break-even gate for epochs
+    /// below the trigger, elision-only only when it reaches the target, the epoch as a
+    /// share of the budget). Default [`CostPolicy::default`]; [`CostPolicy::seed`] is the
+    /// seed's behaviour.
+    #[serde(default)]
+    pub cost_policy: CostPolicy,
 }
 
 fn default_expand_truncated() -> bool {
@@ -100,6 +111,7 @@ impl CompactorConfig {
                 age_reclaim_min: 49_152,
                 summary_max_tokens: 2048,
                 expand_truncated: true,
+                cost_policy: CostPolicy::default(),
             },
         }
     }
@@ -112,6 +124,12 @@ impl CompactorConfig {
     /// `ceil(budget x target_ratio)`.
     pub fn target(&self) -> usize {
         ceil_ratio(self.context_budget, self.target_ratio)
+    }
+
+    /// The epoch in chars (aging's pool floor and trailing grace): the cost policy's share
+    /// of the budget, or `age_reclaim_min` when the policy has no `epoch_ratio`.
+    pub fn epoch_chars(&self) -> usize {
+        self.cost_policy.epoch_chars(self.context_budget, self.age_reclaim_min)
     }
 
     /// Checks every rule; the builder calls it.
@@ -143,6 +161,9 @@ impl CompactorConfig {
             return Err(ConfigError::Zero {
                 name: "tool_result_cap",
             });
+        }
+        if let Some(problem) = self.cost_policy.problem() {
+            return Err(ConfigError::CostPolicy(problem));
         }
         if self.summary_max_tokens == 0 {
             return Err(ConfigError::Zero {
@@ -189,8 +210,15 @@ impl CompactorConfigBuilder {
         age_observations: bool);
     setter!(/// See [`CompactorConfig::age_min_chars`].
         age_min_chars: usize);
-    setter!(/// See [`CompactorConfig::age_reclaim_min`].
-        age_reclaim_min: usize);
+    /// See [`CompactorConfig::age_reclaim_min`]. An explicit absolute epoch replaces the
+    /// cost policy's relative one (sets `cost_policy.epoch_ratio` to `None`).
+    pub fn age_reclaim_min(mut self, value: usize) -> Self {
+        self.config.age_reclaim_min = value;
+        self.config.cost_policy.epoch_ratio = None;
+        self
+    }
+    setter!(/// See [`CompactorConfig::cost_policy`].
+        cost_policy: CostPolicy);
     setter!(/// See [`CompactorConfig::summary_max_tokens`].
         summary_max_tokens: u32);
     setter!(/// See [`CompactorConfig::expand_truncated`].

@@ -7,8 +7,10 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
+use crate::plan::CostReceipt;
+
 /// Something a compaction pass did.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "event", rename_all = "kebab-case")]
 pub enum CompactionEvent {
     /// A pass started.
@@ -36,6 +38,9 @@ pub enum CompactionEvent {
         elisions: usize,
         /// The pass's sequence number on this compactor.
         round: u64,
+        /// What the pass did to the prompt cache and its expected net cost.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        receipt: Option<Box<CostReceipt>>,
     },
 }
 

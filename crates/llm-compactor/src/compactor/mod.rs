@@ -32,7 +32,7 @@ pub use result::{Attempt, AttemptKind, AttemptOutcome, CompactionResult, Elision
 
 use crate::count::TokenCounter;
 use crate::message::Message;
-use crate::plan::{self, AgingRules, Pairs};
+use crate::plan::{self, AgingRules, CostReceipt, EpochDecision, Pairs};
 use crate::summarize::{Prompts, Summarizer};
 
 /// A compaction that could not even start: invalid input. A failing summarizer is NOT an
@@ -208,28 +208,54 @@ impl Compactor {
     pub fn aging_rules(&self) -> AgingRules {
         AgingRules {
             min_chars: self.config.age_min_chars,
-            reclaim_min: self.config.age_reclaim_min,
+            reclaim_min: self.config.epoch_chars(),
         }
     }
 
     /// True when a pass should run now: the conversation is over the trigger (strictly),
     /// or, with aging on, the eligible results add up to a whole epoch
-    /// (`age_reclaim_min` chars).
+    /// ([`CompactorConfig::epoch_chars`]) and that epoch pays for the cache write it
+    /// causes ([`Compactor::epoch_decision`]).
     pub fn needs_compaction(&self, messages: &[Message]) -> bool {
-        if self.counter.count_messages(messages) > self.config.trigger() {
+        let tokens = self.counter.count_messages(messages);
+        if tokens > self.config.trigger() {
             return true;
         }
-        self.config.age_observations && self.reclaimable(messages) >= self.config.age_reclaim_min
+        self.epoch_decision(messages, tokens)
+            .is_some_and(|(decision, _)| decision.runs())
     }
 
-    /// The eligible pool of `messages` in chars (0 with aging off).
-    fn reclaimable(&self, messages: &[Message]) -> usize {
+    /// The cost policy's decision on the elision epoch due below the trigger, and the
+    /// receipt it was made on; `None` when no epoch is due (aging off, the pool short of
+    /// an epoch, or stubbing would not shrink the conversation). `tokens` is the
+    /// conversation's count.
+    pub fn epoch_decision(&self, messages: &[Message], tokens: usize) -> Option<(EpochDecision, CostReceipt)> {
         if !self.config.age_observations {
-            return 0;
+            return None;
         }
         let pairs = Pairs::build(messages);
         let layout = plan::layout_with(messages, &pairs, self.config.keep_recent);
-        plan::reclaimable_pool(&plan::eligible(messages, &pairs, &layout, self.aging_rules()))
+        let eligible = plan::eligible(messages, &pairs, &layout, self.aging_rules());
+        if plan::reclaimable_pool(&eligible) < self.config.epoch_chars() {
+            return None;
+        }
+        let elisions: Vec<Elision> = eligible
+            .into_iter()
+            .map(|e| Elision {
+                index: e.index,
+                stub: e.stub,
+            })
+            .collect();
+        let aged = plan::apply_elisions(messages, &elisions);
+        let policy = &self.config.cost_policy;
+        let rounds = plan::policy::horizon(policy, messages, tokens, self.config.trigger());
+        let receipt = CostReceipt::of_pass(messages, &aged, self.counter.as_ref(), (0, 0), rounds, policy);
+        if receipt.tokens_after >= receipt.tokens_before {
+            return None;
+        }
+        let decision = plan::policy::decide_epoch(&receipt, policy);
+        tracing::debug!(?decision, net_cost = receipt.net_cost, rounds, "epoch decision");
+        Some((decision, receipt))
     }
 
     fn next_round(&self) -> u64 {

@@ -9,7 +9,7 @@ use super::result::{CompactionResult, Elision};
 use super::{CompactError, CompactOptions, Compactor};
 use crate::count::TokenCounter;
 use crate::message::Message;
-use crate::plan::{self, Layout, Pairs};
+use crate::plan::{self, CostReceipt, Layout, Pairs};
 use crate::usage::Usage;
 
 impl Compactor {
@@ -43,7 +43,8 @@ impl Compactor {
                 messages: messages.len(),
                 round,
             });
-            let result = self.run_pass(messages, &options, &counter, before).await;
+            let mut result = self.run_pass(messages, &options, &counter, before).await;
+            result.receipt = Some(self.receipt(messages, &result, counter.as_ref(), before));
             self.emit(CompactionEvent::CompactionDone {
                 tokens_before: result.tokens_before,
                 tokens_after: result.tokens_after,
@@ -52,6 +53,7 @@ impl Compactor {
                 exhausted: result.exhausted,
                 elisions: result.elisions.len(),
                 round,
+                receipt: result.receipt.clone().map(Box::new),
             });
             Ok(result)
         }
@@ -81,6 +83,7 @@ impl Compactor {
             elisions,
             usage: Usage::default(),
             attempts: Vec::new(),
+            receipt: None,
         };
         if layout.is_noop() {
             tracing::info!("nothing between the sticky prefix and the recent window: no-op");
@@ -89,7 +92,7 @@ impl Compactor {
 
         // Aging first: stub every eligible result, recount.
         let (aged, elisions, aged_count) = self.age(input, &pairs, &layout, counter.as_ref(), before);
-        if !elisions.is_empty() && aged_count <= options.target.unwrap_or(self.config.trigger()) {
+        if !elisions.is_empty() && self.elision_suffices(aged_count, before, options) {
             tracing::info!(elisions = elisions.len(), aged_count, "elision-only pass");
             return unchanged(elisions, aged, aged_count);
         }
@@ -108,6 +111,7 @@ impl Compactor {
                 elisions: Vec::new(),
                 usage: Usage::default(),
                 attempts: Vec::new(),
+                receipt: None,
             }
         } else {
             self.trim(
@@ -134,6 +138,42 @@ impl Compactor {
             result.attempts = attempts;
         }
         result
+    }
+
+    /// Whether an elision-only pass that leaves `aged_count` tokens is enough: under a
+    /// per-call target, that target; below the trigger (an epoch or a manual pass), the
+    /// trigger; at the trigger, the cost policy's choice ([`plan::policy::choose_at_trigger`]).
+    fn elision_suffices(&self, aged_count: usize, before: usize, options: &CompactOptions) -> bool {
+        let trigger = self.config.trigger();
+        match options.target {
+            Some(target) => aged_count <= target,
+            None if before <= trigger => aged_count <= trigger,
+            None => {
+                plan::policy::choose_at_trigger(aged_count, self.config.target(), trigger, &self.config.cost_policy)
+                    == plan::TriggerAction::ElideOnly
+            }
+        }
+    }
+
+    /// The pass's cost receipt. Its horizon: below the trigger, the requests until the
+    /// conversation left alone would reach it (the epoch gate's horizon); at the trigger,
+    /// the configured expected remaining rounds.
+    fn receipt(
+        &self,
+        input: &[Message],
+        result: &CompactionResult,
+        counter: &dyn TokenCounter,
+        before: usize,
+    ) -> CostReceipt {
+        let policy = &self.config.cost_policy;
+        let trigger = self.config.trigger();
+        let rounds = if before > trigger {
+            policy.expected_remaining_rounds
+        } else {
+            plan::policy::horizon(policy, input, before, trigger)
+        };
+        let summarizer = (result.usage.input_tokens, result.usage.output_tokens);
+        CostReceipt::of_pass(input, &result.messages, counter, summarizer, rounds, policy)
     }
 
     /// The aged conversation, its elisions and its count; the input unchanged when aging
@@ -200,6 +240,7 @@ impl Compactor {
                     elisions: survivors,
                     usage: Usage::default(),
                     attempts: Vec::new(),
+                    receipt: None,
                 }
             }
             None => {
@@ -221,6 +262,7 @@ impl Compactor {
                     elisions,
                     usage: Usage::default(),
                     attempts: Vec::new(),
+                    receipt: None,
                 }
             }
         }

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{CompactOptions, Compactor};
 use crate::message::Message;
-use crate::plan::{self, Eligible, Pairs};
+use crate::plan::{self, CostReceipt, Eligible, Pairs};
 
 /// Why a pass is (or is not) needed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -18,8 +18,12 @@ use crate::plan::{self, Eligible, Pairs};
 pub enum NeedReason {
     /// The conversation is over the trigger.
     OverTrigger,
-    /// Aging is on and the eligible pool is a whole epoch.
+    /// Aging is on, the eligible pool is a whole epoch, and the epoch pays for the cache
+    /// write it causes (or the cost policy does not gate epochs).
     ReclaimablePool,
+    /// Aging is on and the eligible pool is a whole epoch, but the epoch would cost more
+    /// than it saves ([`crate::plan::policy::decide_epoch`]): no pass, the cache is kept.
+    EpochDoesNotPay,
     /// Neither.
     NotNeeded,
 }
@@ -72,6 +76,10 @@ pub struct PlanReport {
     pub reclaimable_pool: usize,
     /// What a hard trim would do (none without a middle).
     pub trim: Option<TrimPreview>,
+    /// The cost receipt of the elision epoch due below the trigger (the pass that would
+    /// run, or that the cost policy declines); `None` when no epoch is due.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub epoch_receipt: Option<CostReceipt>,
 }
 
 impl Compactor {
@@ -90,10 +98,19 @@ impl Compactor {
         };
         let pool = plan::reclaimable_pool(&eligible);
         let trigger = self.config.trigger();
+        let epoch = if tokens > trigger {
+            None
+        } else {
+            self.epoch_decision(messages, tokens)
+        };
         let reason = if tokens > trigger {
             NeedReason::OverTrigger
-        } else if aging && pool >= self.config.age_reclaim_min {
-            NeedReason::ReclaimablePool
+        } else if let Some((decision, _)) = &epoch {
+            if decision.runs() {
+                NeedReason::ReclaimablePool
+            } else {
+                NeedReason::EpochDoesNotPay
+            }
         } else {
             NeedReason::NotNeeded
         };
@@ -111,7 +128,7 @@ impl Compactor {
             budget: options.target.unwrap_or(self.config.context_budget),
             trigger,
             target,
-            needs_compaction: reason != NeedReason::NotNeeded,
+            needs_compaction: matches!(reason, NeedReason::OverTrigger | NeedReason::ReclaimablePool),
             reason,
             cut_index: layout.cut_index(),
             recent_start: layout.recent_start,
@@ -122,6 +139,7 @@ impl Compactor {
             eligible,
             reclaimable_pool: pool,
             trim,
+            epoch_receipt: epoch.map(|(_, receipt)| receipt),
         }
     }
 }

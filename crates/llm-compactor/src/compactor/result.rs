@@ -3,6 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::message::Message;
+use crate::plan::CostReceipt;
 use crate::summarize::FailureClass;
 use crate::usage::Usage;
 
@@ -97,6 +98,11 @@ pub struct CompactionResult {
     pub usage: Usage,
     /// Every summarizer request of this pass, in order.
     pub attempts: Vec<Attempt>,
+    /// What the pass did to the prompt cache (the kept prefix, the tokens rewritten, the
+    /// summarizer's tokens) and its estimated net cost against not compacting, under the
+    /// configuration's cost policy. `None` only in results built by hand.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub receipt: Option<CostReceipt>,
 }
 
 impl CompactionResult {

@@ -1,5 +1,5 @@
 //! The pure planning core: cut, pairs, call identity, elision eligibility, stubs,
-//! assembly, hard-trim planning and validation.
+//! assembly, hard-trim planning, validation, and the cost policy (when a pass pays).
 //!
 //! Every decision a compaction makes is taken here, by functions of their arguments
 //! only: no I/O, no async, no clock, no randomness. That is what lets the async shell in
@@ -14,6 +14,8 @@ pub mod grounding;
 mod identity;
 pub mod ledger;
 mod pairs;
+pub mod policy;
+mod pricing;
 mod stub;
 mod trim;
 mod validate;
@@ -24,6 +26,8 @@ pub use eligibility::{AgingRules, Eligible, EligibleReason, eligible, reclaimabl
 pub use elision::Elision;
 pub use identity::call_identity;
 pub use pairs::Pairs;
+pub use policy::{CostPolicy, CostReceipt, EpochDecision, TriggerAction};
+pub use pricing::{Pricing, Tokens, UnknownPricing};
 pub use stub::{is_stub, stub_text};
 pub use trim::{TrimPlan, plan_trim, plan_trim_counted};
 pub use validate::{Violation, validate};

@@ -42,6 +42,8 @@ pub struct ClearToolUses {
     results: Vec<usize>,
     /// How many of `results` are cleared (always a prefix).
     cleared: usize,
+    /// Tokens of `conversation`, kept up to date (a replay stays linear).
+    tokens: usize,
 }
 
 impl ClearToolUses {
@@ -55,6 +57,7 @@ impl ClearToolUses {
             conversation: Vec::new(),
             results: Vec::new(),
             cleared: 0,
+            tokens: 0,
         }
     }
 
@@ -79,10 +82,11 @@ impl Strategy for ClearToolUses {
             if message.is_tool_result() {
                 self.results.push(self.conversation.len());
             }
+            self.tokens += env.counter.count_message(message);
             self.conversation.push(message.clone());
         }
         let mut step = Step::default();
-        if env.counter.count_messages(&self.conversation) <= self.trigger {
+        if self.tokens <= self.trigger {
             return Ok(step);
         }
         let until = self.results.len().saturating_sub(self.keep);
@@ -109,6 +113,8 @@ impl Strategy for ClearToolUses {
         for &at in &self.results[self.cleared..until] {
             self.conversation[at] = stub_of(&self.conversation[at]);
         }
+        step.rewrote_from = Some(self.results[self.cleared]);
+        self.tokens -= freed;
         self.cleared = until;
         step.elision_epochs = 1;
         Ok(step)

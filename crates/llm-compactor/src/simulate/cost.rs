@@ -19,7 +19,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::count::TokenCounter;
 use crate::message::Message;
-use crate::simulate::pricing::Tokens;
+use crate::plan::Tokens;
 
 /// How many leading messages `current` shares, identically, with `previous`.
 ///

@@ -76,6 +76,7 @@ impl Strategy for MaskLastN {
                 let lines = message.text().lines().count();
                 message.content = Content::Text(placeholder(lines));
             }
+            step.rewrote_from = Some(self.observations[self.masked]);
             self.masked = should_mask;
             step.elision_epochs = 1;
         }

@@ -28,7 +28,7 @@
 //!     Message::tool("c1", "x".repeat(4000)),
 //!     Message::assistant("Done."),
 //! ];
-//! let config = SimConfig { window: 32_000, pricing: Pricing::ANTHROPIC, counter: Arc::new(HeuristicCounter) };
+//! let config = SimConfig::new(32_000, Pricing::ANTHROPIC, Arc::new(HeuristicCounter));
 //! let reports = simulate_trajectory(&trajectory, &[StrategyKind::None], &config).unwrap();
 //! assert_eq!(reports[0].totals.requests, 2);
 //! ```
@@ -39,16 +39,16 @@ pub mod mask_last_n;
 mod memo;
 pub mod none;
 pub mod ours;
-mod pricing;
+
 mod replay;
 mod report;
 mod standin;
 mod strategy;
 pub mod summarize_at_threshold;
 
+pub use crate::plan::{Pricing, Tokens, UnknownPricing};
 pub use cost::{RequestBill, bill_request, shared_prefix_len};
-pub use pricing::{Pricing, Tokens, UnknownPricing};
-pub use replay::{SimConfig, replay, simulate_trajectory};
+pub use replay::{DEFAULT_MAX_OUTPUT, ReplayLimits, SimConfig, replay, replay_with, simulate_trajectory};
 pub use report::{RequestTrace, SimulationSummary, StrategyRow, StrategyTotals, TrajectoryReport};
 pub use standin::{STANDIN_MAX_SUMMARY_TOKENS, StandIn, standin_summary_tokens, standin_text};
 pub use strategy::{Env, Step, Strategy, StrategyKind, UnknownStrategy};

@@ -1,9 +1,9 @@
-//! `ours` and `ours-no-aging`: the engine, [`crate::Compactor`], as an agent loop drives it.
+//! `ours` and its variants: the engine, [`crate::Compactor`], as an agent loop drives it.
 //!
-//! Configuration: every default of [`crate::CompactorConfig`] with the budget set to the
-//! window (trigger 80%, target 40%, keep 6 recent, epoch 49,152 chars), and
-//! `age_observations` on for `ours`, off for `ours-no-aging`; the summarizer is the
-//! stand-in. Before each request the loop asks `needs_compaction` and, if it says yes,
+//! `ours` is every default of [`crate::CompactorConfig`] with the budget set to the
+//! window: what a user gets. Variants: `ours-aging` (aging on), `ours-no-aging` (aging
+//! off), `ours-seed` (the first release: aging on with the seed's rules, no cost policy).
+//! The summarizer is the stand-in. Before each request the loop asks `needs_compaction` and, if it says yes,
 //! runs one `compact` pass and continues with its messages. A pass that only elided is an
 //! elision epoch; a pass that summarized or trimmed is a compaction. Summarizer calls are
 //! billed as uncached input plus output: the engine sends a rendered transcript, not the
@@ -14,8 +14,9 @@ use std::sync::Arc;
 use crate::compactor::{CompactOptions, Compactor, CompactorConfig};
 use crate::count::TokenCounter;
 use crate::message::Message;
+use crate::plan::Tokens;
 use crate::simulate::SimError;
-use crate::simulate::pricing::Tokens;
+use crate::simulate::cost::shared_prefix_len;
 use crate::simulate::standin::StandIn;
 use crate::simulate::strategy::{Env, Step, Strategy};
 
@@ -25,6 +26,8 @@ pub struct Ours {
     compactor: Compactor,
     runtime: tokio::runtime::Runtime,
     conversation: Vec<Message>,
+    /// Tokens of `conversation` by the compactor's counter, kept up to date.
+    tokens: usize,
 }
 
 impl std::fmt::Debug for Ours {
@@ -43,7 +46,37 @@ impl Ours {
             .age_observations(aging)
             .build()
             .map_err(|e| SimError::Config(e.to_string()))?;
-        Ours::with_config(if aging { "ours" } else { "ours-no-aging" }, config, counter)
+        Ours::with_config(if aging { "ours-aging" } else { "ours-no-aging" }, config, counter)
+    }
+
+    /// The engine exactly as [`CompactorConfig::builder`] configures it by default,
+    /// budget = `window`: what a user gets. Reported as `ours`.
+    ///
+    /// # Errors
+    /// An invalid configuration (a zero window) or no runtime.
+    pub fn defaults(window: usize, counter: Arc<dyn TokenCounter>) -> Result<Self, SimError> {
+        let config = CompactorConfig::builder(window)
+            .build()
+            .map_err(|e| SimError::Config(e.to_string()))?;
+        Ours::with_config("ours", config, counter)
+    }
+
+    /// The first release's engine: aging on, the seed's rules (no cost gate,
+    /// elision-only accepted under the trigger, the absolute 49,152-char epoch). Reported
+    /// as `ours-seed`, for comparison.
+    ///
+    /// # Errors
+    /// An invalid configuration (a zero window) or no runtime.
+    pub fn seed(window: usize, counter: Arc<dyn TokenCounter>) -> Result<Self, SimError> {
+        let config = CompactorConfig::builder(window)
+            .age_observations(true)
+            .trigger_ratio(0.8)
+            .target_ratio(0.4)
+            .keep_recent(6)
+            .cost_policy(crate::plan::CostPolicy::seed())
+            .build()
+            .map_err(|e| SimError::Config(e.to_string()))?;
+        Ours::with_config("ours-seed", config, counter)
     }
 
     /// The engine with any configuration (for experiments), reported as `name`.
@@ -66,6 +99,7 @@ impl Ours {
             compactor,
             runtime,
             conversation: Vec::new(),
+            tokens: 0,
         })
     }
 }
@@ -77,8 +111,17 @@ impl Strategy for Ours {
 
     fn prepare(&mut self, appended: &[Message], _env: &Env<'_>) -> Result<Step, SimError> {
         self.conversation.extend_from_slice(appended);
+        self.tokens += self.compactor.counter().count_messages(appended);
         let mut step = Step::default();
-        if !self.compactor.needs_compaction(&self.conversation) {
+        // `needs_compaction`, with the running count instead of a recount of the whole
+        // conversation every round (the same decision; a replay stays linear).
+        let over = self.tokens > self.compactor.config().trigger();
+        if !over
+            && !self
+                .compactor
+                .epoch_decision(&self.conversation, self.tokens)
+                .is_some_and(|(decision, _)| decision.runs())
+        {
             return Ok(step);
         }
         let result = self
@@ -95,6 +138,10 @@ impl Strategy for Ours {
         } else if !result.is_noop() {
             step.compactions = 1;
         }
+        if !result.is_noop() {
+            step.rewrote_from = Some(shared_prefix_len(&self.conversation, &result.messages));
+        }
+        self.tokens = result.tokens_after;
         self.conversation = result.messages;
         Ok(step)
     }

@@ -21,7 +21,7 @@ use async_trait::async_trait;
 use tokio_util::sync::CancellationToken;
 
 use crate::count::TokenCounter;
-use crate::simulate::pricing::Tokens;
+use crate::plan::Tokens;
 use crate::summarize::{StopReason, Summarizer, SummarizerError, SummaryReply, SummaryRequest};
 use crate::usage::Usage;
 

@@ -14,8 +14,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::count::TokenCounter;
 use crate::message::Message;
+use crate::plan::Tokens;
 use crate::simulate::SimError;
-use crate::simulate::pricing::Tokens;
 
 /// What a strategy sees besides the new messages.
 pub struct Env<'a> {
@@ -23,9 +23,11 @@ pub struct Env<'a> {
     pub counter: &'a dyn TokenCounter,
     /// The context window in tokens.
     pub window: usize,
-    /// The conversation the previous request carried (for strategies whose summarizer
-    /// call is itself a cached request).
-    pub previous: &'a [Message],
+    /// How many messages the previous request carried: before [`Strategy::prepare`]
+    /// appends, the managed conversation *is* that request's prompt, so its first
+    /// `previous_len` messages are in the cache (for strategies whose summarizer call is
+    /// itself a cached request).
+    pub previous_len: usize,
 }
 
 /// What a strategy did before one request.
@@ -39,6 +41,11 @@ pub struct Step {
     pub summarizer_calls: u32,
     /// What those requests were billed.
     pub summarizer: Tokens,
+    /// The first message of the previous conversation this step changed (everything
+    /// from it on is billed as rewritten); `None` when the step only appended. The replay
+    /// relies on it to bill a request without comparing the whole conversation, which
+    /// keeps a replay linear in the messages appended.
+    pub rewrote_from: Option<usize>,
 }
 
 /// A context-management strategy under simulation.
@@ -62,10 +69,14 @@ pub trait Strategy {
 pub enum StrategyKind {
     /// `none`: no management at all.
     None,
-    /// `ours`: the engine with observation aging on.
+    /// `ours`: the engine with every default (what a user gets).
     Ours,
-    /// `ours-no-aging`: the engine with observation aging off.
+    /// `ours-aging`: the defaults with observation aging on.
+    OursAging,
+    /// `ours-no-aging`: the defaults with observation aging off.
     OursNoAging,
+    /// `ours-seed`: the first release (aging on, the seed's rules, no cost policy).
+    OursSeed,
     /// `mask-last-n`: SWE-agent / JetBrains observation masking, N = 10.
     MaskLastN,
     /// `clear-tool-uses`: Anthropic context editing with its defaults.
@@ -79,10 +90,12 @@ pub enum StrategyKind {
 
 impl StrategyKind {
     /// Every strategy, in report order.
-    pub const ALL: [StrategyKind; 7] = [
+    pub const ALL: [StrategyKind; 9] = [
         StrategyKind::None,
         StrategyKind::Ours,
+        StrategyKind::OursAging,
         StrategyKind::OursNoAging,
+        StrategyKind::OursSeed,
         StrategyKind::MaskLastN,
         StrategyKind::ClearToolUses,
         StrategyKind::ClearToolUsesScaled,
@@ -94,7 +107,9 @@ impl StrategyKind {
         match self {
             StrategyKind::None => "none",
             StrategyKind::Ours => "ours",
+            StrategyKind::OursAging => "ours-aging",
             StrategyKind::OursNoAging => "ours-no-aging",
+            StrategyKind::OursSeed => "ours-seed",
             StrategyKind::MaskLastN => "mask-last-n",
             StrategyKind::ClearToolUses => "clear-tool-uses",
             StrategyKind::ClearToolUsesScaled => "clear-tool-uses-scaled",
@@ -110,8 +125,10 @@ impl StrategyKind {
         use crate::simulate::{clear_tool_uses, mask_last_n, none, ours, summarize_at_threshold};
         Ok(match self {
             StrategyKind::None => Box::new(none::NoManagement::default()),
-            StrategyKind::Ours => Box::new(ours::Ours::new(window, true, counter)?),
+            StrategyKind::Ours => Box::new(ours::Ours::defaults(window, counter)?),
+            StrategyKind::OursAging => Box::new(ours::Ours::new(window, true, counter)?),
             StrategyKind::OursNoAging => Box::new(ours::Ours::new(window, false, counter)?),
+            StrategyKind::OursSeed => Box::new(ours::Ours::seed(window, counter)?),
             StrategyKind::MaskLastN => Box::new(mask_last_n::MaskLastN::new(mask_last_n::DEFAULT_N)),
             StrategyKind::ClearToolUses => Box::new(clear_tool_uses::ClearToolUses::anthropic_defaults()),
             StrategyKind::ClearToolUsesScaled => Box::new(clear_tool_uses::ClearToolUses::scaled(window)),
@@ -131,7 +148,7 @@ impl fmt::Display for StrategyKind {
 /// A strategy name that the simulator does not know.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error(
-    "unknown strategy {0:?} (expected one of: none, ours, ours-no-aging, mask-last-n, clear-tool-uses, clear-tool-uses-scaled, summarize-at-threshold)"
+    "unknown strategy {0:?} (expected one of: none, ours, ours-aging, ours-no-aging, ours-seed, mask-last-n, clear-tool-uses, clear-tool-uses-scaled, summarize-at-threshold)"
 )]
 pub struct UnknownStrategy(pub String);
 

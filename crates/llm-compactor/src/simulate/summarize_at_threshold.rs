@@ -21,9 +21,9 @@ use std::sync::Arc;
 
 use crate::count::TokenCounter;
 use crate::message::{Message, Role};
+use crate::plan::Tokens;
 use crate::simulate::SimError;
 use crate::simulate::cost::shared_prefix_len;
-use crate::simulate::pricing::Tokens;
 use crate::simulate::standin::{STANDIN_MAX_SUMMARY_TOKENS, StandIn};
 use crate::simulate::strategy::{Env, Step, Strategy};
 
@@ -44,6 +44,8 @@ pub struct SummarizeAtThreshold {
     threshold: usize,
     standin: StandIn,
     conversation: Vec<Message>,
+    /// Tokens of `conversation`, kept up to date (a replay stays linear).
+    tokens: usize,
 }
 
 impl SummarizeAtThreshold {
@@ -53,6 +55,7 @@ impl SummarizeAtThreshold {
             threshold: (window as f64 * THRESHOLD_RATIO).ceil() as usize,
             standin: StandIn::new(counter),
             conversation: Vec::new(),
+            tokens: 0,
         }
     }
 
@@ -68,14 +71,15 @@ impl Strategy for SummarizeAtThreshold {
 
     fn prepare(&mut self, appended: &[Message], env: &Env<'_>) -> Result<Step, SimError> {
         self.conversation.extend_from_slice(appended);
+        self.tokens += env.counter.count_messages(appended);
         let mut step = Step::default();
-        let tokens = env.counter.count_messages(&self.conversation);
+        let tokens = self.tokens;
         if tokens <= self.threshold {
             return Ok(step);
         }
-        // The compaction turn: the history plus the prompt, a cached request.
-        let shared = shared_prefix_len(env.previous, &self.conversation);
-        let cached: usize = env.counter.count_messages(&self.conversation[..shared]);
+        // The compaction turn: the history plus the prompt, a cached request (the
+        // previous request's prompt is this conversation before the append).
+        let cached = tokens - env.counter.count_messages(appended);
         let prompt = Message::user(PROMPT);
         let input = tokens + env.counter.count_message(&prompt);
         let (text, output) = self.standin.summary_for(input, STANDIN_MAX_SUMMARY_TOKENS);
@@ -108,6 +112,8 @@ impl Strategy for SummarizeAtThreshold {
             }
         }
         rebuilt.push(Message::user(format!("{SUMMARY_PREFIX}\n{text}")));
+        step.rewrote_from = Some(shared_prefix_len(&self.conversation, &rebuilt));
+        self.tokens = env.counter.count_messages(&rebuilt);
         self.conversation = rebuilt;
         Ok(step)
     }

@@ -76,6 +76,7 @@ pub fn synthetic_result(
             ..Usage::default()
         },
         attempts: Vec::new(),
+        receipt: None,
     }
 }
 

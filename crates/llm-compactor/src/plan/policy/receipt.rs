@@ -1,0 +1,219 @@
+//! [`CostReceipt`]: what a pass did to the prompt cache and what it is expected to cost.
+//!
+//! The arithmetic, in base-input-token units under the policy's pricing, over the next
+//! `rounds` requests (the new messages each request appends cost the same either way and
+//! are left out):
+//! - not compacting: every request reads the whole current conversation from the cache,
+//!   `rounds x tokens_before x cache_read`;
+//! - compacting: the first request reads the kept prefix and writes the rest,
+//!   `cached_prefix_kept x cache_read + tokens_rewritten x cache_write`, the others read
+//!   the smaller conversation, `(rounds - 1) x tokens_after x cache_read`, and the
+//!   summarizer's own call is billed uncached at `summarizer_price` times the agent's
+//!   prices.
+//!
+//! `net_cost` is the second minus the first: negative when the pass saves money.
+
+use serde::{Deserialize, Serialize};
+
+use super::CostPolicy;
+use crate::count::TokenCounter;
+use crate::message::Message;
+
+/// The numbers a receipt is computed from.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ReceiptInput {
+    /// Tokens of the conversation before the pass.
+    pub tokens_before: usize,
+    /// Tokens after it.
+    pub tokens_after: usize,
+    /// Tokens of the output's leading messages identical to the input's.
+    pub cached_prefix_kept: usize,
+    /// Input tokens of the summarizer's calls.
+    pub summarizer_input_tokens: u64,
+    /// Output tokens of the summarizer's calls.
+    pub summarizer_output_tokens: u64,
+    /// The horizon in requests (at least 1 is used).
+    pub rounds: u32,
+}
+
+/// What one pass did to the prompt cache, and its expected net cost.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CostReceipt {
+    /// Tokens before the pass.
+    pub tokens_before: usize,
+    /// Tokens after the pass.
+    pub tokens_after: usize,
+    /// Tokens up to the first changed message: still read from the cache next request.
+    pub cached_prefix_kept: usize,
+    /// Tokens from the first changed message on: written to the cache again.
+    pub tokens_rewritten: usize,
+    /// The summarizer's input tokens (0 for a pass that did not summarize).
+    pub summarizer_input_tokens: u64,
+    /// The summarizer's output tokens.
+    pub summarizer_output_tokens: u64,
+    /// The horizon the cost is estimated over, in requests.
+    pub rounds: u32,
+    /// The pricing preset of the estimate.
+    pub pricing: String,
+    /// The summarizer's price relative to the agent model's.
+    pub summarizer_price: f64,
+    /// Estimated cost of the next `rounds` requests if the conversation is left as it was.
+    pub cost_without: f64,
+    /// Estimated cost of the pass (summarizer included) and the next `rounds` requests.
+    pub cost_with: f64,
+    /// `cost_with - cost_without`: negative when the pass saves money.
+    pub net_cost: f64,
+}
+
+impl CostReceipt {
+    /// The receipt of a pass described by `input`, priced by `policy`.
+    pub fn compute(input: &ReceiptInput, policy: &CostPolicy) -> CostReceipt {
+        let p = &policy.pricing;
+        let rounds = input.rounds.max(1);
+        let kept = input.cached_prefix_kept.min(input.tokens_after);
+        let rewritten = input.tokens_after - kept;
+        let changed = input.tokens_before != input.tokens_after || kept != input.tokens_after;
+        let cost_without = f64::from(rounds) * input.tokens_before as f64 * p.cache_read;
+        let cost_with = if changed {
+            kept as f64 * p.cache_read
+                + rewritten as f64 * p.cache_write
+                + f64::from(rounds - 1) * input.tokens_after as f64 * p.cache_read
+                + policy.summarizer_price
+                    * (input.summarizer_input_tokens as f64 * p.uncached
+                        + input.summarizer_output_tokens as f64 * p.output)
+        } else {
+            cost_without
+                + policy.summarizer_price
+                    * (input.summarizer_input_tokens as f64 * p.uncached
+                        + input.summarizer_output_tokens as f64 * p.output)
+        };
+        CostReceipt {
+            tokens_before: input.tokens_before,
+            tokens_after: input.tokens_after,
+            cached_prefix_kept: kept,
+            tokens_rewritten: if changed { rewritten } else { 0 },
+            summarizer_input_tokens: input.summarizer_input_tokens,
+            summarizer_output_tokens: input.summarizer_output_tokens,
+            rounds,
+            pricing: p.name.to_owned(),
+            summarizer_price: policy.summarizer_price,
+            cost_without,
+            cost_with,
+            net_cost: cost_with - cost_without,
+        }
+    }
+
+    /// The receipt of a pass from `input` to `output`, counted with `counter`.
+    pub fn of_pass(
+        input: &[Message],
+        output: &[Message],
+        counter: &dyn TokenCounter,
+        summarizer_tokens: (u64, u64),
+        rounds: u32,
+        policy: &CostPolicy,
+    ) -> CostReceipt {
+        let shared = input.iter().zip(output).take_while(|(a, b)| a == b).count();
+        let kept = counter.count_messages(&output[..shared]);
+        let before = counter.count_messages(input);
+        let after = if shared == output.len() && shared == input.len() {
+            before
+        } else {
+            counter.count_messages(output)
+        };
+        CostReceipt::compute(
+            &ReceiptInput {
+                tokens_before: before,
+                tokens_after: after,
+                cached_prefix_kept: kept,
+                summarizer_input_tokens: summarizer_tokens.0,
+                summarizer_output_tokens: summarizer_tokens.1,
+                rounds,
+            },
+            policy,
+        )
+    }
+
+    /// True when the pass is expected to save money over its horizon.
+    pub fn pays(&self) -> bool {
+        self.net_cost < 0.0
+    }
+
+    /// True when the pass broke the cache (changed anything).
+    pub fn breaks_cache(&self) -> bool {
+        self.tokens_rewritten > 0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::count::HeuristicCounter;
+    use crate::plan::Pricing;
+
+    #[test]
+    fn the_arithmetic_is_the_documented_one() {
+        let r = CostReceipt::compute(
+            &ReceiptInput {
+                tokens_before: 1_000,
+                tokens_after: 600,
+                cached_prefix_kept: 100,
+                summarizer_input_tokens: 10,
+                summarizer_output_tokens: 2,
+                rounds: 3,
+            },
+            &CostPolicy::default(),
+        );
+        assert_eq!(r.tokens_rewritten, 500);
+        assert!((r.cost_without - 300.0).abs() < 1e-9);
+        // 100 x 0.1 + 500 x 1.25 + 2 x 600 x 0.1 + (10 + 2 x 5)
+        assert!((r.cost_with - (10.0 + 625.0 + 120.0 + 20.0)).abs() < 1e-9);
+        assert!(!r.pays() && r.breaks_cache());
+    }
+
+    #[test]
+    fn a_cheap_summarizer_makes_the_same_pass_cheaper() {
+        let input = ReceiptInput {
+            tokens_before: 100_000,
+            tokens_after: 20_000,
+            cached_prefix_kept: 1_000,
+            summarizer_input_tokens: 80_000,
+            summarizer_output_tokens: 2_000,
+            rounds: 10,
+        };
+        let same = CostReceipt::compute(&input, &CostPolicy::default());
+        let cheap = CostReceipt::compute(
+            &input,
+            &CostPolicy {
+                summarizer_price: 0.1,
+                pricing: Pricing::OPENAI_GPT5,
+                ..CostPolicy::default()
+            },
+        );
+        assert!(cheap.cost_with < same.cost_with);
+        assert_eq!(cheap.pricing, "openai-gpt5");
+    }
+
+    #[test]
+    fn an_unchanged_conversation_breaks_nothing_and_costs_nothing_extra() {
+        let msgs = vec![Message::system("s"), Message::user("hello")];
+        let r = CostReceipt::of_pass(&msgs, &msgs, &HeuristicCounter, (0, 0), 5, &CostPolicy::default());
+        assert!(!r.breaks_cache());
+        assert_eq!(r.cached_prefix_kept, r.tokens_after);
+        assert!(r.net_cost.abs() < 1e-9);
+    }
+
+    #[test]
+    fn the_kept_prefix_ends_at_the_first_changed_message() {
+        let input = vec![
+            Message::system("s"),
+            Message::user("hello"),
+            Message::user("x".repeat(400)),
+        ];
+        let mut output = input.clone();
+        output[2] = Message::user("stub");
+        let c = HeuristicCounter;
+        let r = CostReceipt::of_pass(&input, &output, &c, (0, 0), 1, &CostPolicy::default());
+        assert_eq!(r.cached_prefix_kept, c.count_messages(&input[..2]));
+        assert_eq!(r.tokens_rewritten, c.count_message(&output[2]));
+    }
+}
