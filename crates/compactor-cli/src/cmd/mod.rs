@@ -7,6 +7,7 @@ pub mod count;
 pub mod model;
 pub mod plan;
 pub mod plot;
+pub mod proxy;
 pub mod session;
 pub mod simulate;
 pub mod summarizer;

@@ -34,7 +34,7 @@ mod repair;
 mod replay;
 
 pub use clock::{Clock, FixedClock, IdSource, RandomIds, SequentialIds, SystemClock, format_timestamp};
-pub use envelope::VERSION;
+pub use envelope::{VERSION, encode_line};
 pub use error::SessionError;
 pub use load::{TornTail, Transcript};
 pub use lock::SESSION_FILE_MODE;

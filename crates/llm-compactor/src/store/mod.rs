@@ -14,6 +14,9 @@
 //! process), and behind features an embedded SQLite file and a shared PostgreSQL.
 
 mod memory;
+mod open;
+#[cfg(feature = "sqlite")]
+mod sqlite;
 
 use std::time::Duration;
 
@@ -21,6 +24,9 @@ use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
 pub use memory::MemoryStore;
+pub use open::{open_store, redact};
+#[cfg(feature = "sqlite")]
+pub use sqlite::{SCHEMA_VERSION, SqliteStore};
 
 /// Why a store operation failed. Never carries a credential (connection strings are
 /// redacted before they reach an error).
