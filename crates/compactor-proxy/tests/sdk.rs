@@ -40,7 +40,9 @@ async fn sdk_checks(script: &str, header: fn(&support::Received) -> Option<Strin
         assert!(out.contains(check), "{check} missing:\n{out}");
     }
     let received = up.received();
-    assert!(received.iter().all(|r| header(r).as_deref() == Some(key)), "the client's key reaches the upstream");
+    for r in &received {
+        assert_eq!(header(r).as_deref(), Some(key), "the client's key reaches the upstream: {r:?}");
+    }
     for session in store.sessions().await.unwrap() {
         let exported = export_jsonl(store.as_ref(), &session.session).await.unwrap();
         assert!(!exported.contains(key), "no credential in the store");
@@ -54,7 +56,12 @@ async fn the_official_openai_sdk_works_through_the_proxy() {
 
 #[tokio::test]
 async fn the_official_anthropic_sdk_works_through_the_proxy() {
-    sdk_checks("anthropic_client.py", |r| r.api_key.clone(), "sk-ant-test").await;
+    // The SDK sends its key as `x-api-key` or (newer versions) as a bearer token.
+    sdk_checks(
+        "anthropic_client.py",
+        |r| r.api_key.clone().or_else(|| r.authorization.as_deref().and_then(|a| a.strip_prefix("Bearer ")).map(str::to_owned)),
+        "sk-ant-test",
+    ).await;
 }
 
 fn data_dir() -> PathBuf {
