@@ -62,7 +62,10 @@ async fn time(client: &reqwest::Client, url: &str, session: &str, body: &Value) 
 fn main() {
     let rounds = env_usize("LATENCY_ROUNDS", 2000);
     let history = env_usize("LATENCY_HISTORY", 40);
-    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
     runtime.block_on(async move {
         let upstream = upstream().await;
         let dir = tempfile::tempdir().unwrap();

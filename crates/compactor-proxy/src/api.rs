@@ -59,7 +59,11 @@ pub fn parse(api: Api, body: &[u8]) -> Result<Request, String> {
     if !value.is_object() {
         return Err("request body must be a JSON object".to_owned());
     }
-    let model = value.get("model").and_then(Value::as_str).unwrap_or_default().to_owned();
+    let model = value
+        .get("model")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned();
     let stream = value.get("stream").and_then(Value::as_bool).unwrap_or(false);
     let derived_key = derived_key(api, &model, &value);
     let document = Document::from_value(value, Some(api.format()), "request").map_err(|e| e.to_string())?;
@@ -91,11 +95,7 @@ fn derived_key(api: Api, model: &str, value: &Value) -> String {
         .and_then(|m| m.get("content").cloned())
         .unwrap_or(Value::Null);
     let mut hasher = Sha256::new();
-    for part in [
-        model.to_owned(),
-        canonical_json(&system),
-        canonical_json(&first_user),
-    ] {
+    for part in [model.to_owned(), canonical_json(&system), canonical_json(&first_user)] {
         hasher.update(part.len().to_le_bytes());
         hasher.update(part.as_bytes());
     }

@@ -59,8 +59,10 @@ impl Metrics {
             }
         }
         self.latency_count.fetch_add(1, Ordering::Relaxed);
-        self.latency_sum_us
-            .fetch_add(u64::try_from(elapsed.as_micros()).unwrap_or(u64::MAX), Ordering::Relaxed);
+        self.latency_sum_us.fetch_add(
+            u64::try_from(elapsed.as_micros()).unwrap_or(u64::MAX),
+            Ordering::Relaxed,
+        );
     }
 
     /// The exposition text.
@@ -82,8 +84,16 @@ impl Metrics {
                 ("{route=\"passthrough\"}", get(&self.requests_other)),
             ],
         );
-        counter("compactor_proxy_compactions_total", "Compaction passes applied.", &[("", get(&self.compactions))]);
-        counter("compactor_proxy_elisions_total", "Tool results stubbed by aging.", &[("", get(&self.elisions))]);
+        counter(
+            "compactor_proxy_compactions_total",
+            "Compaction passes applied.",
+            &[("", get(&self.compactions))],
+        );
+        counter(
+            "compactor_proxy_elisions_total",
+            "Tool results stubbed by aging.",
+            &[("", get(&self.elisions))],
+        );
         counter(
             "compactor_proxy_tokens_saved_total",
             "Prompt tokens removed by compaction (before minus after, per pass).",

@@ -10,8 +10,7 @@
 use llm_compactor::CompactionResult;
 use llm_compactor::message::Message;
 use llm_compactor::session::{
-    CompactionRecord, ElisionItem, ElisionRecord, Record, Replayer, SystemClock, format_timestamp, Clock,
-    encode_line,
+    Clock, CompactionRecord, ElisionItem, ElisionRecord, Record, Replayer, SystemClock, encode_line, format_timestamp,
 };
 use llm_compactor::store::NewEvent;
 
@@ -62,7 +61,12 @@ impl Lines {
         let items = result
             .elisions
             .iter()
-            .map(|e| Ok(ElisionItem { id: id_at(e.index)?, stub: e.stub.clone() }))
+            .map(|e| {
+                Ok(ElisionItem {
+                    id: id_at(e.index)?,
+                    stub: e.stub.clone(),
+                })
+            })
             .collect::<Result<Vec<_>, String>>()?;
         let compaction = if result.cut_index >= 0 {
             let cut = usize::try_from(result.cut_index).map_err(|e| e.to_string())?;
@@ -114,8 +118,5 @@ pub fn same_but_id(a: &Message, b: &Message) -> bool {
 
 /// The messages without their ids (what goes on the wire and into a rewrite).
 pub fn without_ids(messages: &[Message]) -> Vec<Message> {
-    messages
-        .iter()
-        .map(|m| Message { id: None, ..m.clone() })
-        .collect()
+    messages.iter().map(|m| Message { id: None, ..m.clone() }).collect()
 }

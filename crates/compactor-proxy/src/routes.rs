@@ -55,12 +55,16 @@ async fn metrics(State(state): State<Arc<AppState>>) -> Response {
 
 async fn chat(State(state): State<Arc<AppState>>, request: Request) -> Response {
     state.metrics.request(Route::Chat);
-    compacted(state, Api::OpenAi, request).await.unwrap_or_else(|e| e.into_response())
+    compacted(state, Api::OpenAi, request)
+        .await
+        .unwrap_or_else(|e| e.into_response())
 }
 
 async fn messages(State(state): State<Arc<AppState>>, request: Request) -> Response {
     state.metrics.request(Route::Messages);
-    compacted(state, Api::Anthropic, request).await.unwrap_or_else(|e| e.into_response())
+    compacted(state, Api::Anthropic, request)
+        .await
+        .unwrap_or_else(|e| e.into_response())
 }
 
 /// The body, or 413 when it is (or claims to be) over the limit.
@@ -165,7 +169,9 @@ async fn compacted(state: Arc<AppState>, api: Api, request: Request) -> Result<R
         state.metrics.context_retries.fetch_add(1, Ordering::Relaxed);
         let retried = {
             let mut guard = session.lock().await;
-            guard.prepare(&state.config, &state.metrics, api, &parsed, &body, true).await?
+            guard
+                .prepare(&state.config, &state.metrics, api, &parsed, &body, true)
+                .await?
         };
         let response = send(&state, method, &path, &headers, retried.body.clone()).await?;
         return Ok(relay_tapped(response, api, &parsed.model, retried));

@@ -118,7 +118,9 @@ impl SessionState {
         force: bool,
     ) -> Result<Prepared, ProxyError> {
         self.load(config).await?;
-        let result = self.prepare_loaded(config, metrics, api, request, original, force).await;
+        let result = self
+            .prepare_loaded(config, metrics, api, request, original, force)
+            .await;
         if result.is_err() {
             // The replayer may be ahead of the store: rebuild from the store next time.
             self.loaded = false;
@@ -148,8 +150,8 @@ impl SessionState {
         };
         let mut lines = Lines::default();
         let recorded = self.replayer.messages();
-        let extends = recorded.len() <= effective.len()
-            && recorded.iter().zip(&effective).all(|(a, b)| same_but_id(a, b));
+        let extends =
+            recorded.len() <= effective.len() && recorded.iter().zip(&effective).all(|(a, b)| same_but_id(a, b));
         if !extends {
             self.start_over();
             tracing::info!(session = %self.key, store_key = %self.store_key, "history edited: session starts over");
@@ -163,7 +165,9 @@ impl SessionState {
                 extra,
                 ..SessionMeta::default()
             };
-            lines.push(&mut self.replayer, Record::Meta(meta)).map_err(ProxyError::BadRequest)?;
+            lines
+                .push(&mut self.replayer, Record::Meta(meta))
+                .map_err(ProxyError::BadRequest)?;
             self.opened = true;
         }
         let start = self.replayer.messages().len();
@@ -176,7 +180,10 @@ impl SessionState {
         let tokens = self.counter.count_for_model(&effective, &request.model);
         let mut compacted = false;
         if force || tokens > compactor.config().trigger() {
-            if let Some(messages) = self.compact(config, metrics, compactor, client, &mut lines, force).await? {
+            if let Some(messages) = self
+                .compact(config, metrics, compactor, client, &mut lines, force)
+                .await?
+            {
                 effective = messages;
                 compacted = true;
             }
@@ -230,11 +237,17 @@ impl SessionState {
         lines: &mut Lines,
         force: bool,
     ) -> Result<Option<Vec<Message>>, ProxyError> {
-        if !config.store.try_lease(&self.store_key, &config.holder, config.lease_ttl).await? {
+        if !config
+            .store
+            .try_lease(&self.store_key, &config.holder, config.lease_ttl)
+            .await?
+        {
             tracing::info!(session = %self.key, "another instance is compacting this session; serving the current rewrite");
             return Ok(None);
         }
-        let outcome = self.compact_leased(config, metrics, compactor, client, lines, force).await;
+        let outcome = self
+            .compact_leased(config, metrics, compactor, client, lines, force)
+            .await;
         if let Err(e) = config.store.release_lease(&self.store_key, &config.holder).await {
             tracing::warn!(session = %self.key, error = %e, "could not release the compaction lease (it expires)");
         }
@@ -286,10 +299,13 @@ impl SessionState {
         }
         self.rewrite = Some(rewrite);
         metrics.compactions.fetch_add(1, Ordering::Relaxed);
-        metrics.elisions.fetch_add(result.elisions.len() as u64, Ordering::Relaxed);
         metrics
-            .tokens_saved
-            .fetch_add(result.tokens_before.saturating_sub(result.tokens_after) as u64, Ordering::Relaxed);
+            .elisions
+            .fetch_add(result.elisions.len() as u64, Ordering::Relaxed);
+        metrics.tokens_saved.fetch_add(
+            result.tokens_before.saturating_sub(result.tokens_after) as u64,
+            Ordering::Relaxed,
+        );
         tracing::info!(
             session = %self.key,
             before = result.tokens_before,

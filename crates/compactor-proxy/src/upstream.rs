@@ -40,7 +40,14 @@ const DROPPED_REQUEST: &[&str] = &[
 ];
 
 /// Response headers never relayed (hop-by-hop, or invalid once the body is re-framed).
-const DROPPED_RESPONSE: &[&str] = &["content-length", "transfer-encoding", "connection", "keep-alive", "trailer", "upgrade"];
+const DROPPED_RESPONSE: &[&str] = &[
+    "content-length",
+    "transfer-encoding",
+    "connection",
+    "keep-alive",
+    "trailer",
+    "upgrade",
+];
 
 /// The HTTP client for the upstream: no redirects, no environment proxies.
 ///

@@ -13,7 +13,10 @@ use serde_json::{Value, json};
 use support::{proxy, upstream};
 
 fn client() -> reqwest::Client {
-    reqwest::Client::builder().timeout(Duration::from_secs(30)).build().unwrap()
+    reqwest::Client::builder()
+        .timeout(Duration::from_secs(30))
+        .build()
+        .unwrap()
 }
 
 fn chat_body(model: &str, messages: Value) -> Value {
@@ -50,7 +53,10 @@ async fn non_streaming_request_is_forwarded_with_the_clients_key_and_relayed() {
     let received = up.received();
     assert_eq!(received.len(), 1);
     assert_eq!(received[0].authorization.as_deref(), Some("Bearer sk-secret-1"));
-    assert_eq!(received[0].session_header, None, "the proxy's own header is not forwarded");
+    assert_eq!(
+        received[0].session_header, None,
+        "the proxy's own header is not forwarded"
+    );
     assert_eq!(received[0].body, body, "an unchanged request is forwarded as sent");
     let exported = export_jsonl(store.as_ref(), "s1").await.unwrap();
     assert!(!exported.contains("sk-secret-1"), "credentials never reach the store");
@@ -63,10 +69,20 @@ async fn errors_are_passed_through_and_an_unreachable_upstream_is_a_clear_502() 
     let proxy = proxy(&up.url(), 100_000, Arc::new(MemoryStore::new())).await;
     let url = format!("{}/v1/chat/completions", proxy.url());
     let one = json!([{"role":"user","content":"hi"}]);
-    let r = client().post(&url).json(&chat_body("err-401", one.clone())).send().await.unwrap();
+    let r = client()
+        .post(&url)
+        .json(&chat_body("err-401", one.clone()))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(r.status(), 401);
     assert_eq!(r.json::<Value>().await.unwrap()["error"]["code"], "invalid_api_key");
-    let r = client().post(&url).json(&chat_body("err-429", one.clone())).send().await.unwrap();
+    let r = client()
+        .post(&url)
+        .json(&chat_body("err-429", one.clone()))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(r.status(), 429);
     assert_eq!(r.headers()["retry-after"], "7");
 
@@ -92,13 +108,33 @@ async fn errors_are_passed_through_and_an_unreachable_upstream_is_a_clear_502() 
 async fn other_paths_pass_through_and_health_and_metrics_answer() {
     let up = upstream().await;
     let proxy = proxy(&up.url(), 100_000, Arc::new(MemoryStore::new())).await;
-    let models: Value = client().get(format!("{}/v1/models", proxy.url())).send().await.unwrap().json().await.unwrap();
+    let models: Value = client()
+        .get(format!("{}/v1/models", proxy.url()))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
     assert_eq!(models["data"][0]["id"], "m");
     let health = client().get(format!("{}/healthz", proxy.url())).send().await.unwrap();
     assert_eq!(health.status(), 200);
-    let metrics = client().get(format!("{}/metrics", proxy.url())).send().await.unwrap().text().await.unwrap();
-    assert!(metrics.contains("compactor_proxy_requests_total{route=\"passthrough\"} 1"), "{metrics}");
-    assert!(metrics.contains("# TYPE compactor_proxy_added_latency_seconds histogram"), "{metrics}");
+    let metrics = client()
+        .get(format!("{}/metrics", proxy.url()))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        metrics.contains("compactor_proxy_requests_total{route=\"passthrough\"} 1"),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains("# TYPE compactor_proxy_added_latency_seconds histogram"),
+        "{metrics}"
+    );
 }
 
 #[tokio::test]
@@ -109,7 +145,12 @@ async fn an_oversized_body_gets_a_clear_413() {
         .max_body_bytes(1000);
     let proxy = support::proxy_with(builder, store).await;
     let body = chat_body("m", json!([{"role":"user","content":"x".repeat(5000)}]));
-    let r = client().post(format!("{}/v1/chat/completions", proxy.url())).json(&body).send().await.unwrap();
+    let r = client()
+        .post(format!("{}/v1/chat/completions", proxy.url()))
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
     assert_eq!(r.status(), 413);
     let text = r.text().await.unwrap();
     assert!(text.contains("1000 bytes"), "{text}");
@@ -178,13 +219,27 @@ async fn compaction_keeps_the_upstream_under_budget_with_a_stable_prefix_and_a_r
     assert_eq!(received.len(), 40);
     let mut breaks = 0;
     for pair in received.windows(2) {
-        let (prev, next) = (pair[0].body["messages"].as_array().unwrap(), pair[1].body["messages"].as_array().unwrap());
-        assert!(pair[1].tokens() <= budget, "a request over the budget: {}", pair[1].tokens());
+        let (prev, next) = (
+            pair[0].body["messages"].as_array().unwrap(),
+            pair[1].body["messages"].as_array().unwrap(),
+        );
+        assert!(
+            pair[1].tokens() <= budget,
+            "a request over the budget: {}",
+            pair[1].tokens()
+        );
         if next.len() < prev.len() || next[..prev.len()] != prev[..] {
             breaks += 1;
         }
     }
-    let metrics = client().get(format!("{}/metrics", proxy.url())).send().await.unwrap().text().await.unwrap();
+    let metrics = client()
+        .get(format!("{}/metrics", proxy.url()))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
     let compactions: usize = metrics
         .lines()
         .find_map(|l| l.strip_prefix("compactor_proxy_compactions_total "))
@@ -198,8 +253,14 @@ async fn compaction_keeps_the_upstream_under_budget_with_a_stable_prefix_and_a_r
     let exported = export_jsonl(store.as_ref(), "grow").await.unwrap();
     let transcript = Transcript::parse(std::path::Path::new("grow.jsonl"), exported.as_bytes()).unwrap();
     let last = received.last().unwrap();
-    let seen = Document::from_value(last.body.clone(), Some(Format::OpenAi), "upstream").unwrap().into_messages();
-    let replayed: Vec<_> = transcript.messages().iter().map(|m| llm_compactor::Message { id: None, ..m.clone() }).collect();
+    let seen = Document::from_value(last.body.clone(), Some(Format::OpenAi), "upstream")
+        .unwrap()
+        .into_messages();
+    let replayed: Vec<_> = transcript
+        .messages()
+        .iter()
+        .map(|m| llm_compactor::Message { id: None, ..m.clone() })
+        .collect();
     assert_eq!(replayed, seen);
 }
 
@@ -238,9 +299,20 @@ async fn a_restarted_proxy_continues_the_session_from_the_store() {
     let prev = last.body["messages"].as_array().unwrap();
     let next = received.last().unwrap().body["messages"].as_array().unwrap();
     assert!(received.last().unwrap().tokens() <= 2_000);
-    let metrics = client().get(format!("{}/metrics", second.url())).send().await.unwrap().text().await.unwrap();
+    let metrics = client()
+        .get(format!("{}/metrics", second.url()))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
     if metrics.contains("compactor_proxy_compactions_total 0") {
-        assert_eq!(&next[..prev.len()], &prev[..], "the restarted proxy serves the same prefix");
+        assert_eq!(
+            &next[..prev.len()],
+            &prev[..],
+            "the restarted proxy serves the same prefix"
+        );
     }
     // The stored rewrite matched: the session did not start over under a new key.
     assert_eq!(store.sessions().await.unwrap().len(), 1);
@@ -302,9 +374,19 @@ async fn thirty_two_concurrent_sessions_neither_mix_nor_lose_anything() {
     assert_eq!(received.len(), 32 * rounds);
     for request in &received {
         let text = request.body.to_string();
-        let owner = text.split("sess-").nth(1).unwrap().split('-').next().unwrap().to_owned();
+        let owner = text
+            .split("sess-")
+            .nth(1)
+            .unwrap()
+            .split('-')
+            .next()
+            .unwrap()
+            .to_owned();
         assert!(
-            !text.split("sess-").skip(1).any(|part| !part.starts_with(&format!("{owner}-"))),
+            !text
+                .split("sess-")
+                .skip(1)
+                .any(|part| !part.starts_with(&format!("{owner}-"))),
             "a request mixes sessions: {text}"
         );
     }
@@ -316,6 +398,12 @@ async fn thirty_two_concurrent_sessions_neither_mix_nor_lose_anything() {
         let exported = export_jsonl(store.as_ref(), &session.session).await.unwrap();
         let transcript = Transcript::parse(std::path::Path::new("s.jsonl"), exported.as_bytes()).unwrap();
         let owner = transcript.messages()[1].content.text();
-        assert!(transcript.messages().iter().skip(1).all(|m| m.content.text().contains(owner.split("-round").next().unwrap())));
+        assert!(
+            transcript
+                .messages()
+                .iter()
+                .skip(1)
+                .all(|m| m.content.text().contains(owner.split("-round").next().unwrap()))
+        );
     }
 }

@@ -41,7 +41,11 @@ async fn sdk_checks(script: &str, header: fn(&support::Received) -> Option<Strin
     }
     let received = up.received();
     for r in &received {
-        assert_eq!(header(r).as_deref(), Some(key), "the client's key reaches the upstream: {r:?}");
+        assert_eq!(
+            header(r).as_deref(),
+            Some(key),
+            "the client's key reaches the upstream: {r:?}"
+        );
     }
     for session in store.sessions().await.unwrap() {
         let exported = export_jsonl(store.as_ref(), &session.session).await.unwrap();
@@ -59,9 +63,17 @@ async fn the_official_anthropic_sdk_works_through_the_proxy() {
     // The SDK sends its key as `x-api-key` or (newer versions) as a bearer token.
     sdk_checks(
         "anthropic_client.py",
-        |r| r.api_key.clone().or_else(|| r.authorization.as_deref().and_then(|a| a.strip_prefix("Bearer ")).map(str::to_owned)),
+        |r| {
+            r.api_key.clone().or_else(|| {
+                r.authorization
+                    .as_deref()
+                    .and_then(|a| a.strip_prefix("Bearer "))
+                    .map(str::to_owned)
+            })
+        },
         "sk-ant-test",
-    ).await;
+    )
+    .await;
 }
 
 fn data_dir() -> PathBuf {
@@ -90,7 +102,10 @@ fn assert_no_orphans(messages: &[Message], round: usize) {
     for (i, message) in messages.iter().enumerate() {
         if message.role == Role::Tool {
             let id = message.tool_call_id.clone().unwrap_or_default();
-            assert!(open.remove(&id), "round {round}: message {i} answers unknown call {id:?}");
+            assert!(
+                open.remove(&id),
+                "round {round}: message {i} answers unknown call {id:?}"
+            );
         }
         for call in &message.tool_calls {
             open.insert(call.id.clone());
@@ -112,16 +127,31 @@ async fn a_real_trajectory_replayed_through_the_proxy_stays_in_budget_keeps_its_
     let proxy = proxy(&up.url(), budget, store.clone()).await;
     let file = dir.path().join("traj.json");
     std::fs::write(&file, serde_json::to_vec(&json!({"messages": traj})).unwrap()).unwrap();
-    let out = run_python(&python, "trajectory_loop.py", &[file.to_str().unwrap()], &[("PROXY", proxy.url())]).await;
+    let out = run_python(
+        &python,
+        "trajectory_loop.py",
+        &[file.to_str().unwrap()],
+        &[("PROXY", proxy.url())],
+    )
+    .await;
     assert!(out.contains(&format!("rounds {}", replies.len())), "{out}");
 
     let received = up.received();
     assert_eq!(received.len(), replies.len());
     for (round, request) in received.iter().enumerate() {
-        assert!(request.tokens() <= budget, "round {round}: {} tokens over the budget", request.tokens());
+        assert!(
+            request.tokens() <= budget,
+            "round {round}: {} tokens over the budget",
+            request.tokens()
+        );
         assert_no_orphans(&request.messages(), round);
     }
-    let metrics = reqwest::get(format!("{}/metrics", proxy.url())).await.unwrap().text().await.unwrap();
+    let metrics = reqwest::get(format!("{}/metrics", proxy.url()))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
     let compactions: usize = metrics
         .lines()
         .find_map(|l| l.strip_prefix("compactor_proxy_compactions_total "))
@@ -131,7 +161,10 @@ async fn a_real_trajectory_replayed_through_the_proxy_stays_in_budget_keeps_its_
     assert!(compactions >= 1, "a {budget}-token budget must compact this run");
     let mut shared = 0;
     for pair in received.windows(2) {
-        let (prev, next) = (pair[0].body["messages"].as_array().unwrap(), pair[1].body["messages"].as_array().unwrap());
+        let (prev, next) = (
+            pair[0].body["messages"].as_array().unwrap(),
+            pair[1].body["messages"].as_array().unwrap(),
+        );
         if next.len() >= prev.len() && next[..prev.len()] == prev[..] {
             shared += 1;
         }
@@ -153,6 +186,10 @@ async fn a_real_trajectory_replayed_through_the_proxy_stays_in_budget_keeps_its_
     let seen = Document::from_value(received.last().unwrap().body.clone(), Some(Format::OpenAi), "upstream")
         .unwrap()
         .into_messages();
-    let replayed: Vec<Message> = transcript.messages().iter().map(|m| Message { id: None, ..m.clone() }).collect();
+    let replayed: Vec<Message> = transcript
+        .messages()
+        .iter()
+        .map(|m| Message { id: None, ..m.clone() })
+        .collect();
     assert_eq!(replayed, seen, "export + replay equals what the upstream last saw");
 }

@@ -154,7 +154,10 @@ async fn serve_until_signal(config: ProxyConfig, listen: &str) -> Result<(), Cli
         .await
         .map_err(|e| CliError::Failed(format!("cannot listen on {listen}: {e}")))?;
     let addr = listener.local_addr().map_err(CliError::failed)?;
-    eprintln!("compactor proxy: listening on http://{addr} (upstream {})", config.upstream());
+    eprintln!(
+        "compactor proxy: listening on http://{addr} (upstream {})",
+        config.upstream()
+    );
     compactor_proxy::serve(config, listener, shutdown_signal())
         .await
         .map_err(CliError::failed)

@@ -34,8 +34,14 @@ pub struct Received {
 impl Received {
     /// The conversation it carried, in the library's model.
     pub fn messages(&self) -> Vec<Message> {
-        let format = if self.path.ends_with("/messages") { Format::Anthropic } else { Format::OpenAi };
-        Document::from_value(self.body.clone(), Some(format), "upstream").unwrap().into_messages()
+        let format = if self.path.ends_with("/messages") {
+            Format::Anthropic
+        } else {
+            Format::OpenAi
+        };
+        Document::from_value(self.body.clone(), Some(format), "upstream")
+            .unwrap()
+            .into_messages()
     }
 
     /// Its heuristic token count.
@@ -75,7 +81,10 @@ pub async fn upstream() -> Upstream {
     let app = Router::new()
         .route("/v1/chat/completions", post(chat))
         .route("/v1/messages", post(messages))
-        .route("/v1/models", get(|| async { axum::Json(json!({"object":"list","data":[{"id":"m","object":"model"}]})) }))
+        .route(
+            "/v1/models",
+            get(|| async { axum::Json(json!({"object":"list","data":[{"id":"m","object":"model"}]})) }),
+        )
         .with_state(script.clone());
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
@@ -102,16 +111,28 @@ fn record(script: &Script, path: &str, headers: &HeaderMap, body: &Value) -> Rec
 }
 
 fn error(status: StatusCode, kind: &str, message: &str) -> Response {
-    (status, axum::Json(json!({"error": {"type": kind, "code": kind, "message": message}}))).into_response()
+    (
+        status,
+        axum::Json(json!({"error": {"type": kind, "code": kind, "message": message}})),
+    )
+        .into_response()
 }
 
 /// Errors every model name can ask for, shared by both APIs.
 fn scripted_error(model: &str, tokens: usize) -> Option<Response> {
     if model == "err-401" {
-        return Some(error(StatusCode::UNAUTHORIZED, "invalid_api_key", "Incorrect API key provided"));
+        return Some(error(
+            StatusCode::UNAUTHORIZED,
+            "invalid_api_key",
+            "Incorrect API key provided",
+        ));
     }
     if model == "err-429" {
-        let mut response = error(StatusCode::TOO_MANY_REQUESTS, "rate_limit_exceeded", "Rate limit reached");
+        let mut response = error(
+            StatusCode::TOO_MANY_REQUESTS,
+            "rate_limit_exceeded",
+            "Rate limit reached",
+        );
         response.headers_mut().insert("retry-after", "7".parse().unwrap());
         return Some(response);
     }
@@ -121,7 +142,9 @@ fn scripted_error(model: &str, tokens: usize) -> Option<Response> {
             return Some(error(
                 StatusCode::BAD_REQUEST,
                 "context_length_exceeded",
-                &format!("This model's maximum context length is {limit} tokens. However, your messages resulted in {tokens} tokens."),
+                &format!(
+                    "This model's maximum context length is {limit} tokens. However, your messages resulted in {tokens} tokens."
+                ),
             ));
         }
     }
@@ -147,7 +170,11 @@ async fn chat(State(script): State<Arc<Script>>, headers: HeaderMap, axum::Json(
     }
     let messages = received.messages();
     let reply = next_reply(&script, &model, messages.last().unwrap());
-    let finish = if reply.get("tool_calls").is_some() { "tool_calls" } else { "stop" };
+    let finish = if reply.get("tool_calls").is_some() {
+        "tool_calls"
+    } else {
+        "stop"
+    };
     let usage = json!({"prompt_tokens": tokens, "completion_tokens": 5, "total_tokens": tokens + 5});
     if body["stream"].as_bool() != Some(true) {
         return axum::Json(json!({
@@ -186,7 +213,11 @@ async fn chat(State(script): State<Arc<Script>>, headers: HeaderMap, axum::Json(
         ));
     }
     second.push("data: [DONE]\n\n".to_owned());
-    let gate = if model == "gated" { script.gate.lock().unwrap().take() } else { None };
+    let gate = if model == "gated" {
+        script.gate.lock().unwrap().take()
+    } else {
+        None
+    };
     sse(first, second, gate)
 }
 
@@ -218,7 +249,11 @@ fn async_stream(
     futures_util::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|item| (item, rx)) })
 }
 
-async fn messages(State(script): State<Arc<Script>>, headers: HeaderMap, axum::Json(body): axum::Json<Value>) -> Response {
+async fn messages(
+    State(script): State<Arc<Script>>,
+    headers: HeaderMap,
+    axum::Json(body): axum::Json<Value>,
+) -> Response {
     let received = record(&script, "/v1/messages", &headers, &body);
     let model = body["model"].as_str().unwrap_or_default().to_owned();
     let tokens = received.tokens();
@@ -235,7 +270,11 @@ async fn messages(State(script): State<Arc<Script>>, headers: HeaderMap, axum::J
         let input: Value = serde_json::from_str(call["function"]["arguments"].as_str().unwrap()).unwrap();
         content.push(json!({"type":"tool_use","id":call["id"],"name":call["function"]["name"],"input":input}));
     }
-    let stop = if reply.get("tool_calls").is_some() { "tool_use" } else { "end_turn" };
+    let stop = if reply.get("tool_calls").is_some() {
+        "tool_use"
+    } else {
+        "end_turn"
+    };
     if body["stream"].as_bool() != Some(true) {
         return axum::Json(json!({
             "id":"msg_1","type":"message","role":"assistant","model":model,"content":content,
@@ -253,15 +292,27 @@ async fn messages(State(script): State<Arc<Script>>, headers: HeaderMap, axum::J
     let mut second = Vec::new();
     for (i, block) in content.iter().enumerate() {
         if block["type"] == "text" {
-            first.push(event("content_block_start", json!({"type":"content_block_start","index":i,"content_block":{"type":"text","text":""}})));
-            first.push(event("content_block_delta", json!({"type":"content_block_delta","index":i,"delta":{"type":"text_delta","text":block["text"]}})));
+            first.push(event(
+                "content_block_start",
+                json!({"type":"content_block_start","index":i,"content_block":{"type":"text","text":""}}),
+            ));
+            first.push(event(
+                "content_block_delta",
+                json!({"type":"content_block_delta","index":i,"delta":{"type":"text_delta","text":block["text"]}}),
+            ));
         } else {
             second.push(event("content_block_start", json!({"type":"content_block_start","index":i,"content_block":{"type":"tool_use","id":block["id"],"name":block["name"],"input":{}}})));
             second.push(event("content_block_delta", json!({"type":"content_block_delta","index":i,"delta":{"type":"input_json_delta","partial_json":block["input"].to_string()}})));
         }
-        second.push(event("content_block_stop", json!({"type":"content_block_stop","index":i})));
+        second.push(event(
+            "content_block_stop",
+            json!({"type":"content_block_stop","index":i}),
+        ));
     }
-    second.push(event("message_delta", json!({"type":"message_delta","delta":{"stop_reason":stop,"stop_sequence":null},"usage":{"output_tokens":5}})));
+    second.push(event(
+        "message_delta",
+        json!({"type":"message_delta","delta":{"stop_reason":stop,"stop_sequence":null},"usage":{"output_tokens":5}}),
+    ));
     second.push(event("message_stop", json!({"type":"message_stop"})));
     sse(first, second, None)
 }
@@ -311,9 +362,9 @@ pub async fn proxy_with(builder: compactor_proxy::ProxyConfigBuilder, store: Arc
 /// The Python with the official SDKs (`scripts/python-sdks.sh` makes it), or `None`
 /// after printing a notice. Under `CI=true` its absence fails the test.
 pub fn python() -> Option<PathBuf> {
-    let venv = std::env::var_os("COMPACTOR_PY_SDKS").map(PathBuf::from).unwrap_or_else(|| {
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target/py-sdks")
-    });
+    let venv = std::env::var_os("COMPACTOR_PY_SDKS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target/py-sdks"));
     let python = venv.join("bin/python");
     if python.exists() {
         return Some(python);
@@ -345,6 +396,9 @@ pub async fn run_python(python: &PathBuf, script: &str, args: &[&str], env: &[(&
     let output = command.output().await.unwrap();
     let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
     let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
-    assert!(output.status.success(), "{script} failed\nstdout:\n{stdout}\nstderr:\n{stderr}");
+    assert!(
+        output.status.success(),
+        "{script} failed\nstdout:\n{stdout}\nstderr:\n{stderr}"
+    );
     stdout
 }

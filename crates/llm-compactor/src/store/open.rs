@@ -72,7 +72,9 @@ mod tests {
 
     #[test]
     fn postgres_without_the_feature_is_a_clear_error_without_the_password() {
-        let err = open_store("postgres://bob:hunter2@db.example:5432/x").unwrap_err().to_string();
+        let err = open_store("postgres://bob:hunter2@db.example:5432/x")
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("no PostgreSQL store"), "{err}");
         assert!(!err.contains("hunter2"), "{err}");
         assert!(err.contains("bob:***@db.example"), "{err}");

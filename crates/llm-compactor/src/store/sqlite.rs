@@ -54,7 +54,9 @@ pub struct SqliteStore {
 
 impl std::fmt::Debug for SqliteStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("SqliteStore").field("path", &self.path).finish_non_exhaustive()
+        f.debug_struct("SqliteStore")
+            .field("path", &self.path)
+            .finish_non_exhaustive()
     }
 }
 
@@ -81,9 +83,12 @@ impl SqliteStore {
         }
         #[cfg(not(unix))]
         let _ = existed;
-        conn.busy_timeout(Duration::from_secs(5)).map_err(|e| backend(&path, e))?;
-        conn.pragma_update(None, "journal_mode", "WAL").map_err(|e| backend(&path, e))?;
-        conn.pragma_update(None, "synchronous", "NORMAL").map_err(|e| backend(&path, e))?;
+        conn.busy_timeout(Duration::from_secs(5))
+            .map_err(|e| backend(&path, e))?;
+        conn.pragma_update(None, "journal_mode", "WAL")
+            .map_err(|e| backend(&path, e))?;
+        conn.pragma_update(None, "synchronous", "NORMAL")
+            .map_err(|e| backend(&path, e))?;
         migrate(&conn).map_err(|e| backend(&path, e))?;
         Ok(SqliteStore {
             path,
@@ -274,7 +279,12 @@ impl SessionStore for SqliteStore {
         .await
     }
 
-    async fn set_rewrite(&self, session: &str, expected_generation: u64, rewrite: &Rewrite) -> Result<bool, StoreError> {
+    async fn set_rewrite(
+        &self,
+        session: &str,
+        expected_generation: u64,
+        rewrite: &Rewrite,
+    ) -> Result<bool, StoreError> {
         let session = session.to_owned();
         let rewrite = rewrite.clone();
         self.with(move |conn| {
@@ -360,7 +370,13 @@ mod tests {
             assert_eq!(store.append("s", &[event("b"), event("c")]).await.unwrap(), 3);
         }
         let store = SqliteStore::open(&path).unwrap();
-        let ids: Vec<_> = store.events("s", 1).await.unwrap().into_iter().map(|e| (e.seq, e.id)).collect();
+        let ids: Vec<_> = store
+            .events("s", 1)
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|e| (e.seq, e.id))
+            .collect();
         assert_eq!(ids, vec![(2, "b".to_owned()), (3, "c".to_owned())]);
         let sessions = store.sessions().await.unwrap();
         assert_eq!(sessions.len(), 1);
@@ -399,7 +415,10 @@ mod tests {
     async fn a_newer_schema_is_refused() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("s.db");
-        Connection::open(&path).unwrap().pragma_update(None, "user_version", 99).unwrap();
+        Connection::open(&path)
+            .unwrap()
+            .pragma_update(None, "user_version", 99)
+            .unwrap();
         let err = SqliteStore::open(&path).unwrap_err();
         assert!(err.to_string().contains("newer than this build"), "{err}");
     }
