@@ -38,6 +38,8 @@ enum Command {
     Simulate(cmd::simulate::Args),
     /// Fetch the local summarizer's default model, or print where it is.
     Model(cmd::model::Args),
+    /// Serve the OpenAI- and Anthropic-compatible compaction proxy; list and export its sessions.
+    Proxy(cmd::proxy::Args),
 }
 
 fn main() {
@@ -62,6 +64,7 @@ fn main() {
         Command::Session(args) => cmd::session::run(args),
         Command::Simulate(args) => cmd::simulate::run(args),
         Command::Model(args) => cmd::model::run(args),
+        Command::Proxy(args) => cmd::proxy::run(args),
     };
     match outcome {
         Ok(()) => {}

@@ -7,8 +7,8 @@ use llm_compactor::count::{TokenCounter, counter_by_name};
 use llm_compactor::format::Format;
 use llm_compactor::{CompactOptions, CompactionResult, Compactor, CompactorConfig, Message};
 
-use super::ranges;
 use super::interrupt::{Interrupt, Watch};
+use super::ranges;
 use super::summarizer::SummarizerOpts;
 
 /// The summary budget used with the local model unless `--summary-max-tokens` says

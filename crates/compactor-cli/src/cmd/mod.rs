@@ -10,6 +10,7 @@ pub mod interrupt;
 pub mod model;
 pub mod plan;
 pub mod plot;
+pub mod proxy;
 pub mod ranges;
 pub mod session;
 pub mod session_store;

@@ -38,8 +38,16 @@ pub(crate) fn encode<P: Serialize>(id: &str, ts: &str, kind: &str, payload: &P) 
     Ok(line)
 }
 
-/// One line for a record. A message is written with its `id` set to the envelope id.
-pub(crate) fn encode_record(id: &str, ts: &str, record: &Record) -> Result<String, serde_json::Error> {
+/// One transcript line (JSON plus the terminating newline) for a record, byte-identical
+/// to what [`crate::session::Session`] writes for it. A message is written with its `id`
+/// set to the envelope id.
+///
+/// Stores and proxies that keep transcripts elsewhere than in a file use this, so that
+/// their export replays exactly like a file written by a `Session`.
+///
+/// # Errors
+/// A payload that cannot be encoded as JSON (a non-finite number in an unknown record).
+pub fn encode_line(id: &str, ts: &str, record: &Record) -> Result<String, serde_json::Error> {
     match record {
         Record::Meta(meta) => encode(id, ts, TYPE_META, meta),
         Record::Message(message) => {

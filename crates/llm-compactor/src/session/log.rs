@@ -330,7 +330,7 @@ impl Session {
                 source,
             })?;
         let ts = format_timestamp(self.options.clock.now());
-        let mut line = envelope::encode_record(&id, &ts, &record).map_err(|e| SessionError::Encode {
+        let mut line = envelope::encode_line(&id, &ts, &record).map_err(|e| SessionError::Encode {
             path: self.path.clone(),
             problem: e.to_string(),
         })?;

@@ -18,6 +18,8 @@ mod memory;
 mod open;
 #[cfg(feature = "postgres")]
 pub mod postgres;
+#[cfg(feature = "sqlite")]
+mod sqlite;
 
 use std::time::Duration;
 
@@ -26,9 +28,11 @@ use serde::{Deserialize, Serialize};
 
 pub use jsonl::events_from_jsonl;
 pub use memory::MemoryStore;
-pub use open::open_store;
+pub use open::{open_store, redact};
 #[cfg(feature = "postgres")]
 pub use postgres::{PostgresStore, PostgresStoreBuilder};
+#[cfg(feature = "sqlite")]
+pub use sqlite::{SCHEMA_VERSION, SqliteStore};
 
 /// Why a store operation failed. Never carries a credential (connection strings are
 /// redacted before they reach an error).

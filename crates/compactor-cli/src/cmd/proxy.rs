@@ -1,0 +1,188 @@
+//! `compactor proxy`: serve the OpenAI- and Anthropic-compatible compaction proxy, list
+//! its sessions, and export one as a JSONL transcript.
+//!
+//! The engine flags are `compact`'s own ([`CompactOpts`]), so a script that tuned
+//! `compact` runs the proxy with the same numbers.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use compactor_proxy::{DEFAULT_MAX_BODY_BYTES, ProxyConfig};
+use llm_compactor::store::{SessionStore, StoreError, export_jsonl, open_store};
+
+use super::compact_opts::CompactOpts;
+use crate::error::CliError;
+
+/// The store used unless `--store` says otherwise.
+const DEFAULT_STORE: &str = "sqlite:compactor-sessions.db";
+
+/// Run the compaction proxy, or inspect its sessions.
+#[derive(clap::Args, Debug)]
+#[command(
+    args_conflicts_with_subcommands = true,
+    after_help = "Examples:\n  compactor proxy --upstream https://api.openai.com --budget 128000\n  compactor proxy sessions\n  compactor proxy export auto-0123abcd -o s.jsonl"
+)]
+pub struct Args {
+    #[command(subcommand)]
+    command: Option<Command>,
+    #[command(flatten)]
+    serve: ServeArgs,
+}
+
+#[derive(clap::Subcommand, Debug)]
+enum Command {
+    /// List the sessions in the store.
+    Sessions(StoreArgs),
+    /// Write one session's JSONL transcript (replays with `compactor session replay`).
+    Export(ExportArgs),
+}
+
+#[derive(clap::Args, Debug)]
+struct StoreArgs {
+    /// Where sessions are recorded: `sqlite:PATH`, `memory:` or `postgres://...`.
+    #[arg(long, default_value = DEFAULT_STORE)]
+    store: String,
+}
+
+#[derive(clap::Args, Debug)]
+struct ExportArgs {
+    /// The session key (see `compactor proxy sessions`).
+    session: String,
+    /// The output file (stdout when absent).
+    #[arg(short, long)]
+    output: Option<PathBuf>,
+    #[command(flatten)]
+    store: StoreArgs,
+}
+
+#[derive(clap::Args, Debug)]
+struct ServeArgs {
+    /// The address to listen on.
+    #[arg(long, default_value = "127.0.0.1:8787")]
+    listen: String,
+    /// The upstream API origin (e.g. https://api.openai.com or https://api.anthropic.com);
+    /// request paths are appended to it.
+    #[arg(long, value_name = "URL")]
+    upstream: Option<String>,
+    /// Where sessions are recorded: `sqlite:PATH`, `memory:` or `postgres://...`.
+    #[arg(long, default_value = DEFAULT_STORE)]
+    store: String,
+    /// The largest request body accepted, in bytes (larger: 413).
+    #[arg(long, default_value_t = DEFAULT_MAX_BODY_BYTES)]
+    max_body_bytes: usize,
+    #[command(flatten)]
+    engine: CompactOpts,
+}
+
+/// Runs `compactor proxy`.
+///
+/// # Errors
+/// A usage error for bad flags; a runtime failure when the store or the listener fails.
+pub fn run(args: Args) -> Result<(), CliError> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(CliError::failed)?;
+    match args.command {
+        Some(Command::Sessions(store)) => runtime.block_on(sessions(&store.store)),
+        Some(Command::Export(export)) => runtime.block_on(export_session(export)),
+        None => {
+            init_logging();
+            let serve = args.serve;
+            runtime.block_on(async {
+                let config = build_config(&serve).await?;
+                serve_until_signal(config, &serve.listen).await
+            })
+        }
+    }
+}
+
+async fn store(url: &str) -> Result<Arc<dyn SessionStore>, CliError> {
+    open_store(url).await.map_err(|e| match e {
+        // An unknown scheme or a backend this build lacks: the command line is wrong.
+        StoreError::Backend(_) => CliError::Usage(format!("--store: {e}")),
+        _ => CliError::Failed(format!("--store: {e}")),
+    })
+}
+
+async fn sessions(url: &str) -> Result<(), CliError> {
+    let store = store(url).await?;
+    let sessions = store.sessions().await.map_err(CliError::failed)?;
+    let mut text = String::new();
+    for info in sessions {
+        text.push_str(&format!(
+            "{}\t{} events\t{}\n",
+            info.session,
+            info.events,
+            info.last_ts.unwrap_or_default()
+        ));
+    }
+    crate::out::stdout(&text)
+}
+
+async fn export_session(args: ExportArgs) -> Result<(), CliError> {
+    let store = store(&args.store.store).await?;
+    let text = export_jsonl(store.as_ref(), &args.session)
+        .await
+        .map_err(CliError::failed)?;
+    // Atomic and mode-preserving, like every `-o` of this CLI; stdout when not given.
+    let body = text.strip_suffix('\n').unwrap_or(&text);
+    crate::io::write_output(args.output.as_deref(), body)
+}
+
+async fn build_config(serve: &ServeArgs) -> Result<ProxyConfig, CliError> {
+    let upstream = serve
+        .upstream
+        .as_deref()
+        .ok_or_else(|| CliError::Usage("compactor proxy needs --upstream URL".to_owned()))?;
+    let (compactor, _counter) = serve.engine.compactor(false)?;
+    let store = store(&serve.store).await?;
+    ProxyConfig::builder(upstream, Arc::new(compactor), store)
+        .max_body_bytes(serve.max_body_bytes)
+        .build()
+        .map_err(|e| CliError::Usage(e.to_string()))
+}
+
+async fn serve_until_signal(config: ProxyConfig, listen: &str) -> Result<(), CliError> {
+    let listener = tokio::net::TcpListener::bind(listen)
+        .await
+        .map_err(|e| CliError::Failed(format!("cannot listen on {listen}: {e}")))?;
+    let addr = listener.local_addr().map_err(CliError::failed)?;
+    crate::out::stderr_line(&format!(
+        "compactor proxy: listening on http://{addr} (upstream {})",
+        config.upstream()
+    ))?;
+    compactor_proxy::serve(config, listener, shutdown_signal())
+        .await
+        .map_err(CliError::failed)
+}
+
+/// Completes on SIGTERM or Ctrl-C.
+async fn shutdown_signal() {
+    #[cfg(unix)]
+    {
+        let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(term) => term,
+            Err(_) => {
+                let _ = tokio::signal::ctrl_c().await;
+                return;
+            }
+        };
+        tokio::select! {
+            _ = term.recv() => {}
+            _ = tokio::signal::ctrl_c() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = tokio::signal::ctrl_c().await;
+    eprintln!("compactor proxy: shutting down, finishing in-flight requests");
+}
+
+fn init_logging() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .try_init();
+}

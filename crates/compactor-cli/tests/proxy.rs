@@ -1,0 +1,180 @@
+//! `compactor proxy` as a real child process: serve in front of a scripted upstream on
+//! 127.0.0.1, finish an in-flight streamed answer on SIGTERM, then `proxy sessions`,
+//! `proxy export` and `session replay` rebuild what the upstream last saw.
+
+mod support;
+
+use std::io::{BufRead, BufReader};
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::Body;
+use axum::extract::State;
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use serde_json::{Value, json};
+use support::{bin, run, stdout};
+
+#[derive(Default)]
+struct Upstream {
+    seen: Mutex<Vec<Value>>,
+    gate: Mutex<Option<tokio::sync::oneshot::Receiver<()>>>,
+}
+
+async fn chat(State(up): State<Arc<Upstream>>, axum::Json(body): axum::Json<Value>) -> Response {
+    up.seen.lock().unwrap().push(body.clone());
+    let last = body["messages"].as_array().unwrap().last().unwrap()["content"].clone();
+    let text = format!("echo: {}", last.as_str().unwrap_or_default());
+    if body["stream"] != json!(true) {
+        return axum::Json(json!({"id":"c","object":"chat.completion","created":1,"model":"m",
+            "choices":[{"index":0,"message":{"role":"assistant","content":text},"finish_reason":"stop"}],
+            "usage":{"prompt_tokens":10,"completion_tokens":1,"total_tokens":11}}))
+        .into_response();
+    }
+    let gate = up.gate.lock().unwrap().take();
+    let (tx, rx) = tokio::sync::mpsc::channel::<Result<String, std::io::Error>>(4);
+    tokio::spawn(async move {
+        let _ = tx
+            .send(Ok(
+                "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"half\"}}]}\n\n".into(),
+            ))
+            .await;
+        if let Some(gate) = gate {
+            let _ = gate.await;
+        }
+        let _ = tx.send(Ok("data: [DONE]\n\n".into())).await;
+    });
+    let stream = futures_util::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|item| (item, rx)) });
+    Response::builder()
+        .header("content-type", "text/event-stream")
+        .body(Body::from_stream(stream))
+        .unwrap()
+}
+
+async fn start_upstream() -> (String, Arc<Upstream>) {
+    let up = Arc::new(Upstream::default());
+    let app = Router::new()
+        .route("/v1/chat/completions", post(chat))
+        .with_state(up.clone());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    (url, up)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_drain_on_sigterm_then_export_and_replay_what_the_upstream_saw() {
+    let (upstream, up) = start_upstream().await;
+    let (open_gate, gate) = tokio::sync::oneshot::channel();
+    *up.gate.lock().unwrap() = Some(gate);
+    let dir = tempfile::tempdir().unwrap();
+    let store = format!("sqlite:{}", dir.path().join("sessions.db").display());
+    let mut child = bin()
+        .args([
+            "proxy",
+            "--listen",
+            "127.0.0.1:0",
+            "--upstream",
+            &upstream,
+            "--store",
+            &store,
+        ])
+        .args(["--budget", "2000", "--keep-recent", "4", "--summarizer", "none"])
+        .stderr(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    stderr.read_line(&mut line).unwrap();
+    let proxy = line
+        .split("listening on ")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .unwrap_or_else(|| panic!("no address in {line:?}"))
+        .to_owned();
+    // Drain the rest of stderr so the child never blocks on a full pipe.
+    std::thread::spawn(move || for _ in stderr.lines() {});
+    let client = reqwest::Client::builder()
+        .timeout(Duration::from_secs(30))
+        .build()
+        .unwrap();
+
+    let mut messages = vec![json!({"role":"system","content":"Be brief."})];
+    for i in 0..30 {
+        messages.push(json!({"role":"user","content": format!("question {i}: {}", "q".repeat(300))}));
+        let answer: Value = client
+            .post(format!("{proxy}/v1/chat/completions"))
+            .header("x-compactor-session", "cli")
+            .json(&json!({"model":"m","messages":messages}))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        messages.push(answer["choices"][0]["message"].clone());
+    }
+
+    // A streamed answer is in flight when SIGTERM arrives: it must still complete.
+    messages.push(json!({"role":"user","content":"stream the last one"}));
+    let mut streaming = client
+        .post(format!("{proxy}/v1/chat/completions"))
+        .header("x-compactor-session", "cli")
+        .json(&json!({"model":"m","messages":messages,"stream":true}))
+        .send()
+        .await
+        .unwrap();
+    let first = streaming.chunk().await.unwrap().unwrap();
+    assert!(String::from_utf8_lossy(&first).contains("half"));
+    let killed = std::process::Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    open_gate.send(()).unwrap();
+    let mut rest = Vec::new();
+    while let Some(chunk) = streaming.chunk().await.unwrap() {
+        rest.extend_from_slice(&chunk);
+    }
+    assert!(
+        String::from_utf8_lossy(&rest).contains("[DONE]"),
+        "the in-flight answer completed"
+    );
+    let status = tokio::task::spawn_blocking(move || child.wait().unwrap())
+        .await
+        .unwrap();
+    assert!(status.success(), "graceful exit: {status:?}");
+
+    let sessions = stdout(&run(&["proxy", "sessions", "--store", &store], None));
+    assert!(sessions.starts_with("cli\t"), "{sessions}");
+    let file = dir.path().join("cli.jsonl");
+    let export = run(
+        &[
+            "proxy",
+            "export",
+            "cli",
+            "--store",
+            &store,
+            "-o",
+            file.to_str().unwrap(),
+        ],
+        None,
+    );
+    assert!(export.status.success(), "{}", support::stderr(&export));
+    let replay = run(&["session", "replay", file.to_str().unwrap(), "--json"], None);
+    assert!(replay.status.success(), "{}", support::stderr(&replay));
+    let replayed: Value = serde_json::from_str(&stdout(&replay)).unwrap();
+    let seen = up.seen.lock().unwrap().last().unwrap()["messages"].clone();
+    assert_eq!(
+        replayed["messages"], seen,
+        "export + replay is what the upstream last saw"
+    );
+    let seen_all = up.seen.lock().unwrap().clone();
+    assert!(
+        seen_all.iter().any(|b| b["messages"].as_array().unwrap().len() < 20),
+        "the run compacted"
+    );
+}

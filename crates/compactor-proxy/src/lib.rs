@@ -1,0 +1,73 @@
+//! # compactor-proxy
+//!
+//! An OpenAI- and Anthropic-compatible HTTP proxy that keeps any agent, in any language,
+//! inside its context window: point the SDK's base URL at it and change nothing else.
+//!
+//! Per session (the `x-compactor-session` header, else a digest of model, system prompt
+//! and first user message) it serves a *stable prefix*: once a compaction replaced the
+//! start of the history, every later request whose first messages match is sent as the
+//! replacement plus the new messages, so the provider's prompt cache keeps hitting while
+//! the agent keeps sending its full history. Compaction is the engine's own
+//! ([`llm_compactor::Compactor`]), triggered on the rewritten request with a counter
+//! calibrated from the upstream's reported usage; an upstream context-length error is
+//! answered by compacting to the target and retrying once. Every session is recorded in
+//! a [`llm_compactor::store::SessionStore`] as the replayable JSONL transcript of what the
+//! upstream saw.
+//!
+//! ```no_run
+//! # async fn run() -> Result<(), compactor_proxy::ProxyError> {
+//! use std::sync::Arc;
+//! use llm_compactor::{Compactor, CompactorConfig, count::HeuristicCounter, store::open_store};
+//! use compactor_proxy::{ProxyConfig, serve};
+//!
+//! let compactor = Compactor::new(CompactorConfig::builder(128_000).build().unwrap(), Arc::new(HeuristicCounter));
+//! let store = open_store("memory:")?;
+//! let config = ProxyConfig::builder("https://api.openai.com", Arc::new(compactor), store).build()?;
+//! let listener = tokio::net::TcpListener::bind("127.0.0.1:8787").await?;
+//! serve(config, listener, std::future::pending()).await
+//! # }
+//! ```
+
+mod api;
+mod config;
+mod error;
+mod metrics;
+mod record;
+mod routes;
+mod sessions;
+mod upstream;
+
+use std::future::Future;
+use std::sync::Arc;
+
+pub use config::{DEFAULT_MAX_BODY_BYTES, ProxyConfig, ProxyConfigBuilder};
+pub use error::ProxyError;
+pub use routes::SESSION_HEADER;
+
+/// Serves the proxy on `listener` until `shutdown` completes; then stops accepting and
+/// returns once every in-flight request (streamed answers included) has finished.
+///
+/// # Errors
+/// [`ProxyError::Config`] when the upstream client cannot be built, [`ProxyError::Io`]
+/// when serving fails.
+pub async fn serve(
+    config: ProxyConfig,
+    listener: tokio::net::TcpListener,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), ProxyError> {
+    let client = upstream::client(&config)?;
+    let state = Arc::new(routes::AppState {
+        config,
+        client,
+        sessions: sessions::Sessions::default(),
+        metrics: metrics::Metrics::default(),
+    });
+    if let Ok(addr) = listener.local_addr() {
+        tracing::info!(%addr, upstream = state.config.upstream(), "compactor proxy listening");
+    }
+    axum::serve(listener, routes::router(state))
+        .with_graceful_shutdown(shutdown)
+        .await?;
+    tracing::info!("compactor proxy stopped");
+    Ok(())
+}

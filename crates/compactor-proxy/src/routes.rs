@@ -1,0 +1,225 @@
+//! The routes: the two compacted APIs, `/healthz`, `/metrics`, and everything else
+//! passed through unchanged.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use axum::Router;
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::http::{HeaderMap, Method, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use bytes::Bytes;
+use std::sync::atomic::Ordering;
+
+use crate::api::{self, Api};
+use crate::config::ProxyConfig;
+use crate::error::ProxyError;
+use crate::metrics::{Metrics, Route};
+use crate::sessions::Sessions;
+use crate::upstream::{self, Calibration, Tap, Tapped};
+
+/// The header that names a session explicitly.
+pub const SESSION_HEADER: &str = "x-compactor-session";
+
+/// The most of an upstream error body read to look for a context-length error.
+const MAX_ERROR_BODY: usize = 1024 * 1024;
+
+/// Shared by every request.
+pub struct AppState {
+    pub(crate) config: ProxyConfig,
+    pub(crate) client: reqwest::Client,
+    pub(crate) sessions: Sessions,
+    pub(crate) metrics: Metrics,
+}
+
+/// The proxy's router over `state`.
+pub fn router(state: Arc<AppState>) -> Router {
+    Router::new()
+        .route("/healthz", get(|| async { "ok\n" }))
+        .route("/metrics", get(metrics))
+        .route("/v1/chat/completions", post(chat))
+        .route("/v1/messages", post(messages))
+        .fallback(passthrough)
+        .with_state(state)
+}
+
+async fn metrics(State(state): State<Arc<AppState>>) -> Response {
+    (
+        [(header::CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")],
+        state.metrics.render(),
+    )
+        .into_response()
+}
+
+async fn chat(State(state): State<Arc<AppState>>, request: Request) -> Response {
+    state.metrics.request(Route::Chat);
+    compacted(state, Api::OpenAi, request)
+        .await
+        .unwrap_or_else(|e| e.into_response())
+}
+
+async fn messages(State(state): State<Arc<AppState>>, request: Request) -> Response {
+    state.metrics.request(Route::Messages);
+    compacted(state, Api::Anthropic, request)
+        .await
+        .unwrap_or_else(|e| e.into_response())
+}
+
+/// The body, or 413 when it is (or claims to be) over the limit.
+async fn read_body(state: &AppState, request: Request) -> Result<(Method, String, HeaderMap, Bytes), ProxyError> {
+    let limit = state.config.max_body_bytes;
+    let too_large = || {
+        state.metrics.rejected_too_large.fetch_add(1, Ordering::Relaxed);
+        ProxyError::TooLarge { limit }
+    };
+    let (parts, body) = request.into_parts();
+    let declared = parts
+        .headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if declared.is_some_and(|n| n > limit as u64) {
+        return Err(too_large());
+    }
+    let bytes = axum::body::to_bytes(body, limit).await.map_err(|_| too_large())?;
+    let path = parts
+        .uri
+        .path_and_query()
+        .map_or_else(|| parts.uri.path().to_owned(), |p| p.as_str().to_owned());
+    Ok((parts.method, path, parts.headers, bytes))
+}
+
+async fn passthrough(State(state): State<Arc<AppState>>, request: Request) -> Response {
+    state.metrics.request(Route::Other);
+    let result = async {
+        let (method, path, headers, body) = read_body(&state, request).await?;
+        let response = send(&state, method, &path, &headers, body).await?;
+        Ok::<_, ProxyError>(relay(response, None))
+    }
+    .await;
+    result.unwrap_or_else(|e| e.into_response())
+}
+
+async fn send(
+    state: &AppState,
+    method: Method,
+    path: &str,
+    headers: &HeaderMap,
+    body: Bytes,
+) -> Result<reqwest::Response, ProxyError> {
+    let response = upstream::send(&state.client, &state.config, method, path, headers, body)
+        .await
+        .inspect_err(|e| {
+            state.metrics.upstream_errors.fetch_add(1, Ordering::Relaxed);
+            tracing::warn!(error = %e, "upstream unreachable");
+        })?;
+    if response.status().is_server_error() {
+        state.metrics.upstream_errors.fetch_add(1, Ordering::Relaxed);
+    }
+    Ok(response)
+}
+
+fn relay(response: reqwest::Response, tap: Option<Tap>) -> Response {
+    let status = response.status();
+    let headers = upstream::relay_headers(response.headers());
+    let body = Body::from_stream(Tapped::new(response.bytes_stream(), tap));
+    let mut out = Response::new(body);
+    *out.status_mut() = status;
+    *out.headers_mut() = headers;
+    out
+}
+
+async fn compacted(state: Arc<AppState>, api: Api, request: Request) -> Result<Response, ProxyError> {
+    let (method, path, headers, body) = read_body(&state, request).await?;
+    let started = Instant::now();
+    let parsed = api::parse(api, &body).map_err(ProxyError::BadRequest)?;
+    let key = headers
+        .get(SESSION_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .filter(|v| !v.is_empty() && v.len() <= 200)
+        .map_or_else(|| parsed.derived_key.clone(), str::to_owned);
+    let fallback = state.config.compactor.counter().clone();
+    let session = state.sessions.get(&key, &fallback);
+    let prepared = {
+        let mut guard = session.lock().await;
+        guard
+            .prepare(&state.config, &state.metrics, api, &parsed, &body, false)
+            .await?
+    };
+    state.metrics.added_latency(started.elapsed());
+    tracing::debug!(
+        session = %key,
+        store_key = %prepared.store_key,
+        route = api.name(),
+        stream = parsed.stream,
+        messages = prepared.messages.len(),
+        "forwarding"
+    );
+    let response = send(&state, method.clone(), &path, &headers, prepared.body.clone()).await?;
+    let status = response.status();
+    let response = if matches!(status.as_u16(), 400 | 413 | 422) {
+        let headers_in = upstream::relay_headers(response.headers());
+        let error_body = read_bounded(response).await?;
+        if !api::is_context_length_error(status.as_u16(), &error_body) {
+            return Ok(buffered(status, headers_in, error_body));
+        }
+        tracing::info!(session = %key, "upstream context-length error: compacting to the target and retrying once");
+        state.metrics.context_retries.fetch_add(1, Ordering::Relaxed);
+        let retried = {
+            let mut guard = session.lock().await;
+            guard
+                .prepare(&state.config, &state.metrics, api, &parsed, &body, true)
+                .await?
+        };
+        let response = send(&state, method, &path, &headers, retried.body.clone()).await?;
+        return Ok(relay_tapped(response, api, &parsed.model, retried));
+    } else {
+        response
+    };
+    Ok(relay_tapped(response, api, &parsed.model, prepared))
+}
+
+fn relay_tapped(response: reqwest::Response, api: Api, model: &str, prepared: crate::sessions::Prepared) -> Response {
+    let tap = response.status().is_success().then(|| {
+        let content_type = response
+            .headers()
+            .get(header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
+            .to_owned();
+        Tap::new(
+            Calibration {
+                api,
+                messages: prepared.messages,
+                model: model.to_owned(),
+                counter: prepared.counter,
+            },
+            &content_type,
+        )
+    });
+    relay(response, tap)
+}
+
+async fn read_bounded(mut response: reqwest::Response) -> Result<Bytes, ProxyError> {
+    let mut out = Vec::new();
+    while let Some(chunk) = response
+        .chunk()
+        .await
+        .map_err(|_| ProxyError::Upstream("the upstream's error body broke off".to_owned()))?
+    {
+        if out.len() + chunk.len() > MAX_ERROR_BODY {
+            break;
+        }
+        out.extend_from_slice(&chunk);
+    }
+    Ok(Bytes::from(out))
+}
+
+fn buffered(status: StatusCode, headers: HeaderMap, body: Bytes) -> Response {
+    let mut out = Response::new(Body::from(body));
+    *out.status_mut() = status;
+    *out.headers_mut() = headers;
+    out
+}

@@ -1,0 +1,319 @@
+//! Sessions: the stable-prefix rewrite, the trigger, and the durable record.
+//!
+//! An agent sends its whole history every round. Per session the proxy keeps the last
+//! [`Rewrite`] (the digest of the leading messages it replaced, and their replacement)
+//! so that a request whose first messages match is sent as *replacement + new messages*:
+//! the upstream sees the same prefix round after round (its prompt cache keeps hitting)
+//! while the agent changes nothing. A request that does not match — the agent edited its
+//! history — starts over from the request as sent, in a fresh transcript.
+//!
+//! The transcript of a session is exactly the conversation the upstream last saw, as
+//! replayable lines (see [`crate::record`]); a session's state is rebuilt from the store
+//! when a process first meets it, so a restarted proxy carries on where it stopped.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
+
+use llm_compactor::count::{CalibratedCounter, TokenCounter};
+use llm_compactor::message::{Message, conversation_digest};
+use llm_compactor::session::{Record, Replayer, SessionMeta, Transcript};
+use llm_compactor::store::Rewrite;
+use llm_compactor::{CompactOptions, Compactor};
+use serde_json::{Map, Value};
+
+use crate::api::{Api, Request};
+use crate::config::ProxyConfig;
+use crate::error::ProxyError;
+use crate::metrics::Metrics;
+use crate::record::{Lines, same_but_id, without_ids};
+
+/// One session's live state in this process.
+pub struct SessionState {
+    key: String,
+    store_key: String,
+    loaded: bool,
+    opened: bool,
+    replayer: Replayer,
+    rewrite: Option<Rewrite>,
+    counter: Arc<CalibratedCounter>,
+}
+
+/// Every session this process has met, by key; each behind its own async mutex so that
+/// rounds of one session are prepared one at a time while sessions run in parallel.
+#[derive(Default)]
+pub struct Sessions {
+    map: Mutex<HashMap<String, Arc<tokio::sync::Mutex<SessionState>>>>,
+}
+
+impl Sessions {
+    /// The session named `key`, created empty (and loaded lazily) when new.
+    pub fn get(&self, key: &str, fallback: &Arc<dyn TokenCounter>) -> Arc<tokio::sync::Mutex<SessionState>> {
+        let mut map = self.map.lock().unwrap_or_else(|p| p.into_inner());
+        map.entry(key.to_owned())
+            .or_insert_with(|| {
+                Arc::new(tokio::sync::Mutex::new(SessionState {
+                    key: key.to_owned(),
+                    store_key: key.to_owned(),
+                    loaded: false,
+                    opened: false,
+                    replayer: Replayer::new(),
+                    rewrite: None,
+                    counter: Arc::new(CalibratedCounter::with_fallback(fallback.clone())),
+                }))
+            })
+            .clone()
+    }
+}
+
+/// What to send upstream for one request.
+pub struct Prepared {
+    /// The body to forward.
+    pub body: bytes::Bytes,
+    /// The conversation it carries (for calibration from the reported usage).
+    pub messages: Vec<Message>,
+    /// The session's calibrated counter.
+    pub counter: Arc<CalibratedCounter>,
+    /// The transcript key this round was recorded under.
+    pub store_key: String,
+}
+
+impl SessionState {
+    async fn load(&mut self, config: &ProxyConfig) -> Result<(), ProxyError> {
+        if self.loaded {
+            return Ok(());
+        }
+        let events = config.store.events(&self.store_key, 0).await?;
+        let mut replayer = Replayer::new();
+        if !events.is_empty() {
+            let mut text = String::new();
+            for event in &events {
+                text.push_str(&event.line);
+                text.push('\n');
+            }
+            let transcript = Transcript::parse(Path::new(&self.store_key), text.as_bytes())
+                .map_err(|e| ProxyError::Store(llm_compactor::store::StoreError::Backend(e.to_string())))?;
+            for entry in transcript.entries() {
+                replayer
+                    .apply(&entry.id, &entry.record)
+                    .map_err(|e| ProxyError::Store(llm_compactor::store::StoreError::Backend(e.to_string())))?;
+            }
+        }
+        self.opened = !events.is_empty();
+        self.replayer = replayer;
+        self.rewrite = config.store.rewrite(&self.store_key).await?;
+        self.loaded = true;
+        Ok(())
+    }
+
+    /// Rewrites, records and (when the trigger says so, or `force`) compacts one request.
+    pub async fn prepare(
+        &mut self,
+        config: &ProxyConfig,
+        metrics: &Metrics,
+        api: Api,
+        request: &Request,
+        original: &bytes::Bytes,
+        force: bool,
+    ) -> Result<Prepared, ProxyError> {
+        self.load(config).await?;
+        let result = self
+            .prepare_loaded(config, metrics, api, request, original, force)
+            .await;
+        if result.is_err() {
+            // The replayer may be ahead of the store: rebuild from the store next time.
+            self.loaded = false;
+        }
+        result
+    }
+
+    async fn prepare_loaded(
+        &mut self,
+        config: &ProxyConfig,
+        metrics: &Metrics,
+        api: Api,
+        request: &Request,
+        original: &bytes::Bytes,
+        force: bool,
+    ) -> Result<Prepared, ProxyError> {
+        let client = request.document.messages();
+        let mut rewritten = false;
+        let mut effective: Vec<Message> = match self.matching_replacement(client)? {
+            Some((len, replacement)) => {
+                rewritten = true;
+                let mut messages = replacement;
+                messages.extend_from_slice(&client[len..]);
+                messages
+            }
+            None => client.to_vec(),
+        };
+        let mut lines = Lines::default();
+        let recorded = self.replayer.messages();
+        let extends =
+            recorded.len() <= effective.len() && recorded.iter().zip(&effective).all(|(a, b)| same_but_id(a, b));
+        if !extends {
+            self.start_over();
+            tracing::info!(session = %self.key, store_key = %self.store_key, "history edited: session starts over");
+        }
+        if !self.opened {
+            let mut extra = Map::new();
+            extra.insert("api".into(), Value::String(api.name().to_owned()));
+            extra.insert("model".into(), Value::String(request.model.clone()));
+            extra.insert("session".into(), Value::String(self.key.clone()));
+            let meta = SessionMeta {
+                extra,
+                ..SessionMeta::default()
+            };
+            lines
+                .push(&mut self.replayer, Record::Meta(meta))
+                .map_err(ProxyError::BadRequest)?;
+            self.opened = true;
+        }
+        let start = self.replayer.messages().len();
+        for message in &effective[start..] {
+            lines
+                .push(&mut self.replayer, Record::Message(message.clone()))
+                .map_err(ProxyError::BadRequest)?;
+        }
+        let compactor = &config.compactor;
+        let tokens = self.counter.count_for_model(&effective, &request.model);
+        let mut compacted = false;
+        if force || tokens > compactor.config().trigger() {
+            if let Some(messages) = self
+                .compact(config, metrics, compactor, client, &mut lines, force)
+                .await?
+            {
+                effective = messages;
+                compacted = true;
+            }
+        }
+        if !lines.events.is_empty() {
+            config.store.append(&self.store_key, &lines.events).await?;
+        }
+        let body = if !rewritten && !compacted {
+            original.clone()
+        } else {
+            let value = request.document.with_messages(effective.clone()).to_value();
+            bytes::Bytes::from(serde_json::to_vec(&value).map_err(|e| ProxyError::BadRequest(e.to_string()))?)
+        };
+        Ok(Prepared {
+            body,
+            messages: effective,
+            counter: self.counter.clone(),
+            store_key: self.store_key.clone(),
+        })
+    }
+
+    /// The rewrite's replacement when the request's leading messages match it.
+    fn matching_replacement(&self, client: &[Message]) -> Result<Option<(usize, Vec<Message>)>, ProxyError> {
+        let Some(rewrite) = &self.rewrite else {
+            return Ok(None);
+        };
+        if client.len() < rewrite.original_len
+            || conversation_digest(&client[..rewrite.original_len]) != rewrite.original_digest
+        {
+            return Ok(None);
+        }
+        let replacement: Vec<Message> = serde_json::from_str(&rewrite.replacement)
+            .map_err(|e| ProxyError::Store(llm_compactor::store::StoreError::Backend(format!("bad rewrite: {e}"))))?;
+        Ok(Some((rewrite.original_len, replacement)))
+    }
+
+    fn start_over(&mut self) {
+        let suffix = uuid::Uuid::new_v4().simple().to_string();
+        self.store_key = format!("{}~{}", self.key, &suffix[..8]);
+        self.replayer = Replayer::new();
+        self.rewrite = None;
+        self.opened = false;
+    }
+
+    async fn compact(
+        &mut self,
+        config: &ProxyConfig,
+        metrics: &Metrics,
+        compactor: &Compactor,
+        client: &[Message],
+        lines: &mut Lines,
+        force: bool,
+    ) -> Result<Option<Vec<Message>>, ProxyError> {
+        if !config
+            .store
+            .try_lease(&self.store_key, &config.holder, config.lease_ttl)
+            .await?
+        {
+            tracing::info!(session = %self.key, "another instance is compacting this session; serving the current rewrite");
+            return Ok(None);
+        }
+        let outcome = self
+            .compact_leased(config, metrics, compactor, client, lines, force)
+            .await;
+        if let Err(e) = config.store.release_lease(&self.store_key, &config.holder).await {
+            tracing::warn!(session = %self.key, error = %e, "could not release the compaction lease (it expires)");
+        }
+        outcome
+    }
+
+    async fn compact_leased(
+        &mut self,
+        config: &ProxyConfig,
+        metrics: &Metrics,
+        compactor: &Compactor,
+        client: &[Message],
+        lines: &mut Lines,
+        force: bool,
+    ) -> Result<Option<Vec<Message>>, ProxyError> {
+        let options = CompactOptions {
+            counter: Some(self.counter.clone()),
+            ..CompactOptions::default()
+        };
+        let result = compactor
+            .compact(self.replayer.messages(), options)
+            .await
+            .map_err(|e| ProxyError::BadRequest(format!("the conversation cannot be compacted: {e}")))?;
+        if result.is_noop() {
+            if force {
+                tracing::warn!(session = %self.key, "context-length retry: nothing left to compact");
+            }
+            return Ok(None);
+        }
+        if let Err(problem) = lines.push_pass(&mut self.replayer, &result) {
+            tracing::error!(session = %self.key, %problem, "compaction not recorded; request sent uncompacted");
+            return Ok(None);
+        }
+        let messages = without_ids(self.replayer.messages());
+        let generation = self.rewrite.as_ref().map_or(0, |r| r.generation);
+        let rewrite = Rewrite {
+            original_len: client.len(),
+            original_digest: conversation_digest(client),
+            replacement: serde_json::to_string(&messages)
+                .map_err(|e| ProxyError::BadRequest(format!("cannot encode the rewrite: {e}")))?,
+            generation: generation + 1,
+        };
+        // The transcript lines go first: a rewrite must never name a pass the record lacks.
+        config.store.append(&self.store_key, &lines.events).await?;
+        lines.events.clear();
+        if !config.store.set_rewrite(&self.store_key, generation, &rewrite).await? {
+            tracing::warn!(session = %self.key, "the rewrite changed under us; reloading the session next round");
+            self.loaded = false;
+        }
+        self.rewrite = Some(rewrite);
+        metrics.compactions.fetch_add(1, Ordering::Relaxed);
+        metrics
+            .elisions
+            .fetch_add(result.elisions.len() as u64, Ordering::Relaxed);
+        metrics.tokens_saved.fetch_add(
+            result.tokens_before.saturating_sub(result.tokens_after) as u64,
+            Ordering::Relaxed,
+        );
+        tracing::info!(
+            session = %self.key,
+            before = result.tokens_before,
+            after = result.tokens_after,
+            fallback = result.fallback,
+            elided = result.elisions.len(),
+            "compacted"
+        );
+        Ok(Some(messages))
+    }
+}

@@ -1,0 +1,197 @@
+//! The proxy as a user meets it: the official `openai` and `anthropic` Python SDKs
+//! (from PyPI, in the venv `scripts/python-sdks.sh` makes) pointed at it, a scripted
+//! upstream on 127.0.0.1 behind it, and a real agent trajectory replayed through it.
+
+mod support;
+
+use std::collections::HashSet;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use llm_compactor::format::{Document, Format};
+use llm_compactor::session::Transcript;
+use llm_compactor::store::{MemoryStore, SessionStore, export_jsonl};
+use llm_compactor::{Message, Role};
+use serde_json::{Value, json};
+use support::{proxy, python, run_python, upstream};
+
+/// A proxy whose upstream is down.
+async fn dead_proxy() -> support::Proxy {
+    let dead = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", dead.local_addr().unwrap());
+    drop(dead);
+    proxy(&url, 100_000, Arc::new(MemoryStore::new())).await
+}
+
+async fn sdk_checks(script: &str, header: fn(&support::Received) -> Option<String>, key: &str) {
+    let Some(python) = python() else { return };
+    let up = upstream().await;
+    let store: Arc<dyn SessionStore> = Arc::new(MemoryStore::new());
+    let proxy = proxy(&up.url(), 100_000, store.clone()).await;
+    let dead = dead_proxy().await;
+    let out = run_python(
+        &python,
+        script,
+        &[],
+        &[("PROXY", proxy.url()), ("DEAD_PROXY", dead.url())],
+    )
+    .await;
+    for check in ["plain ok", "stream ok", "tools ok", "401 ok", "429 ok", "502 ok"] {
+        assert!(out.contains(check), "{check} missing:\n{out}");
+    }
+    let received = up.received();
+    for r in &received {
+        assert_eq!(
+            header(r).as_deref(),
+            Some(key),
+            "the client's key reaches the upstream: {r:?}"
+        );
+    }
+    for session in store.sessions().await.unwrap() {
+        let exported = export_jsonl(store.as_ref(), &session.session).await.unwrap();
+        assert!(!exported.contains(key), "no credential in the store");
+    }
+}
+
+#[tokio::test]
+async fn the_official_openai_sdk_works_through_the_proxy() {
+    sdk_checks("openai_client.py", |r| r.authorization.clone(), "Bearer sk-test-openai").await;
+}
+
+#[tokio::test]
+async fn the_official_anthropic_sdk_works_through_the_proxy() {
+    // The SDK sends its key as `x-api-key` or (newer versions) as a bearer token.
+    sdk_checks(
+        "anthropic_client.py",
+        |r| {
+            r.api_key.clone().or_else(|| {
+                r.authorization
+                    .as_deref()
+                    .and_then(|a| a.strip_prefix("Bearer "))
+                    .map(str::to_owned)
+            })
+        },
+        "sk-ant-test",
+    )
+    .await;
+}
+
+fn data_dir() -> PathBuf {
+    std::env::var_os("LLM_COMPACTOR_DATA")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data"))
+}
+
+/// The longest tau-bench airline trajectory (OpenAI messages with tool calls).
+fn trajectory() -> Option<Vec<Value>> {
+    let path = data_dir().join("trajectories/tau-bench/gpt-4o-airline.json");
+    let Ok(text) = std::fs::read_to_string(&path) else {
+        eprintln!("SKIPPED: no trajectory at {} (set LLM_COMPACTOR_DATA)", path.display());
+        return None;
+    };
+    let runs: Vec<Value> = serde_json::from_str(&text).unwrap();
+    runs.into_iter()
+        .map(|run| run["traj"].as_array().cloned().unwrap_or_default())
+        .max_by_key(|traj| serde_json::to_string(traj).unwrap().len())
+}
+
+/// Every tool result answers a call made earlier in the same request, and every call is
+/// answered.
+fn assert_no_orphans(messages: &[Message], round: usize) {
+    let mut open: HashSet<String> = HashSet::new();
+    for (i, message) in messages.iter().enumerate() {
+        if message.role == Role::Tool {
+            let id = message.tool_call_id.clone().unwrap_or_default();
+            assert!(
+                open.remove(&id),
+                "round {round}: message {i} answers unknown call {id:?}"
+            );
+        }
+        for call in &message.tool_calls {
+            open.insert(call.id.clone());
+        }
+    }
+    assert!(open.is_empty(), "round {round}: unanswered calls {open:?}");
+}
+
+#[tokio::test]
+async fn a_real_trajectory_replayed_through_the_proxy_stays_in_budget_keeps_its_prefix_and_replays() {
+    let Some(python) = python() else { return };
+    let Some(traj) = trajectory() else { return };
+    let up = upstream().await;
+    let replies: Vec<Value> = traj.iter().filter(|m| m["role"] == "assistant").cloned().collect();
+    up.script.replies.lock().unwrap().extend(replies.clone());
+    let dir = tempfile::tempdir().unwrap();
+    let store = llm_compactor::store::open_store(&format!("sqlite:{}", dir.path().join("s.db").display()))
+        .await
+        .unwrap();
+    let budget = 4_000;
+    let proxy = proxy(&up.url(), budget, store.clone()).await;
+    let file = dir.path().join("traj.json");
+    std::fs::write(&file, serde_json::to_vec(&json!({"messages": traj})).unwrap()).unwrap();
+    let out = run_python(
+        &python,
+        "trajectory_loop.py",
+        &[file.to_str().unwrap()],
+        &[("PROXY", proxy.url())],
+    )
+    .await;
+    assert!(out.contains(&format!("rounds {}", replies.len())), "{out}");
+
+    let received = up.received();
+    assert_eq!(received.len(), replies.len());
+    for (round, request) in received.iter().enumerate() {
+        assert!(
+            request.tokens() <= budget,
+            "round {round}: {} tokens over the budget",
+            request.tokens()
+        );
+        assert_no_orphans(&request.messages(), round);
+    }
+    let metrics = reqwest::get(format!("{}/metrics", proxy.url()))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let compactions: usize = metrics
+        .lines()
+        .find_map(|l| l.strip_prefix("compactor_proxy_compactions_total "))
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(compactions >= 1, "a {budget}-token budget must compact this run");
+    let mut shared = 0;
+    for pair in received.windows(2) {
+        let (prev, next) = (
+            pair[0].body["messages"].as_array().unwrap(),
+            pair[1].body["messages"].as_array().unwrap(),
+        );
+        if next.len() >= prev.len() && next[..prev.len()] == prev[..] {
+            shared += 1;
+        }
+    }
+    let eligible = received.len() - 1 - compactions;
+    assert!(
+        shared * 10 >= eligible * 9,
+        "only {shared} of {eligible} non-compaction rounds kept the previous prefix"
+    );
+    eprintln!(
+        "trajectory: {} rounds, {compactions} compactions, {shared}/{eligible} prefix-stable",
+        received.len()
+    );
+
+    let sessions = store.sessions().await.unwrap();
+    assert_eq!(sessions.len(), 1, "one session, never started over: {sessions:?}");
+    let exported = export_jsonl(store.as_ref(), &sessions[0].session).await.unwrap();
+    let transcript = Transcript::parse(std::path::Path::new("s.jsonl"), exported.as_bytes()).unwrap();
+    let seen = Document::from_value(received.last().unwrap().body.clone(), Some(Format::OpenAi), "upstream")
+        .unwrap()
+        .into_messages();
+    let replayed: Vec<Message> = transcript
+        .messages()
+        .iter()
+        .map(|m| Message { id: None, ..m.clone() })
+        .collect();
+    assert_eq!(replayed, seen, "export + replay equals what the upstream last saw");
+}

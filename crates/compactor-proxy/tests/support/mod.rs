@@ -1,0 +1,404 @@
+//! Test support: a scripted upstream on 127.0.0.1 (a real axum server that records what
+//! it received), a proxy in front of it, and the Python SDK venv.
+#![allow(dead_code)]
+
+use std::collections::VecDeque;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use axum::Router;
+use axum::body::Body;
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use compactor_proxy::ProxyConfig;
+use llm_compactor::count::{HeuristicCounter, TokenCounter};
+use llm_compactor::format::{Document, Format};
+use llm_compactor::store::SessionStore;
+use llm_compactor::{Compactor, CompactorConfig, Message};
+use serde_json::{Value, json};
+use tokio::sync::oneshot;
+
+/// One request the upstream received.
+#[derive(Clone, Debug)]
+pub struct Received {
+    pub path: String,
+    pub authorization: Option<String>,
+    pub api_key: Option<String>,
+    pub session_header: Option<String>,
+    pub body: Value,
+}
+
+impl Received {
+    /// The conversation it carried, in the library's model.
+    pub fn messages(&self) -> Vec<Message> {
+        let format = if self.path.ends_with("/messages") {
+            Format::Anthropic
+        } else {
+            Format::OpenAi
+        };
+        Document::from_value(self.body.clone(), Some(format), "upstream")
+            .unwrap()
+            .into_messages()
+    }
+
+    /// Its heuristic token count.
+    pub fn tokens(&self) -> usize {
+        HeuristicCounter.count_messages(&self.messages())
+    }
+}
+
+/// What the scripted upstream does and what it saw.
+#[derive(Default)]
+pub struct Script {
+    pub received: Mutex<Vec<Received>>,
+    /// Assistant messages (OpenAI shape) served in order to model `replay`.
+    pub replies: Mutex<VecDeque<Value>>,
+    /// A gate the streaming answer of model `gated` waits on between its two halves.
+    pub gate: Mutex<Option<oneshot::Receiver<()>>>,
+}
+
+pub struct Upstream {
+    pub addr: SocketAddr,
+    pub script: Arc<Script>,
+}
+
+impl Upstream {
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    pub fn received(&self) -> Vec<Received> {
+        self.script.received.lock().unwrap().clone()
+    }
+}
+
+/// Starts the scripted upstream.
+pub async fn upstream() -> Upstream {
+    let script = Arc::new(Script::default());
+    let app = Router::new()
+        .route("/v1/chat/completions", post(chat))
+        .route("/v1/messages", post(messages))
+        .route(
+            "/v1/models",
+            get(|| async { axum::Json(json!({"object":"list","data":[{"id":"m","object":"model"}]})) }),
+        )
+        .with_state(script.clone());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        axum::serve(listener, app).await.unwrap();
+    });
+    Upstream { addr, script }
+}
+
+fn header(headers: &HeaderMap, name: &str) -> Option<String> {
+    headers.get(name).and_then(|v| v.to_str().ok()).map(str::to_owned)
+}
+
+fn record(script: &Script, path: &str, headers: &HeaderMap, body: &Value) -> Received {
+    let received = Received {
+        path: path.to_owned(),
+        authorization: header(headers, "authorization"),
+        api_key: header(headers, "x-api-key"),
+        session_header: header(headers, "x-compactor-session"),
+        body: body.clone(),
+    };
+    script.received.lock().unwrap().push(received.clone());
+    received
+}
+
+fn error(status: StatusCode, kind: &str, message: &str) -> Response {
+    (
+        status,
+        axum::Json(json!({"error": {"type": kind, "code": kind, "message": message}})),
+    )
+        .into_response()
+}
+
+/// Errors every model name can ask for, shared by both APIs.
+fn scripted_error(model: &str, tokens: usize) -> Option<Response> {
+    if model == "err-401" {
+        return Some(error(
+            StatusCode::UNAUTHORIZED,
+            "invalid_api_key",
+            "Incorrect API key provided",
+        ));
+    }
+    if model == "err-429" {
+        let mut response = error(
+            StatusCode::TOO_MANY_REQUESTS,
+            "rate_limit_exceeded",
+            "Rate limit reached",
+        );
+        response.headers_mut().insert("retry-after", "7".parse().unwrap());
+        return Some(response);
+    }
+    if let Some(limit) = model.strip_prefix("window-") {
+        let limit: usize = limit.parse().unwrap();
+        if tokens > limit {
+            return Some(error(
+                StatusCode::BAD_REQUEST,
+                "context_length_exceeded",
+                &format!(
+                    "This model's maximum context length is {limit} tokens. However, your messages resulted in {tokens} tokens."
+                ),
+            ));
+        }
+    }
+    None
+}
+
+fn next_reply(script: &Script, model: &str, last: &Message) -> Value {
+    if model == "replay" {
+        return script.replies.lock().unwrap().pop_front().expect("a scripted reply");
+    }
+    if last.content.text().contains("use a tool") {
+        return json!({"role":"assistant","content":null,"tool_calls":[{"id":"call_1","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Paris\"}"}}]});
+    }
+    json!({"role":"assistant","content": format!("echo: {}", last.content.text())})
+}
+
+async fn chat(State(script): State<Arc<Script>>, headers: HeaderMap, axum::Json(body): axum::Json<Value>) -> Response {
+    let received = record(&script, "/v1/chat/completions", &headers, &body);
+    let model = body["model"].as_str().unwrap_or_default().to_owned();
+    let tokens = received.tokens();
+    if let Some(response) = scripted_error(&model, tokens) {
+        return response;
+    }
+    let messages = received.messages();
+    let reply = next_reply(&script, &model, messages.last().unwrap());
+    let finish = if reply.get("tool_calls").is_some() {
+        "tool_calls"
+    } else {
+        "stop"
+    };
+    let usage = json!({"prompt_tokens": tokens, "completion_tokens": 5, "total_tokens": tokens + 5});
+    if body["stream"].as_bool() != Some(true) {
+        return axum::Json(json!({
+            "id": "chatcmpl-1", "object": "chat.completion", "created": 1, "model": model,
+            "choices": [{"index": 0, "message": reply, "finish_reason": finish}],
+            "usage": usage,
+        }))
+        .into_response();
+    }
+    let chunk = |delta: Value, finish: Value| {
+        format!(
+            "data: {}\n\n",
+            json!({"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":model,
+                   "choices":[{"index":0,"delta":delta,"finish_reason":finish}]})
+        )
+    };
+    let mut first = vec![chunk(json!({"role":"assistant","content":""}), Value::Null)];
+    let mut second = Vec::new();
+    if let Some(calls) = reply.get("tool_calls").and_then(Value::as_array) {
+        for (i, call) in calls.iter().enumerate() {
+            let mut call = call.clone();
+            call["index"] = json!(i);
+            second.push(chunk(json!({"tool_calls":[call]}), Value::Null));
+        }
+    } else {
+        let text = reply["content"].as_str().unwrap_or_default().to_owned();
+        let (a, b) = text.split_at(text.len() / 2);
+        first.push(chunk(json!({"content": a}), Value::Null));
+        second.push(chunk(json!({"content": b}), Value::Null));
+    }
+    second.push(chunk(json!({}), json!(finish)));
+    if body["stream_options"]["include_usage"].as_bool() == Some(true) {
+        second.push(format!(
+            "data: {}\n\n",
+            json!({"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":model,"choices":[],"usage":usage})
+        ));
+    }
+    second.push("data: [DONE]\n\n".to_owned());
+    let gate = if model == "gated" {
+        script.gate.lock().unwrap().take()
+    } else {
+        None
+    };
+    sse(first, second, gate)
+}
+
+fn sse(first: Vec<String>, second: Vec<String>, gate: Option<oneshot::Receiver<()>>) -> Response {
+    let stream = async_stream(first, second, gate);
+    Response::builder()
+        .header("content-type", "text/event-stream")
+        .body(Body::from_stream(stream))
+        .unwrap()
+}
+
+/// The first half at once; the second after the gate opens (at once without one).
+fn async_stream(
+    first: Vec<String>,
+    second: Vec<String>,
+    gate: Option<oneshot::Receiver<()>>,
+) -> impl futures_util::Stream<Item = Result<String, std::io::Error>> {
+    let (tx, rx) = tokio::sync::mpsc::channel::<Result<String, std::io::Error>>(64);
+    tokio::spawn(async move {
+        let first = first.concat();
+        let _ = tx.send(Ok(first)).await;
+        if let Some(gate) = gate {
+            let _ = gate.await;
+        }
+        for part in second {
+            let _ = tx.send(Ok(part)).await;
+        }
+    });
+    futures_util::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|item| (item, rx)) })
+}
+
+async fn messages(
+    State(script): State<Arc<Script>>,
+    headers: HeaderMap,
+    axum::Json(body): axum::Json<Value>,
+) -> Response {
+    let received = record(&script, "/v1/messages", &headers, &body);
+    let model = body["model"].as_str().unwrap_or_default().to_owned();
+    let tokens = received.tokens();
+    if let Some(response) = scripted_error(&model, tokens) {
+        return response;
+    }
+    let messages = received.messages();
+    let reply = next_reply(&script, &model, messages.last().unwrap());
+    let mut content = Vec::new();
+    if let Some(text) = reply["content"].as_str() {
+        content.push(json!({"type":"text","text":text}));
+    }
+    for call in reply.get("tool_calls").and_then(Value::as_array).into_iter().flatten() {
+        let input: Value = serde_json::from_str(call["function"]["arguments"].as_str().unwrap()).unwrap();
+        content.push(json!({"type":"tool_use","id":call["id"],"name":call["function"]["name"],"input":input}));
+    }
+    let stop = if reply.get("tool_calls").is_some() {
+        "tool_use"
+    } else {
+        "end_turn"
+    };
+    if body["stream"].as_bool() != Some(true) {
+        return axum::Json(json!({
+            "id":"msg_1","type":"message","role":"assistant","model":model,"content":content,
+            "stop_reason":stop,"stop_sequence":null,
+            "usage":{"input_tokens":tokens,"output_tokens":5}
+        }))
+        .into_response();
+    }
+    let event = |name: &str, data: Value| format!("event: {name}\ndata: {data}\n\n");
+    let mut first = vec![event(
+        "message_start",
+        json!({"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant","model":model,
+               "content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":tokens,"output_tokens":1}}}),
+    )];
+    let mut second = Vec::new();
+    for (i, block) in content.iter().enumerate() {
+        if block["type"] == "text" {
+            first.push(event(
+                "content_block_start",
+                json!({"type":"content_block_start","index":i,"content_block":{"type":"text","text":""}}),
+            ));
+            first.push(event(
+                "content_block_delta",
+                json!({"type":"content_block_delta","index":i,"delta":{"type":"text_delta","text":block["text"]}}),
+            ));
+        } else {
+            second.push(event("content_block_start", json!({"type":"content_block_start","index":i,"content_block":{"type":"tool_use","id":block["id"],"name":block["name"],"input":{}}})));
+            second.push(event("content_block_delta", json!({"type":"content_block_delta","index":i,"delta":{"type":"input_json_delta","partial_json":block["input"].to_string()}})));
+        }
+        second.push(event(
+            "content_block_stop",
+            json!({"type":"content_block_stop","index":i}),
+        ));
+    }
+    second.push(event(
+        "message_delta",
+        json!({"type":"message_delta","delta":{"stop_reason":stop,"stop_sequence":null},"usage":{"output_tokens":5}}),
+    ));
+    second.push(event("message_stop", json!({"type":"message_stop"})));
+    sse(first, second, None)
+}
+
+/// A running proxy.
+pub struct Proxy {
+    pub addr: SocketAddr,
+    pub store: Arc<dyn SessionStore>,
+    pub shutdown: Option<oneshot::Sender<()>>,
+    pub handle: tokio::task::JoinHandle<Result<(), compactor_proxy::ProxyError>>,
+}
+
+impl Proxy {
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+}
+
+/// A compactor with this budget: heuristic counter, keep 4 recent, no summarizer (the
+/// pass hard-trims, which is deterministic).
+pub fn compactor(budget: usize) -> Arc<Compactor> {
+    let config = CompactorConfig::builder(budget).keep_recent(4).build().unwrap();
+    Arc::new(Compactor::new(config, Arc::new(HeuristicCounter)))
+}
+
+/// Starts a proxy in front of `upstream` with `store`.
+pub async fn proxy(upstream: &str, budget: usize, store: Arc<dyn SessionStore>) -> Proxy {
+    proxy_with(ProxyConfig::builder(upstream, compactor(budget), store.clone()), store).await
+}
+
+pub async fn proxy_with(builder: compactor_proxy::ProxyConfigBuilder, store: Arc<dyn SessionStore>) -> Proxy {
+    let config = builder.build().unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (tx, rx) = oneshot::channel::<()>();
+    let handle = tokio::spawn(compactor_proxy::serve(config, listener, async move {
+        let _ = rx.await;
+    }));
+    Proxy {
+        addr,
+        store,
+        shutdown: Some(tx),
+        handle,
+    }
+}
+
+/// The Python with the official SDKs (`scripts/python-sdks.sh` makes it), or `None`
+/// after printing a notice. Under `CI=true` its absence fails the test.
+pub fn python() -> Option<PathBuf> {
+    let venv = std::env::var_os("COMPACTOR_PY_SDKS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target/py-sdks"));
+    let python = venv.join("bin/python");
+    if python.exists() {
+        return Some(python);
+    }
+    let notice = format!(
+        "the Python SDK venv is missing at {} (run scripts/python-sdks.sh)",
+        venv.display()
+    );
+    if std::env::var("CI").as_deref() == Ok("true") {
+        panic!("{notice}");
+    }
+    eprintln!("SKIPPED: {notice}");
+    None
+}
+
+/// The directory of the Python test clients.
+pub fn py_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/py")
+}
+
+/// Runs a Python client; panics with its output when it fails.
+pub async fn run_python(python: &PathBuf, script: &str, args: &[&str], env: &[(&str, String)]) -> String {
+    let mut command = tokio::process::Command::new(python);
+    command.arg(py_dir().join(script)).args(args);
+    for (k, v) in env {
+        command.env(k, v);
+    }
+    command.env_remove("OPENAI_BASE_URL").env_remove("ANTHROPIC_BASE_URL");
+    let output = command.output().await.unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    assert!(
+        output.status.success(),
+        "{script} failed\nstdout:\n{stdout}\nstderr:\n{stderr}"
+    );
+    stdout
+}
