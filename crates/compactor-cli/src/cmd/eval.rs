@@ -73,7 +73,10 @@ pub fn run(args: Args) -> Result<(), CliError> {
         let document = io::read_document(file, args.opts.format())?;
         let messages = document.messages();
         let started = Instant::now();
-        let result = args.opts.run_pass(&compactor, messages)?;
+        let (result, interrupted) = args.opts.run_pass(&compactor, messages)?;
+        if let Some(signal) = interrupted {
+            return Err(crate::cmd::compact::interrupted_error(signal, "the evaluation stopped"));
+        }
         let seconds = started.elapsed().as_secs_f64();
         let middle: Vec<usize> = if result.cut_index >= 0 {
             (0..=result.cut_index as usize)

@@ -228,13 +228,13 @@ fn compact(args: CompactArgs) -> Result<(), CliError> {
         lines.push(format!("compaction {id}"));
     }
     if lines.is_empty() {
-        crate::out::stderr_line(&format!("compactor: nothing appended to {}", args.session.display()))
+        crate::out::stderr_line(&format!("compactor: nothing appended to {}", args.session.display()))?;
     } else {
         crate::out::stderr_line(&format!(
             "compactor: appended to {}: {}",
             args.session.display(),
             lines.join(", ")
-        ))
+        ))?;
     }
     match interrupted {
         None => Ok(()),
