@@ -32,6 +32,10 @@ pub enum ConfigError {
         /// The setting.
         name: &'static str,
     },
+    /// A combination of settings under which the compactor could never settle (a
+    /// compaction needed on every round) or a pass could never make progress.
+    #[error("unworkable configuration: {0}")]
+    Unworkable(String),
 }
 
 /// The compactor's settings (defaults from the spec).
@@ -72,6 +76,12 @@ pub struct CompactorConfig {
     pub age_reclaim_min: usize,
     /// Output budget of a summary request, in tokens. Default 2048.
     pub summary_max_tokens: u32,
+    /// Token cap of the recent window: it shrinks to fit (never splitting a call from
+    /// its answers, never past the newest user message), and when the newest turn alone
+    /// is over it, its biggest tool results are cut head-and-tail with a marker. `None`
+    /// (the default) means half the pass's target.
+    #[serde(default)]
+    pub max_recent_tokens: Option<usize>,
 }
 
 impl CompactorConfig {
@@ -89,6 +99,7 @@ impl CompactorConfig {
                 age_min_chars: 2048,
                 age_reclaim_min: 49_152,
                 summary_max_tokens: 2048,
+                max_recent_tokens: None,
             },
         }
     }
@@ -101,6 +112,12 @@ impl CompactorConfig {
     /// `ceil(budget x target_ratio)`.
     pub fn target(&self) -> usize {
         ceil_ratio(self.context_budget, self.target_ratio)
+    }
+
+    /// The recent window's token cap for a pass aiming at `goal` tokens: the configured
+    /// cap, else half the goal (at least 1).
+    pub fn recent_cap(&self, goal: usize) -> usize {
+        self.max_recent_tokens.unwrap_or((goal / 2).max(1))
     }
 
     /// Checks every rule; the builder calls it.
@@ -137,6 +154,41 @@ impl CompactorConfig {
             return Err(ConfigError::Zero {
                 name: "summary_max_tokens",
             });
+        }
+        // With a zero epoch, an empty pool already "reaches" it: needs_compaction would
+        // be true on every round, even with no tool results at all.
+        if self.age_reclaim_min == 0 {
+            return Err(ConfigError::Unworkable(
+                "age_reclaim_min must be at least 1 (with 0, every round would need a compaction)".into(),
+            ));
+        }
+        if self.age_min_chars == 0 {
+            return Err(ConfigError::Unworkable(
+                "age_min_chars must be at least 1 (with 0, every tool result, even an empty one, would be aged)"
+                    .into(),
+            ));
+        }
+        if self.target() >= self.trigger() {
+            return Err(ConfigError::Unworkable(format!(
+                "the target ({} tokens) must be below the trigger ({} tokens); with a budget of {} the \
+                 ratios round to the same count, so a compaction could never get below its own trigger",
+                self.target(),
+                self.trigger(),
+                self.context_budget
+            )));
+        }
+        match self.max_recent_tokens {
+            Some(0) => return Err(ConfigError::Zero {
+                name: "max_recent_tokens",
+            }),
+            Some(cap) if cap >= self.trigger() => {
+                return Err(ConfigError::Unworkable(format!(
+                    "max_recent_tokens ({cap}) must be below the trigger ({} tokens), or the recent \
+                     window alone could keep every round over it",
+                    self.trigger()
+                )));
+            }
+            _ => {}
         }
         Ok(())
     }
@@ -182,6 +234,12 @@ impl CompactorConfigBuilder {
         age_reclaim_min: usize);
     setter!(/// See [`CompactorConfig::summary_max_tokens`].
         summary_max_tokens: u32);
+
+    /// See [`CompactorConfig::max_recent_tokens`].
+    pub fn max_recent_tokens(mut self, value: usize) -> Self {
+        self.config.max_recent_tokens = Some(value);
+        self
+    }
 
     /// The validated configuration.
     ///

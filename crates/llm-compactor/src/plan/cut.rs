@@ -6,6 +6,7 @@
 //! middle: what a summary replaces, what aging may stub, what a hard trim may drop.
 
 use super::pairs::Pairs;
+use super::pinned::pinned;
 use crate::message::Message;
 
 /// The three regions of a conversation for one pass.
@@ -16,7 +17,8 @@ pub struct Layout {
     pub cut: Option<usize>,
     /// The first index of the recent window (`messages.len()` when it is empty).
     pub recent_start: usize,
-    /// The non-sticky indices in `0..=cut`, in order.
+    /// The indices in `0..=cut` that are not pinned (sticky, or answering a sticky
+    /// turn), in order.
     pub middle: Vec<usize>,
 }
 
@@ -82,7 +84,10 @@ pub fn layout_with(messages: &[Message], pairs: &Pairs, keep_recent: usize) -> L
     }
     let cut = start.checked_sub(1);
     let middle = match cut {
-        Some(c) => (0..=c).filter(|&i| !messages[i].is_sticky()).collect(),
+        Some(c) => {
+            let pins = pinned(&messages[..=c], pairs);
+            (0..=c).filter(|&i| !pins[i]).collect()
+        }
         None => Vec::new(),
     };
     Layout {

@@ -1,5 +1,6 @@
 //! The pure planning core: cut, pairs, call identity, elision eligibility, stubs,
-//! assembly, hard-trim planning and validation.
+//! assembly, hard-trim planning and validation, the repair of broken input, the pinning
+//! of a sticky turn's answers and the token cap of the recent window.
 //!
 //! Every decision a compaction makes is taken here, by functions of their arguments
 //! only: no I/O, no async, no clock, no randomness. That is what lets the async shell in
@@ -9,8 +10,12 @@
 mod assemble;
 mod cut;
 mod eligibility;
+mod failed;
 mod identity;
 mod pairs;
+mod pinned;
+mod recent;
+mod repair;
 mod stub;
 mod trim;
 mod validate;
@@ -19,7 +24,11 @@ pub use assemble::{SUMMARY_HEADER, apply_elisions, assemble, notice_content, sum
 pub use cut::{Layout, layout, layout_with};
 pub use eligibility::{AgingRules, Eligible, EligibleReason, eligible, reclaimable_pool};
 pub use identity::call_identity;
+pub use failed::is_failed_result;
 pub use pairs::Pairs;
+pub use pinned::pinned;
+pub use recent::{Truncation, cut_middle, fit_recent};
+pub use repair::{Repair, RepairError, SYNTHETIC_ANSWER, apply_repairs, plan_repairs};
 pub use stub::{is_stub, stub_text};
 pub use trim::{TrimPlan, plan_trim};
 pub use validate::{Violation, validate};

@@ -11,6 +11,7 @@
 use super::assemble::{assemble, notice_content};
 use super::cut::Layout;
 use super::pairs::Pairs;
+use super::pinned::pinned;
 use super::validate::validate;
 use crate::message::Message;
 
@@ -52,8 +53,9 @@ pub fn plan_trim(
         return None;
     }
     let candidates = candidates(messages, pairs, layout, cut);
+    let pins = pinned(messages, pairs);
     let build = |c: usize, count: &mut dyn FnMut(&[Message]) -> usize| {
-        let dropped = (0..=c).filter(|&i| !messages[i].is_sticky()).count();
+        let dropped = (0..=c).filter(|&i| !pins[i]).count();
         let notice = notice_content(dropped);
         let (trimmed, dropped) = assemble(messages, c, &notice);
         let tokens = count(&trimmed);
