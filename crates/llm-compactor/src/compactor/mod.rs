@@ -27,6 +27,7 @@ pub use config::{CompactorConfig, CompactorConfigBuilder, ConfigError};
 pub use events::{CompactionEvent, Observer};
 pub use hooks::{CompactionHooks, NoHooks, RequestDecision, ResponseDecision};
 pub use report::{NeedReason, PlanReport, TrimPreview};
+pub use summary::TRUNCATED_MARKER;
 pub use result::{Attempt, AttemptKind, AttemptOutcome, CompactionResult, Elision};
 
 use crate::count::TokenCounter;

@@ -228,7 +228,9 @@ impl Compactor {
     }
 
     /// One request; a truncated reply gets one retry (per pass) with a doubled output
-    /// budget, which later requests of the pass keep.
+    /// budget, which later requests of the pass keep. A reply still truncated after
+    /// that is used, but marked: [`TRUNCATED_MARKER`] at its end, a note on its attempt
+    /// and a [`super::CompactionEvent::SummaryTruncated`] event.
     async fn request(
         &self,
         calls: &mut Calls<'_>,
@@ -237,23 +239,36 @@ impl Compactor {
         max_output_tokens: &mut u32,
         expanded: &mut bool,
     ) -> Result<(usize, SummaryReply), GiveUp> {
-        let (index, reply) = calls.call(kind, &request).await?;
-        if reply.stop != StopReason::Truncated || *expanded {
-            return Ok((index, reply));
+        let (mut index, mut reply) = calls.call(kind, &request).await?;
+        if reply.stop == StopReason::Truncated && !*expanded {
+            *expanded = true;
+            *max_output_tokens = max_output_tokens.saturating_mul(2);
+            calls.mark(
+                index,
+                AttemptOutcome::Rejected,
+                Some(format!(
+                    "truncated: retrying with a doubled output budget of {max_output_tokens} tokens"
+                )),
+            );
+            request.max_output_tokens = *max_output_tokens;
+            (index, reply) = calls.call(AttemptKind::Expand, &request).await?;
         }
-        *expanded = true;
-        *max_output_tokens = max_output_tokens.saturating_mul(2);
-        calls.mark(
-            index,
-            AttemptOutcome::Rejected,
-            Some(format!(
-                "truncated: retrying with a doubled output budget of {max_output_tokens} tokens"
-            )),
-        );
-        request.max_output_tokens = *max_output_tokens;
-        calls.call(AttemptKind::Expand, &request).await
+        if reply.stop == StopReason::Truncated {
+            tracing::warn!(attempt = index, max_output_tokens = *max_output_tokens, "summary still truncated");
+            reply.text = format!("{}\n{TRUNCATED_MARKER}", reply.text.trim_end());
+            calls.note_truncated(index, *max_output_tokens);
+            self.emit(super::CompactionEvent::SummaryTruncated {
+                attempt: index,
+                max_output_tokens: *max_output_tokens,
+            });
+        }
+        Ok((index, reply))
     }
 }
+
+/// Appended to a summary that was still truncated after the doubled-budget retry, so
+/// the model (and whoever reads the transcript) sees that it stops short.
+pub const TRUNCATED_MARKER: &str = "[summary truncated]";
 
 fn not_enough(tokens: usize, aged_count: usize, target: Option<usize>) -> String {
     match target {

@@ -76,6 +76,8 @@ pub fn synthetic_result(
             ..Usage::default()
         },
         attempts: Vec::new(),
+        repairs: Vec::new(),
+        truncations: Vec::new(),
     }
 }
 
