@@ -15,9 +15,7 @@ use llm_compactor::message::{Content, Message, Part, ToolCall};
 use llm_compactor::plan::{self, AgingRules, Pairs, Repair, SYNTHETIC_ANSWER};
 use llm_compactor::session::{Session, Transcript};
 use llm_compactor::summarize::{REASONING_OMITTED, is_role_header, render_message, render_transcript};
-use llm_compactor::{
-    CompactError, CompactOptions, CompactionResult, Compactor, CompactorConfig,
-};
+use llm_compactor::{CompactError, CompactOptions, CompactionResult, Compactor, CompactorConfig};
 use proptest::prelude::*;
 use serde_json::json;
 use session_support::{bytes_of, fixed_options};
@@ -80,7 +78,11 @@ fn session_replays(input: &[Message], result: &CompactionResult) {
     assert_eq!(bytes_of(&strip(&live)), bytes_of(&strip(&result.messages)));
     drop(session);
     let transcript = Transcript::read(&path).unwrap();
-    assert_eq!(bytes_of(transcript.messages()), bytes_of(&live), "replay is byte-identical");
+    assert_eq!(
+        bytes_of(transcript.messages()),
+        bytes_of(&live),
+        "replay is byte-identical"
+    );
 }
 
 // ---- item 13: broken input ----
@@ -103,10 +105,10 @@ fn orphan_results_are_dropped_and_listed_and_unanswered_calls_answered() {
     let result = run(&compactor, &input).unwrap();
     provider_valid(&result.messages).unwrap();
     assert!(!result.is_noop());
+    assert!(matches!(&result.repairs[0], Repair::DroppedOrphan { index: 1, message } if message.text() == "an orphan"));
     assert!(
-        matches!(&result.repairs[0], Repair::DroppedOrphan { index: 1, message } if message.text() == "an orphan")
+        matches!(&result.repairs[1], Repair::SyntheticAnswer { after: 3, tool_call_id, .. } if tool_call_id == "a")
     );
-    assert!(matches!(&result.repairs[1], Repair::SyntheticAnswer { after: 3, tool_call_id, .. } if tool_call_id == "a"));
     assert_eq!(result.messages[3].tool_call_id.as_deref(), Some("a"));
     assert_eq!(result.messages[3].text(), SYNTHETIC_ANSWER);
     assert_eq!(result.messages.len(), input.len());
@@ -121,6 +123,31 @@ fn a_trailing_turn_waiting_for_its_results_is_not_repaired() {
 
 #[test]
 fn duplicate_tool_call_ids_are_refused_naming_the_index() {
+    let compactor = Compactor::new(
+        CompactorConfig::builder(1000).build().unwrap(),
+        Arc::new(HeuristicCounter),
+    );
+    // Reused while the earlier call is still unanswered.
+    let input = vec![
+        Message::user("go"),
+        ask("a", "ls"),
+        Message::user("?"),
+        ask("a", "cat"),
+        Message::tool("a", "y"),
+    ];
+    match run(&compactor, &input) {
+        Err(CompactError::InvalidInput { index: 3, problem }) => assert!(problem.contains("\"a\""), "{problem}"),
+        other => panic!("expected InvalidInput at 3, got {other:?}"),
+    }
+    // Twice in one turn.
+    let twice =
+        Message::assistant("").with_tool_calls(vec![ToolCall::new("b", "ls", "{}"), ToolCall::new("b", "ls", "[]")]);
+    let input = vec![Message::user("go"), twice, Message::tool("b", "x")];
+    assert!(matches!(
+        run(&compactor, &input),
+        Err(CompactError::InvalidInput { index: 1, .. })
+    ));
+    // Reused after its earlier call was answered (as gpt-4o trajectories do): accepted.
     let input = vec![
         Message::user("go"),
         ask("a", "ls"),
@@ -128,11 +155,8 @@ fn duplicate_tool_call_ids_are_refused_naming_the_index() {
         ask("a", "cat"),
         Message::tool("a", "y"),
     ];
-    let compactor = Compactor::new(CompactorConfig::builder(1000).build().unwrap(), Arc::new(HeuristicCounter));
-    match run(&compactor, &input) {
-        Err(CompactError::InvalidInput { index: 3, problem }) => assert!(problem.contains("\"a\""), "{problem}"),
-        other => panic!("expected InvalidInput at 3, got {other:?}"),
-    }
+    let result = run(&compactor, &input).unwrap();
+    assert!(result.repairs.is_empty());
 }
 
 #[test]
@@ -168,12 +192,21 @@ fn a_summary_still_truncated_after_the_retry_is_marked() {
         Arc::new(HeuristicCounter),
     )
     .with_summarizer(Scripted::new(vec![truncated("half a"), truncated("half a summ")]))
-    .with_observer(Arc::new(move |e: &CompactionEvent| sink.lock().unwrap().push(e.clone())));
+    .with_observer(Arc::new(move |e: &CompactionEvent| {
+        sink.lock().unwrap().push(e.clone())
+    }));
     let result = run(&compactor, &input).unwrap();
     assert!(!result.fallback);
-    assert!(result.summary.ends_with(&format!("half a summ\n{TRUNCATED_MARKER}")), "{}", result.summary);
+    assert!(
+        result.summary.ends_with(&format!("half a summ\n{TRUNCATED_MARKER}")),
+        "{}",
+        result.summary
+    );
     let last = result.attempts.last().unwrap();
-    assert!(last.note.as_deref().unwrap_or("").contains("still truncated"), "{last:?}");
+    assert!(
+        last.note.as_deref().unwrap_or("").contains("still truncated"),
+        "{last:?}"
+    );
     assert!(
         events
             .lock()
@@ -194,7 +227,13 @@ fn reads(second_failed: bool, third: Option<bool>) -> Vec<Message> {
         }
         m
     };
-    let mut out = vec![Message::user("go"), read("1"), result("1", false), read("2"), result("2", second_failed)];
+    let mut out = vec![
+        Message::user("go"),
+        read("1"),
+        result("1", false),
+        read("2"),
+        result("2", second_failed),
+    ];
     if let Some(failed) = third {
         out.push(read("3"));
         out.push(result("3", failed));
@@ -210,7 +249,10 @@ fn eligible_indices(messages: &[Message]) -> Vec<usize> {
         min_chars: 1_000_000,
         reclaim_min: 1_000_000,
     };
-    plan::eligible(messages, &pairs, &layout, rules).iter().map(|e| e.index).collect()
+    plan::eligible(messages, &pairs, &layout, rules)
+        .iter()
+        .map(|e| e.index)
+        .collect()
 }
 
 #[test]
@@ -308,7 +350,10 @@ fn opaque_reasoning_leaves_a_marker() {
         Part::text("The answer is 4."),
     ]);
     let rendered = render_message(&m, 100);
-    assert_eq!(rendered, format!("[assistant]\n{REASONING_OMITTED}\nThe answer is 4.\n"));
+    assert_eq!(
+        rendered,
+        format!("[assistant]\n{REASONING_OMITTED}\nThe answer is 4.\n")
+    );
 }
 
 proptest! {
@@ -349,7 +394,10 @@ fn unworkable_configurations_are_refused_with_the_reason() {
     assert!(err.to_string().contains("trigger"), "{err}");
     let err = CompactorConfig::builder(1000).max_recent_tokens(0).build().unwrap_err();
     assert!(err.to_string().contains("max_recent_tokens"), "{err}");
-    let err = CompactorConfig::builder(1000).max_recent_tokens(800).build().unwrap_err();
+    let err = CompactorConfig::builder(1000)
+        .max_recent_tokens(800)
+        .build()
+        .unwrap_err();
     assert!(err.to_string().contains("trigger"), "{err}");
     assert!(CompactorConfig::builder(1000).max_recent_tokens(300).build().is_ok());
 }
@@ -381,7 +429,11 @@ fn a_sticky_turn_keeps_its_answers_and_the_pass_makes_progress() {
         let result = run(&compactor, &input).unwrap();
         assert!(!result.exhausted, "{result:?}");
         assert!(result.tokens_after < result.tokens_before);
-        let at = result.messages.iter().position(|m| m.is_sticky() && !m.tool_calls.is_empty()).unwrap();
+        let at = result
+            .messages
+            .iter()
+            .position(|m| m.is_sticky() && !m.tool_calls.is_empty())
+            .unwrap();
         assert_eq!(result.messages[at + 1].text(), "the plan: step 1, step 2");
         provider_valid(&result.messages).unwrap();
         session_replays(&input, &result);
@@ -429,7 +481,11 @@ fn the_recent_window_shrinks_before_anything_is_cut() {
     let result = run(&compactor, &input).unwrap();
     assert!(result.truncations.is_empty());
     assert!(!result.exhausted);
-    assert!(result.cut_index as usize > input.len() - 9, "the window shrank: cut {}", result.cut_index);
+    assert!(
+        result.cut_index as usize > input.len() - 9,
+        "the window shrank: cut {}",
+        result.cut_index
+    );
     provider_valid(&result.messages).unwrap();
     session_replays(&input, &result);
 }
@@ -491,7 +547,10 @@ fn build(steps: &[Step]) -> (Vec<Message>, bool) {
                         format!("c{next}")
                     })
                     .collect();
-                let calls: Vec<ToolCall> = ids.iter().map(|id| ToolCall::new(id.clone(), format!("t{tool}"), "{}")).collect();
+                let calls: Vec<ToolCall> = ids
+                    .iter()
+                    .map(|id| ToolCall::new(id.clone(), format!("t{tool}"), "{}"))
+                    .collect();
                 let mut turn = Message::assistant("").with_tool_calls(calls);
                 if *sticky {
                     turn = turn.sticky();
@@ -510,11 +569,19 @@ fn build(steps: &[Step]) -> (Vec<Message>, bool) {
             }
             Step::Orphan(n) => out.push(Message::tool(format!("ghost{}", out.len()), "o".repeat(*n))),
             Step::Duplicate => {
+                // An id reused after it was answered is fine; twice in one turn is not.
                 if let Some(id) = &last_id {
-                    duplicate = true;
                     out.push(Message::assistant("").with_tool_calls(vec![ToolCall::new(id.clone(), "t0", "{}")]));
-                    out.push(Message::tool(id.clone(), "dup"));
+                    out.push(Message::tool(id.clone(), "reused"));
                 }
+                next += 1;
+                let id = format!("c{next}");
+                duplicate = true;
+                out.push(Message::assistant("").with_tool_calls(vec![
+                    ToolCall::new(id.clone(), "t0", "{}"),
+                    ToolCall::new(id.clone(), "t1", "{}"),
+                ]));
+                out.push(Message::tool(id, "dup"));
             }
             Step::Sticky(n) => out.push(Message::user("s".repeat(*n)).sticky()),
         }

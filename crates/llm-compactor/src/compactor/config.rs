@@ -164,8 +164,7 @@ impl CompactorConfig {
         }
         if self.age_min_chars == 0 {
             return Err(ConfigError::Unworkable(
-                "age_min_chars must be at least 1 (with 0, every tool result, even an empty one, would be aged)"
-                    .into(),
+                "age_min_chars must be at least 1 (with 0, every tool result, even an empty one, would be aged)".into(),
             ));
         }
         if self.target() >= self.trigger() {
@@ -178,9 +177,11 @@ impl CompactorConfig {
             )));
         }
         match self.max_recent_tokens {
-            Some(0) => return Err(ConfigError::Zero {
-                name: "max_recent_tokens",
-            }),
+            Some(0) => {
+                return Err(ConfigError::Zero {
+                    name: "max_recent_tokens",
+                });
+            }
             Some(cap) if cap >= self.trigger() => {
                 return Err(ConfigError::Unworkable(format!(
                     "max_recent_tokens ({cap}) must be below the trigger ({} tokens), or the recent \

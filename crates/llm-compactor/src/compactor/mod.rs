@@ -27,8 +27,8 @@ pub use config::{CompactorConfig, CompactorConfigBuilder, ConfigError};
 pub use events::{CompactionEvent, Observer};
 pub use hooks::{CompactionHooks, NoHooks, RequestDecision, ResponseDecision};
 pub use report::{NeedReason, PlanReport, TrimPreview};
-pub use summary::TRUNCATED_MARKER;
 pub use result::{Attempt, AttemptKind, AttemptOutcome, CompactionResult, Elision};
+pub use summary::TRUNCATED_MARKER;
 
 use crate::count::TokenCounter;
 use crate::message::Message;

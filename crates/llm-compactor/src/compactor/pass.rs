@@ -124,7 +124,8 @@ impl Compactor {
             tracing::info!("nothing between the sticky prefix and the recent window: no-op");
             unchanged(Vec::new(), input.to_vec(), before)
         } else {
-            self.reduce(input, &pairs, &layout, counter, options, before, limit).await
+            self.reduce(input, &pairs, &layout, counter, options, before, limit)
+                .await
         };
         if let Err(violation) = plan::validate(input, &result.messages, layout.recent_start) {
             // Unreachable by construction; never hand back a broken conversation.
@@ -217,7 +218,7 @@ impl Compactor {
 
     /// The layout with its recent window fitted to the token cap, and the recent results
     /// cut to fit.
-    fn fit_recent(
+    pub(crate) fn fit_recent(
         &self,
         input: &[Message],
         pairs: &Pairs,
@@ -241,7 +242,12 @@ impl Compactor {
         let mut count_one = |m: &Message| counter.count_messages(std::slice::from_ref(m));
         let (layout, truncations) = plan::fit_recent(input, pairs, layout, &tokens, cap, &mut count_one);
         for t in &truncations {
-            tracing::warn!(index = t.index, cut_chars = t.cut_chars, cap, "cut a recent tool result to fit max_recent_tokens");
+            tracing::warn!(
+                index = t.index,
+                cut_chars = t.cut_chars,
+                cap,
+                "cut a recent tool result to fit max_recent_tokens"
+            );
         }
         (layout, truncations)
     }

@@ -254,7 +254,11 @@ impl Compactor {
             (index, reply) = calls.call(AttemptKind::Expand, &request).await?;
         }
         if reply.stop == StopReason::Truncated {
-            tracing::warn!(attempt = index, max_output_tokens = *max_output_tokens, "summary still truncated");
+            tracing::warn!(
+                attempt = index,
+                max_output_tokens = *max_output_tokens,
+                "summary still truncated"
+            );
             reply.text = format!("{}\n{TRUNCATED_MARKER}", reply.text.trim_end());
             calls.note_truncated(index, *max_output_tokens);
             self.emit(super::CompactionEvent::SummaryTruncated {

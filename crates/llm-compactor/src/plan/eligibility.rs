@@ -23,8 +23,8 @@ use std::collections::{HashMap, HashSet};
 use serde::{Deserialize, Serialize};
 
 use super::cut::Layout;
-use super::identity::call_identity;
 use super::failed::is_failed_result;
+use super::identity::call_identity;
 use super::pairs::Pairs;
 use super::stub::{is_stub, stub_text};
 use crate::message::Message;
@@ -87,7 +87,9 @@ pub fn eligible(messages: &[Message], pairs: &Pairs, layout: &Layout, rules: Agi
     let mut superseded = vec![false; messages.len()];
     let mut protected = vec![false; messages.len()];
     for i in (0..messages.len()).rev() {
-        let Some(identity) = identities[i].as_deref() else { continue };
+        let Some(identity) = identities[i].as_deref() else {
+            continue;
+        };
         if answers.get(identity).is_none_or(|&count| count < 2) {
             continue;
         }

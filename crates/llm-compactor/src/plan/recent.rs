@@ -46,9 +46,8 @@ pub fn cut_middle(text: &str, keep: usize) -> Option<String> {
     let chars = text.chars().count();
     let cut = chars.checked_sub(keep)?;
     let head = keep / 2;
-    let marker = format!(
-        "\n[... {cut} characters cut from the middle of this tool result by the context compactor ...]\n"
-    );
+    let marker =
+        format!("\n[... {cut} characters cut from the middle of this tool result by the context compactor ...]\n");
     if cut <= marker.chars().count() {
         return None;
     }

@@ -12,8 +12,11 @@
 //!   synthetic answer ([`SYNTHETIC_ANSWER`]) placed right after the answers that exist
 //!   (or right after the turn). Calls of the last turn that are followed only by their
 //!   own answers are pending, not missing: the agent is about to run them;
-//! - two tool calls with the same id cannot be told apart by any provider: that is
-//!   refused ([`RepairError`]) with the index of the second one, not guessed at.
+//! - two tool calls with the same id in one turn, or an id reused while the earlier call
+//!   with it is still unanswered, cannot be told apart by any provider: that is refused
+//!   ([`RepairError`]) with the index of the second one, not guessed at. An id reused
+//!   after its earlier call was answered is accepted (gpt-4o trajectories do this, and
+//!   each result pairs with the nearest call before it).
 
 use std::collections::HashSet;
 
@@ -62,7 +65,8 @@ pub struct RepairError {
 /// The repairs `messages` needs, in input order (none for a well-formed conversation).
 ///
 /// # Errors
-/// A tool call id used twice (the index is the message with the second use).
+/// A tool call id used twice in one turn, or again before its earlier call was answered
+/// (the index is the message with the second use).
 ///
 /// ```
 /// use llm_compactor::message::{Message, ToolCall};
@@ -80,19 +84,30 @@ pub struct RepairError {
 /// assert_eq!(repaired[1].tool_call_id.as_deref(), Some("a"));
 /// ```
 pub fn plan_repairs(messages: &[Message]) -> Result<Vec<Repair>, RepairError> {
-    let mut seen: HashSet<&str> = HashSet::new();
+    // An id may be reused once its earlier call was answered (gpt-4o trajectories do,
+    // and OpenAI-compatible servers pair them in order); reused within one turn, or
+    // while the earlier call with it is still unanswered, it is ambiguous.
+    let mut open: HashSet<&str> = HashSet::new();
     for (index, message) in messages.iter().enumerate() {
+        if message.is_tool_result()
+            && let Some(id) = message.tool_call_id.as_deref()
+        {
+            open.remove(id);
+        }
+        let mut own: HashSet<&str> = HashSet::new();
         for call in &message.tool_calls {
-            if !seen.insert(call.id.as_str()) {
+            if !own.insert(call.id.as_str()) || open.contains(call.id.as_str()) {
                 return Err(RepairError {
                     index,
                     problem: format!(
-                        "tool call id {:?} is used more than once; no provider can tell its results apart",
+                        "tool call id {:?} is used again before its earlier call was answered; no provider can \
+                         tell their results apart",
                         call.id
                     ),
                 });
             }
         }
+        open.extend(own);
     }
     let pairs = Pairs::build(messages);
     let mut repairs = Vec::new();

@@ -100,7 +100,10 @@ impl Session {
 
     /// The repair line (by id), and the replayer after it: the conversation the pass's
     /// indices refer to.
-    fn plan_repair(&mut self, result: &CompactionResult) -> Result<(Option<(String, RepairRecord)>, Replayer), SessionError> {
+    fn plan_repair(
+        &mut self,
+        result: &CompactionResult,
+    ) -> Result<(Option<(String, RepairRecord)>, Replayer), SessionError> {
         let mut replay = self.replayer().clone();
         if result.repairs.is_empty() {
             return Ok((None, replay));
@@ -109,7 +112,9 @@ impl Session {
         let mut record = RepairRecord::default();
         for repair in &result.repairs {
             match repair {
-                Repair::DroppedOrphan { index, .. } => record.dropped.push(self.id_in(&messages, *index, "repair index")?),
+                Repair::DroppedOrphan { index, .. } => {
+                    record.dropped.push(self.id_in(&messages, *index, "repair index")?)
+                }
                 Repair::SyntheticAnswer {
                     after,
                     tool_call_id,

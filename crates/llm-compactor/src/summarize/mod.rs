@@ -11,4 +11,6 @@ pub use chunk::{next_chunk, render_units};
 pub use failure::{FailureClass, FailureKind, SummarizerError};
 pub use prompts::{DEFAULT_CARRY, DEFAULT_INSTRUCTION, DEFAULT_TIGHTEN, Prompts};
 pub use summarizer::{StopReason, Summarizer, SummaryReply, SummaryRequest};
-pub use transcript::{REASONING_OMITTED, escape_body, is_role_header, render_message, render_transcript, truncate_marked};
+pub use transcript::{
+    REASONING_OMITTED, escape_body, is_role_header, render_message, render_transcript, truncate_marked,
+};
