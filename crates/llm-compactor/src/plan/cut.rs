@@ -64,6 +64,11 @@ pub fn layout(messages: &[Message], keep_recent: usize) -> Layout {
 pub fn layout_with(messages: &[Message], pairs: &Pairs, keep_recent: usize) -> Layout {
     let n = messages.len();
     let mut start = n.saturating_sub(keep_recent);
+    // A last turn still waiting for its results is always recent: a summary placed
+    // after it would leave its calls unanswered.
+    if let Some(turn) = pending_turn(messages) {
+        start = start.min(turn);
+    }
     // The earliest non-sticky asking turn of any result at or after each index.
     let mut earliest_asker = vec![usize::MAX; n + 1];
     for i in (0..n).rev() {
@@ -95,4 +100,13 @@ pub fn layout_with(messages: &[Message], pairs: &Pairs, keep_recent: usize) -> L
         recent_start: start,
         middle,
     }
+}
+
+/// The index of the last turn when it asked for tools and nothing but tool results
+/// follows it (its calls may still be waiting for their results).
+pub(crate) fn pending_turn(messages: &[Message]) -> Option<usize> {
+    messages
+        .iter()
+        .rposition(|m| !m.is_tool_result())
+        .filter(|&t| !messages[t].tool_calls.is_empty())
 }

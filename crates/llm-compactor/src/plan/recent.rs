@@ -93,7 +93,10 @@ pub fn fit_recent(
         .iter()
         .rposition(|m| m.role == Role::User && !m.is_sticky())
         .filter(|&u| u >= layout.recent_start);
-    let limit = newest_user.unwrap_or(n - 1);
+    let mut limit = newest_user.unwrap_or(n - 1);
+    if let Some(turn) = super::cut::pending_turn(messages) {
+        limit = limit.min(turn);
+    }
     let valid = |s: usize| s < n && !messages[s].is_tool_result() && earliest_asker[s] >= s;
     let boundaries: Vec<usize> = (layout.recent_start..=limit).filter(|&s| valid(s)).collect();
     let start = boundaries
