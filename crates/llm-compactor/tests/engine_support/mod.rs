@@ -239,7 +239,8 @@ pub fn replay(input: &[Message], result: &CompactionResult) -> Vec<Message> {
     let mut out: Vec<Message> = elided[..=cut]
         .iter()
         .zip(pins)
-        .filter_map(|(m, pin)| pin.then(|| m.clone()))
+        .filter(|(_, pin)| *pin)
+        .map(|(m, _)| m.clone())
         .collect();
     out.push(Message::user(result.summary.clone()));
     out.extend(elided[cut + 1..].iter().cloned());
