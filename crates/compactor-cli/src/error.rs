@@ -9,6 +9,9 @@ pub enum CliError {
     Usage(String),
     /// The command ran and failed.
     Failed(String),
+    /// The reader of stdout or stderr went away (`| head`): stop quietly, exit 0, as
+    /// Unix tools do.
+    BrokenPipe,
 }
 
 impl CliError {
@@ -17,6 +20,7 @@ impl CliError {
         match self {
             CliError::Usage(_) => 2,
             CliError::Failed(_) => 1,
+            CliError::BrokenPipe => 0,
         }
     }
 
@@ -30,6 +34,7 @@ impl fmt::Display for CliError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             CliError::Usage(msg) | CliError::Failed(msg) => f.write_str(msg),
+            CliError::BrokenPipe => f.write_str("broken pipe"),
         }
     }
 }

@@ -1,6 +1,7 @@
 //! Reading inputs (`FILE` or `-` for stdin) and writing outputs (`-o FILE` or stdout).
 
 use std::io::{Read, Write};
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::Path;
 
 use llm_compactor::format::{Document, Format};
@@ -35,21 +36,49 @@ pub fn read_document(input: &str, format: Option<Format>) -> Result<Document, Cl
     Document::from_bytes(&bytes, format, &source_name(input)).map_err(CliError::failed)
 }
 
-/// Writes `text` (plus a newline) to `-o FILE` atomically, or to stdout.
+/// Writes `text` (plus a newline) to `-o FILE` atomically, or to stdout. A new file
+/// gets mode 0644; see [`write_output_for`] to keep a private input private.
 pub fn write_output(output: Option<&Path>, text: &str) -> Result<(), CliError> {
+    write_output_for(None, output, text)
+}
+
+/// The permission bits of a file `-o` writes: those of the file it replaces; for a new
+/// file, 0600 when the input (`FILE`, not stdin) is private (no group or other bits),
+/// else 0644. Never wider than what was there.
+fn output_mode(input: Option<&str>, path: &Path) -> u32 {
+    if let Ok(meta) = std::fs::metadata(path) {
+        return meta.permissions().mode() & 0o7777;
+    }
+    let private = input
+        .filter(|i| *i != "-")
+        .and_then(|i| std::fs::metadata(i).ok())
+        .is_some_and(|meta| meta.permissions().mode() & 0o077 == 0);
+    if private { 0o600 } else { 0o644 }
+}
+
+/// [`write_output`] for a command that read `input`: the file written takes the mode of
+/// the file it replaces, or (new) stays private when the input was. Temp files a killed
+/// run left beside the output are swept first.
+pub fn write_output_for(input: Option<&str>, output: Option<&Path>, text: &str) -> Result<(), CliError> {
     match output {
         Some(path) => {
             let dir = path
                 .parent()
                 .filter(|p| !p.as_os_str().is_empty())
                 .unwrap_or(Path::new("."));
-            let tmp = dir.join(format!(
-                ".{}.tmp-{}",
-                path.file_name().and_then(|n| n.to_str()).unwrap_or("out"),
-                std::process::id()
-            ));
+            let prefix = format!(".{}.tmp-", path.file_name().and_then(|n| n.to_str()).unwrap_or("out"));
+            llm_compactor::stale::sweep(dir, &prefix);
+            let tmp = dir.join(format!("{prefix}{}", std::process::id()));
+            let mode = output_mode(input, path);
             let write = || -> std::io::Result<()> {
-                let mut file = std::fs::File::create(&tmp)?;
+                let _ = std::fs::remove_file(&tmp);
+                let mut file = std::fs::OpenOptions::new()
+                    .write(true)
+                    .create_new(true)
+                    .mode(mode)
+                    .open(&tmp)?;
+                // The umask may have narrowed it; set exactly what the replaced file had.
+                file.set_permissions(std::fs::Permissions::from_mode(mode))?;
                 file.write_all(text.as_bytes())?;
                 file.write_all(b"\n")?;
                 file.sync_all()?;
@@ -60,13 +89,6 @@ pub fn write_output(output: Option<&Path>, text: &str) -> Result<(), CliError> {
                 CliError::Failed(format!("{}: {e}", path.display()))
             })
         }
-        None => {
-            let mut stdout = std::io::stdout().lock();
-            match writeln!(stdout, "{text}").and_then(|()| stdout.flush()) {
-                // A reader that stopped early (`| head`) is not our failure.
-                Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
-                other => other.map_err(|e| CliError::Failed(format!("<stdout>: {e}"))),
-            }
-        }
+        None => crate::out::stdout_line(text),
     }
 }

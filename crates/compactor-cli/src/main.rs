@@ -5,6 +5,7 @@
 mod cmd;
 mod error;
 mod io;
+mod out;
 
 use clap::{Parser, Subcommand};
 
@@ -41,7 +42,11 @@ fn main() {
         Ok(cli) => cli,
         Err(err) => {
             let code = if err.use_stderr() { 2 } else { 0 };
-            let _ = err.print();
+            // `--help > /dev/full` is a failure too; a closed pipe is not.
+            let code = match err.print() {
+                Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => 1,
+                _ => code,
+            };
             std::process::exit(code);
         }
     };
@@ -54,8 +59,12 @@ fn main() {
         Command::Simulate(args) => cmd::simulate::run(args),
         Command::Model(args) => cmd::model::run(args),
     };
-    if let Err(err) = outcome {
-        eprintln!("compactor: {err}");
-        std::process::exit(err.exit_code());
+    match outcome {
+        Ok(()) => {}
+        Err(CliError::BrokenPipe) => std::process::exit(0),
+        Err(err) => {
+            out::stderr_best_effort(&format!("compactor: {err}"));
+            std::process::exit(err.exit_code());
+        }
     }
 }

@@ -15,7 +15,7 @@
 //! Layout: [`message`] (model, canonical JSON, digest), [`mod@format`] (wire formats),
 //! [`count`] (token counters), [`plan`] (the pure planning core), [`summarize`] (the
 //! summarizer port), [`compactor`] (the async shell), [`backend`] (summarizer backends),
-//! [`session`] (the replayable transcript), [`simulate`] (the cost simulator), [`store`] (durable, shareable session stores).
+//! [`session`] (the replayable transcript), [`simulate`] (the cost simulator), [`store`] (durable, shareable session stores), [`stale`] (sweeping temp files killed processes left).
 
 #![warn(missing_docs)]
 
@@ -27,6 +27,7 @@ pub mod message;
 pub mod plan;
 pub mod session;
 pub mod simulate;
+pub mod stale;
 pub mod store;
 pub mod summarize;
 mod usage;

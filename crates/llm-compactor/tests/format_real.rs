@@ -34,15 +34,32 @@ fn every_mini_swe_agent_trajectory_converts_to_valid_openai_and_anthropic() {
         let name = path.display().to_string();
         let doc = Document::read_path(&path, None).unwrap();
         let calls: usize = doc.messages().iter().map(|m| m.tool_calls.len()).sum();
-        let results = doc.messages().iter().filter(|m| m.role == Role::Tool).count();
 
         let openai = doc.to_format(Format::OpenAi).unwrap();
         format_validate::assert_valid_openai(&openai, &name);
         let reread = Document::from_value(openai.clone(), None, &name).unwrap();
+        // Tool results as converted (the `exit` record may have become one).
+        let results = reread.messages().iter().filter(|m| m.role == Role::Tool).count();
+        let texts: Vec<String> = reread
+            .messages()
+            .iter()
+            .filter(|m| m.role == Role::Tool)
+            .map(|m| m.text())
+            .collect();
         assert_eq!(reread.format(), Format::OpenAi);
         assert_eq!(reread.to_value(), openai);
-        // Only the bookkeeping `exit` record is dropped.
-        assert_eq!(reread.messages().len(), doc.messages().len() - 1, "{name}");
+        // Nothing is dropped: the bookkeeping `exit` record becomes a labelled message (the
+        // final call's result when that call is still open, else a user message).
+        assert_eq!(reread.messages().len(), doc.messages().len(), "{name}");
+        assert!(
+            reread
+                .messages()
+                .last()
+                .unwrap()
+                .text()
+                .starts_with("[message of role \"exit\"]"),
+            "{name}"
+        );
 
         let anthropic = doc.to_format(Format::Anthropic).unwrap();
         format_validate::assert_valid_anthropic(&anthropic, &name);
@@ -58,12 +75,6 @@ fn every_mini_swe_agent_trajectory_converts_to_valid_openai_and_anthropic() {
             results
         );
         // The texts survive the trip: every tool result's text is found again.
-        let texts: Vec<String> = doc
-            .messages()
-            .iter()
-            .filter(|m| m.role == Role::Tool)
-            .map(|m| m.text())
-            .collect();
         let back: Vec<String> = reread
             .messages()
             .iter()

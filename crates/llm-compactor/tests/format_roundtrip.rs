@@ -4,6 +4,7 @@
 //! Anthropic is lossless on the subset the module docs promise.
 
 use llm_compactor::format::{Document, Format};
+use llm_compactor::message::Role;
 use proptest::collection::vec;
 use proptest::option;
 use proptest::prelude::*;
@@ -305,8 +306,20 @@ fn round_trip(value: &Value, format: Format) -> Result<(), TestCaseError> {
         prop_assert_eq!(detected, Ok(format));
     }
     // Every conversion re-imports as its target format.
+    // (A message of a role no target knows that carries tool calls has no faithful form:
+    // the conversion refuses it, naming its index, rather than dropping it.)
+    let unmappable = doc
+        .messages()
+        .iter()
+        .position(|m| matches!(m.role, Role::Other(_)) && !m.tool_calls.is_empty());
     for target in Format::ALL {
-        let converted = doc.to_format(target).unwrap();
+        let converted = match (doc.to_format(target), unmappable) {
+            (Err(e), Some(index)) if target != format => {
+                prop_assert_eq!(e.index, Some(index));
+                continue;
+            }
+            (converted, _) => converted.unwrap(),
+        };
         let again = Document::from_value(converted.clone(), Some(target), "converted.json")
             .map_err(|e| TestCaseError::fail(format!("{format} -> {target} does not re-import: {e}\n{converted:#}")))?;
         prop_assert_eq!(again.to_value(), converted);

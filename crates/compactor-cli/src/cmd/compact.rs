@@ -10,6 +10,7 @@ use serde_json::{Value, json};
 use super::compact_opts::CompactOpts;
 use crate::error::CliError;
 use crate::io;
+use crate::out::escape_controls;
 
 /// Compact a conversation: write it back in its own format, report on stderr.
 #[derive(clap::Args, Debug)]
@@ -40,9 +41,8 @@ pub fn run(args: Args) -> Result<(), CliError> {
     } else {
         serde_json::to_string_pretty(&compacted.to_value()).map_err(CliError::failed)?
     };
-    io::write_output(args.output.as_deref(), &text)?;
-    eprint!("{}", human_report(&result, counter.name(), started.elapsed()));
-    Ok(())
+    io::write_output_for(Some(&args.input), args.output.as_deref(), &text)?;
+    crate::out::stderr(&human_report(&result, counter.name(), started.elapsed()))
 }
 
 /// Two bars, before and after, on one scale.
@@ -85,7 +85,8 @@ pub fn result_json(document: &Document, result: &CompactionResult) -> Value {
     })
 }
 
-/// The human report printed on stderr.
+/// The human report printed on stderr. Text from the model or the conversation (the
+/// summary, stubs, attempt notes) has its control characters escaped.
 pub fn human_report(result: &CompactionResult, counter: &str, elapsed: std::time::Duration) -> String {
     let mut out = String::new();
     let what = if result.is_noop() {
@@ -107,7 +108,11 @@ pub fn human_report(result: &CompactionResult, counter: &str, elapsed: std::time
     }
     const SHOWN: usize = 8;
     for elision in result.elisions.iter().take(SHOWN) {
-        out.push_str(&format!("  elided #{}: {}\n", elision.index, elision.stub));
+        out.push_str(&format!(
+            "  elided #{}: {}\n",
+            elision.index,
+            escape_controls(&elision.stub)
+        ));
     }
     if result.elisions.len() > SHOWN {
         out.push_str(&format!("  ... and {} more\n", result.elisions.len() - SHOWN));
@@ -119,7 +124,7 @@ pub fn human_report(result: &CompactionResult, counter: &str, elapsed: std::time
             .map(|a| {
                 let mut s = format!("{:?} {:?}", a.kind, a.outcome).to_lowercase();
                 if let Some(note) = &a.note {
-                    s.push_str(&format!(" ({note})"));
+                    s.push_str(&format!(" ({})", escape_controls(note)));
                 }
                 s
             })
@@ -136,7 +141,7 @@ pub fn human_report(result: &CompactionResult, counter: &str, elapsed: std::time
             "compactor: {label} inserted for messages 0..={}:\n",
             result.cut_index
         ));
-        for line in result.summary.lines() {
+        for line in escape_controls(&result.summary).lines() {
             out.push_str(&format!("  | {line}\n"));
         }
     }

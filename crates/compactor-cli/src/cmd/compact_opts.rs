@@ -7,6 +7,7 @@ use llm_compactor::count::{TokenCounter, counter_by_name};
 use llm_compactor::format::Format;
 use llm_compactor::{CompactOptions, CompactionResult, Compactor, CompactorConfig, Message};
 
+use super::ranges;
 use super::summarizer::SummarizerOpts;
 
 /// The summary budget used with the local model unless `--summary-max-tokens` says
@@ -56,42 +57,42 @@ pub struct CompactOpts {
     #[arg(long, value_enum, default_value_t = FormatChoice::Auto)]
     pub format: FormatChoice,
     /// The context window in tokens.
-    #[arg(long, default_value_t = 128_000)]
+    #[arg(long, default_value_t = 128_000, value_parser = ranges::tokens)]
     pub budget: usize,
     /// Compaction is needed above budget x this (default 0.8).
-    #[arg(long)]
+    #[arg(long, value_parser = ranges::ratio)]
     pub trigger_ratio: Option<f64>,
     /// A pass aims at budget x this (default 0.4).
-    #[arg(long)]
+    #[arg(long, value_parser = ranges::ratio)]
     pub target_ratio: Option<f64>,
     /// Aim at this many tokens instead (also judges acceptance and exhaustion).
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = ranges::tokens)]
     pub target: Option<usize>,
     /// Messages kept verbatim at the end (default 6).
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = ranges::messages)]
     pub keep_recent: Option<usize>,
     /// Cap in chars on tool results and call arguments in the summarizer's input (default 2000).
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = ranges::chars)]
     pub tool_result_cap: Option<usize>,
     /// Stub fat old tool results before summarizing.
     #[arg(long)]
     pub age_observations: bool,
     /// A result must be longer than this (chars) to be stubbed (default 2048).
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = ranges::chars)]
     pub age_min_chars: Option<usize>,
     /// The aging epoch in chars (default 49152).
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = ranges::chars)]
     pub age_reclaim_min: Option<usize>,
     /// Token cap of the recent window (default: half the target): it shrinks to fit,
     /// and the newest turn's biggest tool results are cut head-and-tail when it alone is over.
     #[arg(long, value_name = "TOKENS")]
     pub max_recent_tokens: Option<usize>,
     /// Summarizer attempts in total (default 3).
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = ranges::attempts)]
     pub max_attempts: Option<u32>,
     /// Output budget of one summary request, in tokens (default 2048; 512 with the local
     /// model, whose small default model otherwise rambles to whatever budget it gets).
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = ranges::tokens_u32)]
     pub summary_max_tokens: Option<u32>,
     /// The token counter.
     #[arg(long, value_enum, default_value_t = CounterChoice::O200k)]
@@ -152,7 +153,9 @@ impl CompactOpts {
         runtime.block_on(async {
             let interrupt = tokio::spawn(async move {
                 if tokio::signal::ctrl_c().await.is_ok() {
-                    eprintln!("compactor: interrupted: cancelling the summarizer; the pass ends in the hard trim");
+                    crate::out::stderr_best_effort(
+                        "compactor: interrupted: cancelling the summarizer; the pass ends in the hard trim",
+                    );
                     cancel.cancel();
                 }
             });

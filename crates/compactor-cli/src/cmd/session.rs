@@ -19,6 +19,7 @@ use crate::cmd::compact::{human_report, result_json};
 use crate::cmd::compact_opts::CompactOpts;
 use crate::cmd::convert::{FormatArg, FromArg};
 use crate::error::CliError;
+use crate::out::escape_controls;
 
 /// The `session-meta` key that remembers the wire format a session was imported from, so
 /// that replay converts from the right shape.
@@ -41,6 +42,8 @@ enum Command {
     Replay(ReplayArgs),
     /// Show a transcript's timeline: messages, elisions, compactions.
     Inspect(InspectArgs),
+    /// Write a session held in a store (`--store postgres://…`) to a JSONL transcript.
+    Export(crate::cmd::session_store::ExportArgs),
 }
 
 /// `compactor session replay`.
@@ -80,8 +83,15 @@ struct ImportArgs {
     /// The conversation file, or `-` for stdin.
     input: String,
     /// The new transcript (must not exist; created with mode 0600).
-    #[arg(short, long)]
-    output: PathBuf,
+    #[arg(short, long, required_unless_present = "store")]
+    output: Option<PathBuf>,
+    /// Instead: put the transcript FILE into this store (`postgres://…`, `memory:`),
+    /// line for line.
+    #[arg(long, conflicts_with = "output")]
+    store: Option<String>,
+    /// The session key in the store (default: the file's name without extension).
+    #[arg(long, requires = "store")]
+    session: Option<String>,
     /// The input's format.
     #[arg(long, value_enum, default_value = "auto")]
     from: FromArg,
@@ -102,23 +112,30 @@ pub fn run(args: Args) -> Result<(), CliError> {
         Command::Compact(args) => compact(*args),
         Command::Replay(args) => replay(args),
         Command::Inspect(args) => inspect(args),
+        Command::Export(args) => crate::cmd::session_store::export(args),
     }
 }
 
 fn read(path: &std::path::Path) -> Result<Transcript, CliError> {
     let transcript = Transcript::read(path).map_err(CliError::failed)?;
     if let Some(torn) = transcript.torn_tail() {
-        eprintln!(
+        crate::out::stderr_line(&format!(
             "compactor: warning: {}:{}: torn final line ({} bytes) ignored; it is repaired when the session is next opened for writing",
             path.display(),
             torn.line,
             torn.bytes
-        );
+        ))?;
     }
     Ok(transcript)
 }
 
 fn import(args: ImportArgs) -> Result<(), CliError> {
+    if let Some(store) = &args.store {
+        return crate::cmd::session_store::import(&args.input, store, args.session.clone());
+    }
+    let output = args
+        .output
+        .ok_or_else(|| CliError::Usage("give -o FILE or --store URL".to_owned()))?;
     let from = match args.from {
         FromArg::Auto => None,
         FromArg::OpenAi => Some(Format::OpenAi),
@@ -132,14 +149,15 @@ fn import(args: ImportArgs) -> Result<(), CliError> {
         "imported_from".into(),
         Value::String(crate::io::source_name(&args.input)),
     );
-    let mut session = Session::create(&args.output, SessionOptions::new().meta(meta)).map_err(CliError::failed)?;
     let count = document.messages().len();
-    for message in document.into_messages() {
-        session.append_message(message).map_err(CliError::failed)?;
-    }
-    session.sync().map_err(CliError::failed)?;
-    eprintln!("compactor: imported {count} messages into {}", args.output.display());
-    Ok(())
+    // Atomic: the transcript appears whole, or not at all (a killed import can be retried).
+    let session = Session::create_with_messages(&output, SessionOptions::new().meta(meta), document.into_messages())
+        .map_err(CliError::failed)?;
+    drop(session);
+    crate::out::stderr_line(&format!(
+        "compactor: imported {count} messages into {}",
+        output.display()
+    ))
 }
 
 /// The format a session was imported from (OpenAI when it does not say).
@@ -156,12 +174,12 @@ fn compact(args: CompactArgs) -> Result<(), CliError> {
     let (compactor, counter) = args.opts.compactor(!args.json)?;
     let (mut session, report) = Session::open(&args.session, SessionOptions::new()).map_err(CliError::failed)?;
     if let Some(torn) = report.repaired {
-        eprintln!(
+        crate::out::stderr_line(&format!(
             "compactor: warning: {}:{}: repaired a torn final line ({} bytes removed)",
             args.session.display(),
             torn.line,
             torn.bytes
-        );
+        ))?;
     }
     let result = args.opts.run_pass(&compactor, session.messages())?;
     let recorded = session.record_result(&result).map_err(CliError::failed)?;
@@ -171,7 +189,7 @@ fn compact(args: CompactArgs) -> Result<(), CliError> {
         let text = serde_json::to_string_pretty(&result_json(&document, &result)).map_err(CliError::failed)?;
         crate::io::write_output(None, &text)?;
     }
-    eprint!("{}", human_report(&result, counter.name(), started.elapsed()));
+    crate::out::stderr(&human_report(&result, counter.name(), started.elapsed()))?;
     let mut lines = Vec::new();
     if let Some(id) = &recorded.elision_id {
         lines.push(format!("elision {id}"));
@@ -180,15 +198,14 @@ fn compact(args: CompactArgs) -> Result<(), CliError> {
         lines.push(format!("compaction {id}"));
     }
     if lines.is_empty() {
-        eprintln!("compactor: nothing appended to {}", args.session.display());
+        crate::out::stderr_line(&format!("compactor: nothing appended to {}", args.session.display()))
     } else {
-        eprintln!(
+        crate::out::stderr_line(&format!(
             "compactor: appended to {}: {}",
             args.session.display(),
             lines.join(", ")
-        );
+        ))
     }
-    Ok(())
 }
 
 /// The conversation as a document of `target`, converted from the format it was imported
@@ -208,7 +225,7 @@ fn replay(args: ReplayArgs) -> Result<(), CliError> {
         let value = export(&transcript, args.to.into())?;
         serde_json::to_string_pretty(&value).map_err(CliError::failed)?
     } else {
-        render_conversation(transcript.messages())
+        escape_controls(&render_conversation(transcript.messages()))
     };
     crate::io::write_output(None, text.trim_end())
 }
@@ -219,10 +236,15 @@ fn render_conversation(messages: &[Message]) -> String {
         let _ = writeln!(out, "[{}]", message.role);
         let text = message.text();
         if !text.is_empty() {
-            let _ = writeln!(out, "{text}");
+            let _ = writeln!(out, "{}", escape_controls(&text));
         }
         for call in &message.tool_calls {
-            let _ = writeln!(out, "-> calls {}({})", call.name, call.arguments);
+            let _ = writeln!(
+                out,
+                "-> calls {}({})",
+                escape_controls(&call.name),
+                escape_controls(&call.arguments)
+            );
         }
         out.push('\n');
     }
@@ -315,5 +337,5 @@ fn inspect(args: InspectArgs) -> Result<(), CliError> {
             torn.line, torn.bytes
         );
     }
-    crate::io::write_output(None, out.trim_end())
+    crate::io::write_output(None, escape_controls(out.trim_end()).as_str())
 }

@@ -29,7 +29,7 @@ pub struct Args {
     #[arg(required = true)]
     pub files: Vec<String>,
     /// The context window in tokens.
-    #[arg(long)]
+    #[arg(long, value_parser = super::ranges::tokens)]
     pub window: usize,
     /// Pricing preset: anthropic, openai-gpt5 or openai-4o.
     #[arg(long, default_value = "anthropic")]
@@ -160,11 +160,10 @@ pub fn run(args: Args) -> Result<(), CliError> {
     };
     if args.json {
         let text = serde_json::to_string_pretty(&summary).map_err(CliError::failed)?;
-        println!("{text}");
+        crate::out::stdout_line(&text)
     } else {
-        print!("{}", table(&summary, &totals, config.counter.name()));
+        crate::out::stdout(&table(&summary, &totals, config.counter.name()))
     }
-    Ok(())
 }
 
 /// The human table: every strategy with its ratio against `none`.

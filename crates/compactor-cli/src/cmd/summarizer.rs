@@ -62,7 +62,7 @@ pub struct SummarizerOpts {
     #[arg(long, value_name = "CMD")]
     pub summarizer_cmd: Option<String>,
     /// Seconds before a summarizer call is abandoned (and retried).
-    #[arg(long, value_name = "SECS")]
+    #[arg(long, value_name = "SECS", value_parser = super::ranges::seconds)]
     pub summarizer_timeout: Option<f64>,
     /// The options of `--summarizer openai|anthropic` (boxed: they would make every
     /// command that flattens these options large).
@@ -174,7 +174,7 @@ impl SummarizerOpts {
             SummarizerKind::Local => "local",
             _ => "none",
         };
-        eprintln!("compactor: summarizer auto: {name} ({why})");
+        crate::out::stderr_line(&format!("compactor: summarizer auto: {name} ({why})"))?;
         Ok((kind, args))
     }
 }

@@ -194,7 +194,13 @@ impl ModelStore {
         tokio::fs::create_dir_all(&self.dir)
             .await
             .map_err(|e| ModelStoreError::io("create", &self.dir, e))?;
-        let staging = self.dir.join(format!(".fetch-{}", uuid::Uuid::new_v4().simple()));
+        // Staging dirs of killed fetches are swept; the PID in the name tells them apart.
+        crate::stale::sweep(&self.dir, ".fetch-");
+        let staging = self.dir.join(format!(
+            ".fetch-{}-{}",
+            std::process::id(),
+            uuid::Uuid::new_v4().simple()
+        ));
         tokio::fs::create_dir_all(&staging)
             .await
             .map_err(|e| ModelStoreError::io("create", &staging, e))?;

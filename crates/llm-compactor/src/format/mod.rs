@@ -40,7 +40,11 @@
 //!   `citations`) are dropped; only OpenAI's `refusal`, `audio` and `annotations` survive
 //!   into OpenAI-shaped targets. Tool-call extras (`index`, `type`) are dropped and
 //!   OpenAI calls get `type: "function"`.
-//! - Messages of roles neither format knows (mini-swe-agent's `exit`) are dropped.
+//! - Messages of roles neither format knows are never dropped silently: a `function`
+//!   message answering a call becomes that call's tool result, anything else (mini-swe-
+//!   agent's `exit`) a user message labelled with its role; an unknown role with tool
+//!   calls is refused with the message index. [`Document::to_format_lossy`] drops them
+//!   instead and reports each one.
 //! - OpenAI → Anthropic: leading `system`/`developer` messages become the top-level
 //!   `system` (a string for one text message, else text blocks); later ones become user
 //!   turns. Consecutive tool messages (and a user message right after them) become one
@@ -73,6 +77,7 @@ mod detect;
 mod mini_swe_agent;
 mod openai;
 pub mod openhands;
+mod roles;
 mod wire;
 
 use std::fmt;
@@ -85,6 +90,7 @@ use crate::message::{Message, Role, ToolCall};
 
 pub use anthropic::ANTHROPIC_HINT_KEY;
 pub use detect::{DetectError, detect};
+pub use roles::DroppedMessage;
 
 /// A supported wire format.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
@@ -281,21 +287,39 @@ impl Document {
     }
 
     /// The document converted to `target` (its own format gives [`Document::to_value`]).
-    /// See the module docs for what a conversion drops.
+    /// See the module docs for what a conversion drops. No message is ever dropped:
+    /// a message of a role the target cannot express gets the nearest faithful form
+    /// (see [`Document::to_format_lossy`] to drop them instead).
     ///
     /// # Errors
-    /// None today; the `Result` leaves room for conversions that must refuse.
+    /// A message that has no faithful form in `target` (an unknown role with tool
+    /// calls); the error names its index.
     pub fn to_format(&self, target: Format) -> Result<Value, FormatError> {
+        self.convert(target, false).map(|(value, _)| value)
+    }
+
+    /// [`Document::to_format`], but a message of a role the target cannot express is
+    /// dropped rather than mapped; every drop is returned (and logged as a warning).
+    ///
+    /// # Errors
+    /// None today; the `Result` matches [`Document::to_format`].
+    pub fn to_format_lossy(&self, target: Format) -> Result<(Value, Vec<DroppedMessage>), FormatError> {
+        self.convert(target, true)
+    }
+
+    fn convert(&self, target: Format, lossy: bool) -> Result<(Value, Vec<DroppedMessage>), FormatError> {
         if target == self.format {
-            return Ok(self.to_value());
+            return Ok((self.to_value(), Vec::new()));
         }
-        let messages = convert::normalize(&self.messages, target);
+        let (expressed, dropped) = roles::express_roles(&self.messages, lossy)
+            .map_err(|(index, problem)| FormatError::at(&format!("conversion to {target}"), index, problem))?;
+        let messages = convert::normalize(&expressed, target);
         let envelope = convert::map_envelope(self.format, target, &self.envelope);
         let mut value = write(target, &messages, &envelope);
         if target == Format::Anthropic {
             convert::merge_consecutive_turns(&mut value);
         }
-        Ok(value)
+        Ok((value, dropped))
     }
 }
 

@@ -67,9 +67,8 @@ pub(crate) struct Decoded {
     pub record: Record,
 }
 
-/// Decodes one line (without its newline). The error is the problem in words.
-pub(crate) fn decode(line: &str) -> Result<Decoded, String> {
-    let value: Value = serde_json::from_str(line).map_err(|e| format!("not valid JSON: {e}"))?;
+/// Decodes one line, already parsed as JSON. The error is the problem in words.
+pub(crate) fn decode_value(value: Value) -> Result<Decoded, String> {
     let Value::Object(mut object) = value else {
         return Err("an envelope must be a JSON object".to_owned());
     };

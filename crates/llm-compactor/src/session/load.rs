@@ -1,11 +1,19 @@
 //! Reading a transcript: strict about everything except a torn final line.
 //!
-//! A process killed mid-append leaves at most one partial line, at the end, with no
-//! newline. That is the one defect the loader tolerates (and [`super::repair`] removes):
-//! it is reported as a [`TornTail`], never silently used. Anything else that is wrong —
-//! bad JSON in the middle, a wrong version, a missing `session-meta`, an id that does not
-//! replay — is an error naming the file and the line, because guessing would make replay
-//! give back something other than the conversation that was live.
+//! A process killed mid-append leaves at most one partial line, at the end. That is the
+//! one defect the loader tolerates (and [`super::repair`] cuts off the file): it is
+//! reported as a [`TornTail`], never silently used. The rules, precisely:
+//!
+//! - Lines end in `\n` (a `\r` before it is JSON whitespace, so CRLF files read the
+//!   same). Blank lines are ignored anywhere.
+//! - The final (non-blank) line is torn only if it is not valid JSON (or not UTF-8),
+//!   whether or not it ends in a newline. A complete final line without a newline is
+//!   kept, as JSON Lines allows; the next append writes the newline first.
+//! - Anything else that is wrong — bad JSON before the final line, a wrong version, a
+//!   missing `session-meta`, an id that does not replay, a final line that is complete
+//!   JSON but not a valid envelope — is an error naming the file and the line, because
+//!   guessing would make replay give back something other than the conversation that
+//!   was live (and cutting a complete line would lose data).
 
 use std::path::{Path, PathBuf};
 
@@ -17,14 +25,15 @@ use super::record::{Entry, Record, SessionMeta};
 use super::replay::Replayer;
 use crate::message::Message;
 
-/// A partial final line (no terminating newline): what a crash mid-append leaves.
+/// A final line that is not valid JSON: what a crash mid-append leaves. Everything from
+/// its start to the end of the file is cut off by a repair.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct TornTail {
     /// Its 1-based line number.
     pub line: usize,
     /// Where it starts: the length of the good prefix.
     pub offset: u64,
-    /// How many bytes it has.
+    /// How many bytes it has (up to the end of the file).
     pub bytes: u64,
 }
 
@@ -37,6 +46,39 @@ pub struct Transcript {
     replayer: Replayer,
     good_len: u64,
     torn_tail: Option<TornTail>,
+    needs_newline: bool,
+}
+
+/// One physical line of the file: `start..end` without its `\n`.
+struct Line {
+    start: usize,
+    end: usize,
+}
+
+impl Line {
+    fn text<'a>(&self, bytes: &'a [u8]) -> &'a [u8] {
+        &bytes[self.start..self.end]
+    }
+
+    fn is_blank(&self, bytes: &[u8]) -> bool {
+        self.text(bytes).iter().all(u8::is_ascii_whitespace)
+    }
+}
+
+/// Splits at `\n`; a final line without one is a line too. (A `\r` before the `\n` is
+/// JSON whitespace, so CRLF files need nothing special.)
+fn split_lines(bytes: &[u8]) -> Vec<Line> {
+    let mut lines = Vec::new();
+    let mut start = 0;
+    while start < bytes.len() {
+        let end = bytes[start..]
+            .iter()
+            .position(|&b| b == b'\n')
+            .map_or(bytes.len(), |i| start + i);
+        lines.push(Line { start, end });
+        start = end + 1;
+    }
+    lines
 }
 
 impl Transcript {
@@ -64,24 +106,40 @@ impl Transcript {
         let mut entries = Vec::new();
         let mut replayer = Replayer::new();
         let mut meta = None;
-        let mut offset = 0usize;
         let mut torn_tail = None;
-        let mut number = 0usize;
-        while offset < bytes.len() {
-            number += 1;
-            let Some(end) = bytes[offset..].iter().position(|&b| b == b'\n').map(|i| offset + i) else {
-                torn_tail = Some(TornTail {
-                    line: number,
-                    offset: offset as u64,
-                    bytes: (bytes.len() - offset) as u64,
+        let lines = split_lines(bytes);
+        let last = lines.iter().rposition(|l| !l.is_blank(bytes));
+        for (index, line) in lines.iter().enumerate() {
+            if line.is_blank(bytes) {
+                continue;
+            }
+            let number = index + 1;
+            let raw = line.text(bytes);
+            let parsed = std::str::from_utf8(raw)
+                .map_err(|e| format!("not valid UTF-8: {e}"))
+                .and_then(|text| {
+                    serde_json::from_str::<serde_json::Value>(text).map_err(|e| format!("not valid JSON: {e}"))
                 });
-                break;
+            let value = match parsed {
+                Ok(value) => value,
+                // The final line is torn when it is not even JSON: a partial write.
+                Err(_) if Some(index) == last => {
+                    torn_tail = Some(TornTail {
+                        line: number,
+                        offset: line.start as u64,
+                        bytes: (bytes.len() - line.start) as u64,
+                    });
+                    break;
+                }
+                Err(problem) => {
+                    return Err(malformed(
+                        number,
+                        format!("{problem} (only a torn final line is tolerated)"),
+                    ));
+                }
             };
-            let raw = &bytes[offset..end];
-            offset = end + 1;
-            let text = std::str::from_utf8(raw).map_err(|e| malformed(number, format!("not valid UTF-8: {e}")))?;
-            let decoded = envelope::decode(text).map_err(|problem| malformed(number, problem))?;
-            if number == 1 {
+            let decoded = envelope::decode_value(value).map_err(|problem| malformed(number, problem))?;
+            if meta.is_none() {
                 match &decoded.record {
                     Record::Meta(m) => meta = Some(m.clone()),
                     other => {
@@ -111,6 +169,7 @@ impl Transcript {
             return Err(malformed(1, problem.to_owned()));
         };
         let good_len = torn_tail.as_ref().map_or(bytes.len() as u64, |t| t.offset);
+        let needs_newline = good_len > 0 && bytes[good_len as usize - 1] != b'\n';
         Ok(Transcript {
             path: path.to_owned(),
             meta,
@@ -118,6 +177,7 @@ impl Transcript {
             replayer,
             good_len,
             torn_tail,
+            needs_newline,
         })
     }
 
@@ -156,7 +216,19 @@ impl Transcript {
         self.good_len
     }
 
-    pub(crate) fn into_parts(self) -> (SessionMeta, Replayer, u64, Option<TornTail>) {
-        (self.meta, self.replayer, self.good_len, self.torn_tail)
+    /// True when the kept part of the file does not end in a newline (a complete final
+    /// line written without one, as JSON Lines allows): the next append writes one first.
+    pub fn needs_newline(&self) -> bool {
+        self.needs_newline
+    }
+
+    pub(crate) fn into_parts(self) -> (SessionMeta, Replayer, u64, Option<TornTail>, bool) {
+        (
+            self.meta,
+            self.replayer,
+            self.good_len,
+            self.torn_tail,
+            self.needs_newline,
+        )
     }
 }

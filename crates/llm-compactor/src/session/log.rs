@@ -115,6 +115,8 @@ pub struct Session {
     replayer: Replayer,
     options: SessionOptions,
     poisoned: bool,
+    /// The file ends in a complete line without its newline: write one before the next line.
+    needs_newline: bool,
 }
 
 impl std::fmt::Debug for Session {
@@ -147,6 +149,7 @@ impl Session {
             replayer: Replayer::new(),
             options,
             poisoned: false,
+            needs_newline: false,
         };
         let id = session.options.ids.next_id();
         session.append(id, Record::Meta(meta), true)?;
@@ -167,7 +170,7 @@ impl Session {
         let mut file = open_locked(&path)?;
         let bytes = read_all(&path, &mut file)?;
         let transcript = Transcript::parse(&path, &bytes)?;
-        let (meta, replayer, good_len, torn) = transcript.into_parts();
+        let (meta, replayer, good_len, torn, needs_newline) = transcript.into_parts();
         if let Some(torn) = &torn {
             file = rewrite_prefix(&path, &file, &bytes[..good_len as usize], torn)?;
         }
@@ -179,6 +182,7 @@ impl Session {
             replayer,
             options,
             poisoned: false,
+            needs_newline,
         };
         Ok((session, OpenReport { repaired: torn }))
     }
@@ -186,6 +190,11 @@ impl Session {
     /// The transcript file.
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// The file was linked into place under another name (an atomic import).
+    pub(super) fn set_path(&mut self, path: PathBuf) {
+        self.path = path;
     }
 
     /// The opening line's payload.
@@ -327,10 +336,14 @@ impl Session {
                 source,
             })?;
         let ts = format_timestamp(self.options.clock.now());
-        let line = envelope::encode_record(&id, &ts, &record).map_err(|e| SessionError::Encode {
+        let mut line = envelope::encode_record(&id, &ts, &record).map_err(|e| SessionError::Encode {
             path: self.path.clone(),
             problem: e.to_string(),
         })?;
+        if self.needs_newline {
+            // The kept final line was written without one (JSON Lines allows it).
+            line.insert(0, '\n');
+        }
         if let Err(e) = self.file.write_all(line.as_bytes()) {
             if self.file.set_len(self.len).is_err() {
                 self.poisoned = true;
@@ -338,6 +351,7 @@ impl Session {
             return Err(SessionError::io(&self.path, e));
         }
         self.len += line.len() as u64;
+        self.needs_newline = false;
         if sync {
             self.sync()?;
         }

@@ -24,6 +24,7 @@
 mod clock;
 mod envelope;
 mod error;
+mod import;
 mod load;
 mod lock;
 mod log;
@@ -32,6 +33,7 @@ mod pass;
 mod record;
 mod repair;
 mod replay;
+mod store_mirror;
 
 pub use clock::{Clock, FixedClock, IdSource, RandomIds, SequentialIds, SystemClock, format_timestamp};
 pub use envelope::VERSION;
@@ -50,3 +52,4 @@ pub use record::{
 };
 pub use repair::repair;
 pub use replay::{ReplayError, Replayer, summary_message};
+pub use store_mirror::{MirrorError, StoreMirror, restore_session};

@@ -4,6 +4,11 @@
 //! one that was there, and after it, it is the good prefix, whole. The temp file is
 //! created with the original's permission bits and locked before the rename, so the lock
 //! carries over to the repaired file.
+//!
+//! A transcript reached through a symbolic link is repaired where it really is: the link
+//! is resolved and the real file replaced, so the link keeps pointing at the one session
+//! (renaming over the link would replace it by a regular file and fork the session).
+//! Repair copies left by a killed repair are swept before a new one is made.
 
 use std::fs::File;
 use std::io::Write;
@@ -57,18 +62,22 @@ pub(crate) fn rewrite_prefix(
         .permissions()
         .mode()
         & 0o7777;
-    let temp = temp_path(path);
+    // Replace the file the path names, not a link on the way to it.
+    let real = std::fs::canonicalize(path).map_err(|e| SessionError::io(path, e))?;
+    let (dir, prefix_name) = temp_prefix(&real);
+    crate::stale::sweep(&dir, &prefix_name);
+    let temp = dir.join(format!("{prefix_name}{}", std::process::id()));
     let _ = std::fs::remove_file(&temp);
     let mut file = create_locked(&temp, mode)?;
     let written = file
         .write_all(prefix)
         .and_then(|()| file.sync_all())
-        .and_then(|()| std::fs::rename(&temp, path));
+        .and_then(|()| std::fs::rename(&temp, &real));
     if let Err(e) = written {
         let _ = std::fs::remove_file(&temp);
         return Err(SessionError::io(path, e));
     }
-    sync_parent(path)?;
+    sync_parent(&real)?;
     tracing::warn!(
         path = %path.display(),
         line = torn.line,
@@ -78,7 +87,12 @@ pub(crate) fn rewrite_prefix(
     Ok(file)
 }
 
-fn temp_path(path: &Path) -> PathBuf {
+/// The directory of a repair copy of `path` and its name up to the PID.
+fn temp_prefix(path: &Path) -> (PathBuf, String) {
     let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("session");
-    path.with_file_name(format!(".{name}.repair-{}", std::process::id()))
+    let dir = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    (dir.to_owned(), format!(".{name}.repair-"))
 }

@@ -41,6 +41,12 @@ pub enum ReplayError {
     /// `session-meta` somewhere other than the first line.
     #[error("session-meta may only be the first line")]
     MetaNotFirst,
+    /// An elision line that stubs nothing.
+    #[error("an elision line must stub at least one message")]
+    EmptyElision,
+    /// A line whose type is empty or only whitespace.
+    #[error("a line's type must not be blank")]
+    BlankType,
 }
 
 /// The conversation rebuilt so far, with the ids every line has used.
@@ -80,7 +86,8 @@ impl Replayer {
     /// Checks that a line with this envelope id and record would apply, without applying it.
     ///
     /// # Errors
-    /// A reused id, an unknown id, a misplaced `session-meta`.
+    /// A reused id, an unknown id, a misplaced `session-meta`, an elision that stubs
+    /// nothing, a blank line type.
     pub fn check(&self, id: &str, record: &Record) -> Result<(), ReplayError> {
         if self.used.contains(id) {
             return Err(ReplayError::DuplicateId { id: id.to_owned() });
@@ -88,6 +95,7 @@ impl Replayer {
         match record {
             Record::Meta(_) if !self.used.is_empty() => Err(ReplayError::MetaNotFirst),
             Record::Compaction(compaction) => self.known(&compaction.replaces_through_id, "replaces_through_id"),
+            Record::Elision(elision) if elision.items.is_empty() => Err(ReplayError::EmptyElision),
             Record::Elision(elision) => elision
                 .items
                 .iter()
@@ -109,6 +117,7 @@ impl Replayer {
                 }
                 Ok(())
             }
+            Record::Unknown { kind, .. } if kind.trim().is_empty() => Err(ReplayError::BlankType),
             _ => Ok(()),
         }
     }

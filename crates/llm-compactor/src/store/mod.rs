@@ -13,14 +13,22 @@
 //! pure planning core never sees it. Implementations: [`MemoryStore`] (tests, one
 //! process), and behind features an embedded SQLite file and a shared PostgreSQL.
 
+mod jsonl;
 mod memory;
+mod open;
+#[cfg(feature = "postgres")]
+pub mod postgres;
 
 use std::time::Duration;
 
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
+pub use jsonl::events_from_jsonl;
 pub use memory::MemoryStore;
+pub use open::open_store;
+#[cfg(feature = "postgres")]
+pub use postgres::{PostgresStore, PostgresStoreBuilder};
 
 /// Why a store operation failed. Never carries a credential (connection strings are
 /// redacted before they reach an error).
