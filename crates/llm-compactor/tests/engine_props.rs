@@ -7,7 +7,7 @@ mod engine_support;
 
 use std::sync::Arc;
 
-use engine_support::{Answer, Scripted, http, replay, reply, tokens, truncated};
+use engine_support::{Answer, Scripted, http, replay, reply, tokens, truncated, validate_pass};
 use llm_compactor::count::HeuristicCounter;
 use llm_compactor::message::{Message, ToolCall};
 use llm_compactor::plan;
@@ -115,8 +115,7 @@ proptest! {
         let options = CompactOptions { target, ..Default::default() };
         let result = rt.block_on(compactor.compact(&input, options)).unwrap();
 
-        let layout = plan::layout(&input, keep_recent);
-        prop_assert_eq!(plan::validate(&input, &result.messages, layout.recent_start), Ok(()));
+        prop_assert_eq!(validate_pass(&input, &result, keep_recent), Ok(()));
         prop_assert_eq!(&replay(&input, &result), &result.messages);
         prop_assert_eq!(result.tokens_before, tokens(&input));
         prop_assert_eq!(result.tokens_after, tokens(&result.messages));

@@ -8,7 +8,7 @@ mod engine_support;
 
 use std::sync::Arc;
 
-use engine_support::{Scripted, http, replay, reply};
+use engine_support::{Scripted, http, replay, reply, validate_pass};
 use llm_compactor::count::HeuristicCounter;
 use llm_compactor::format::{Document, Format};
 use llm_compactor::message::Message;
@@ -58,11 +58,7 @@ fn every_trajectory_compacts_validly_at_several_budgets() {
                     }
                     let r = rt.block_on(c.compact(messages, CompactOptions::default())).unwrap();
                     let layout = plan::layout(messages, 6);
-                    assert_eq!(
-                        plan::validate(messages, &r.messages, layout.recent_start),
-                        Ok(()),
-                        "{name} {budget}"
-                    );
+                    assert_eq!(validate_pass(messages, &r, 6), Ok(()), "{name} {budget}");
                     assert_eq!(replay(messages, &r), r.messages, "{name} {budget}");
                     if r.messages != *messages {
                         assert!(r.exhausted || r.tokens_after < r.tokens_before, "{name} {budget}");

@@ -84,6 +84,10 @@ pub struct CompactOpts {
     /// The aging epoch in chars (default 49152).
     #[arg(long, value_name = "N", value_parser = ranges::chars)]
     pub age_reclaim_min: Option<usize>,
+    /// Token cap of the recent window (default: half the target): it shrinks to fit,
+    /// and the newest turn's biggest tool results are cut head-and-tail when it alone is over.
+    #[arg(long, value_name = "TOKENS")]
+    pub max_recent_tokens: Option<usize>,
     /// Summarizer attempts in total (default 3).
     #[arg(long, value_name = "N", value_parser = ranges::attempts)]
     pub max_attempts: Option<u32>,
@@ -206,6 +210,9 @@ impl CompactOpts {
         }
         if let Some(v) = self.age_reclaim_min {
             builder = builder.age_reclaim_min(v);
+        }
+        if let Some(v) = self.max_recent_tokens {
+            builder = builder.max_recent_tokens(v);
         }
         if let Some(v) = self.max_attempts {
             builder = builder.max_attempts(v);

@@ -330,6 +330,11 @@ fn inspect(args: InspectArgs) -> Result<(), CliError> {
                 }
                 line
             }
+            Record::Repair(repair) => format!(
+                "repair      {} orphan result(s) dropped, {} unanswered call(s) given a synthetic answer",
+                repair.dropped.len(),
+                repair.answers.len()
+            ),
             Record::Elision(elision) => {
                 elisions += 1;
                 format!("elision     {} tool result(s) stubbed", elision.items.len())

@@ -16,6 +16,9 @@ use super::result::{Attempt, AttemptKind, AttemptOutcome};
 use crate::summarize::{FailureKind, Summarizer, SummarizerError, SummaryReply, SummaryRequest};
 use crate::usage::Usage;
 
+/// How the note of an attempt whose reply stayed truncated starts.
+const TRUNCATED_NOTE: &str = "still truncated";
+
 /// Why summarizing stopped without a reply.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum GiveUp {
@@ -143,7 +146,22 @@ impl Calls<'_> {
     pub(crate) fn mark(&mut self, index: usize, outcome: AttemptOutcome, note: Option<String>) {
         if let Some(attempt) = self.attempts.get_mut(index) {
             attempt.outcome = outcome;
-            attempt.note = note;
+            // A truncation note stays, whatever else is said about the attempt.
+            let truncated = attempt.note.take().filter(|n| n.starts_with(TRUNCATED_NOTE));
+            attempt.note = match (truncated, note) {
+                (Some(t), Some(n)) => Some(format!("{t}; {n}")),
+                (t, n) => t.or(n),
+            };
+        }
+    }
+
+    /// Notes on an attempt that its reply was still truncated (and was marked so).
+    pub(crate) fn note_truncated(&mut self, index: usize, max_output_tokens: u32) {
+        if let Some(attempt) = self.attempts.get_mut(index) {
+            attempt.note = Some(format!(
+                "{TRUNCATED_NOTE} at {max_output_tokens} output tokens after the doubled-budget retry; \
+                 used with a [summary truncated] marker"
+            ));
         }
     }
 }

@@ -37,6 +37,10 @@ pub enum ConfigError {
         /// The setting.
         name: &'static str,
     },
+    /// A combination of settings under which the compactor could never settle (a
+    /// compaction needed on every round) or a pass could never make progress.
+    #[error("unworkable configuration: {0}")]
+    Unworkable(String),
 }
 
 /// The compactor's settings (defaults from the spec).
@@ -89,6 +93,12 @@ pub struct CompactorConfig {
     /// seed's behaviour.
     #[serde(default)]
     pub cost_policy: CostPolicy,
+    /// Token cap of the recent window: it shrinks to fit (never splitting a call from
+    /// its answers, never past the newest user message), and when the newest turn alone
+    /// is over it, its biggest tool results are cut head-and-tail with a marker. `None`
+    /// (the default) means half the pass's target.
+    #[serde(default)]
+    pub max_recent_tokens: Option<usize>,
 }
 
 fn default_expand_truncated() -> bool {
@@ -112,6 +122,7 @@ impl CompactorConfig {
                 summary_max_tokens: 2048,
                 expand_truncated: true,
                 cost_policy: CostPolicy::default(),
+                max_recent_tokens: None,
             },
         }
     }
@@ -130,6 +141,12 @@ impl CompactorConfig {
     /// of the budget, or `age_reclaim_min` when the policy has no `epoch_ratio`.
     pub fn epoch_chars(&self) -> usize {
         self.cost_policy.epoch_chars(self.context_budget, self.age_reclaim_min)
+    }
+
+    /// The recent window's token cap for a pass aiming at `goal` tokens: the configured
+    /// cap, else half the goal (at least 1).
+    pub fn recent_cap(&self, goal: usize) -> usize {
+        self.max_recent_tokens.unwrap_or((goal / 2).max(1))
     }
 
     /// Checks every rule; the builder calls it.
@@ -169,6 +186,42 @@ impl CompactorConfig {
             return Err(ConfigError::Zero {
                 name: "summary_max_tokens",
             });
+        }
+        // With a zero epoch, an empty pool already "reaches" it: needs_compaction would
+        // be true on every round, even with no tool results at all.
+        if self.age_reclaim_min == 0 {
+            return Err(ConfigError::Unworkable(
+                "age_reclaim_min must be at least 1 (with 0, every round would need a compaction)".into(),
+            ));
+        }
+        if self.age_min_chars == 0 {
+            return Err(ConfigError::Unworkable(
+                "age_min_chars must be at least 1 (with 0, every tool result, even an empty one, would be aged)".into(),
+            ));
+        }
+        if self.target() >= self.trigger() {
+            return Err(ConfigError::Unworkable(format!(
+                "the target ({} tokens) must be below the trigger ({} tokens); with a budget of {} the \
+                 ratios round to the same count, so a compaction could never get below its own trigger",
+                self.target(),
+                self.trigger(),
+                self.context_budget
+            )));
+        }
+        match self.max_recent_tokens {
+            Some(0) => {
+                return Err(ConfigError::Zero {
+                    name: "max_recent_tokens",
+                });
+            }
+            Some(cap) if cap >= self.trigger() => {
+                return Err(ConfigError::Unworkable(format!(
+                    "max_recent_tokens ({cap}) must be below the trigger ({} tokens), or the recent \
+                     window alone could keep every round over it",
+                    self.trigger()
+                )));
+            }
+            _ => {}
         }
         Ok(())
     }
@@ -223,6 +276,12 @@ impl CompactorConfigBuilder {
         summary_max_tokens: u32);
     setter!(/// See [`CompactorConfig::expand_truncated`].
         expand_truncated: bool);
+
+    /// See [`CompactorConfig::max_recent_tokens`].
+    pub fn max_recent_tokens(mut self, value: usize) -> Self {
+        self.config.max_recent_tokens = Some(value);
+        self
+    }
 
     /// The validated configuration.
     ///

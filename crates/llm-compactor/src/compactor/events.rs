@@ -22,6 +22,14 @@ pub enum CompactionEvent {
         /// The pass's sequence number on this compactor (1 for the first).
         round: u64,
     },
+    /// A summary came back truncated even after the doubled-budget retry; it is used
+    /// with a `[summary truncated]` marker at its end.
+    SummaryTruncated {
+        /// The index of its attempt in the result's `attempts`.
+        attempt: usize,
+        /// The output budget it was truncated at.
+        max_output_tokens: u32,
+    },
     /// A pass ended.
     CompactionDone {
         /// Tokens before the pass.

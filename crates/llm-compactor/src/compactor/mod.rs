@@ -29,6 +29,7 @@ pub use events::{CompactionEvent, Observer};
 pub use hooks::{CompactionHooks, NoHooks, RequestDecision, ResponseDecision};
 pub use report::{NeedReason, PlanReport, TrimPreview};
 pub use result::{Attempt, AttemptKind, AttemptOutcome, CompactionResult, Elision};
+pub use summary::TRUNCATED_MARKER;
 
 use crate::count::TokenCounter;
 use crate::message::Message;

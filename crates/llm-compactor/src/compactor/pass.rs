@@ -16,13 +16,18 @@ impl Compactor {
     /// Runs one compaction pass (like a manual `/compact`: it compacts even below the
     /// trigger).
     ///
-    /// The result always satisfies the validator (no new orphan, no unanswered kept
-    /// call, sticky messages in order, recent window byte-identical) and, when changed,
-    /// is smaller than the input unless `exhausted` says otherwise. A failing summarizer
-    /// is not an error: the pass ends in the hard trim with `fallback: true`.
+    /// The result always satisfies the validator (no orphan result, no unanswered kept
+    /// call, sticky messages in order, recent window byte-identical apart from the
+    /// results cut to fit `max_recent_tokens`) and, when changed, is smaller than the
+    /// input unless `exhausted` says otherwise. An input that is already broken is
+    /// repaired first (see [`crate::plan::plan_repairs`]; the repairs are listed in
+    /// `repairs`), so the output never carries an orphan a provider would reject. A
+    /// failing summarizer is not an error: the pass ends in the hard trim with
+    /// `fallback: true`.
     ///
     /// # Errors
-    /// Only for invalid options (a target of 0 tokens).
+    /// Invalid options (a target of 0 tokens); an input no repair can make valid (a tool
+    /// call id used twice), naming the message index.
     pub async fn compact(
         &self,
         messages: &[Message],
@@ -33,6 +38,10 @@ impl Compactor {
                 "target must be greater than 0 tokens".into(),
             ));
         }
+        let repairs = plan::plan_repairs(messages).map_err(|e| CompactError::InvalidInput {
+            index: e.index,
+            problem: e.problem,
+        })?;
         let round = self.next_round();
         let span = tracing::info_span!("compaction", round, messages = messages.len());
         async move {
@@ -43,7 +52,24 @@ impl Compactor {
                 messages: messages.len(),
                 round,
             });
-            let mut result = self.run_pass(messages, &options, &counter, before).await;
+            let repaired;
+            let input = if repairs.is_empty() {
+                messages
+            } else {
+                for repair in &repairs {
+                    tracing::warn!(?repair, "repaired a broken input conversation");
+                }
+                repaired = plan::apply_repairs(messages, &repairs);
+                repaired.as_slice()
+            };
+            let pass_before = if repairs.is_empty() {
+                before
+            } else {
+                counter.count_messages(input)
+            };
+            let mut result = self.run_pass(input, &options, &counter, pass_before).await;
+            result.tokens_before = before;
+            result.repairs = repairs;
             result.receipt = Some(self.receipt(messages, &result, counter.as_ref(), before));
             self.emit(CompactionEvent::CompactionDone {
                 tokens_before: result.tokens_before,
@@ -63,14 +89,24 @@ impl Compactor {
 
     async fn run_pass(
         &self,
-        input: &[Message],
+        original: &[Message],
         options: &CompactOptions,
         counter: &Arc<dyn TokenCounter>,
         before: usize,
     ) -> CompactionResult {
         let limit = options.target.unwrap_or(self.config.context_budget);
-        let pairs = Pairs::build(input);
-        let layout = plan::layout_with(input, &pairs, self.config.keep_recent);
+        let pairs = Pairs::build(original);
+        let layout = plan::layout_with(original, &pairs, self.config.keep_recent);
+        // The recent window's token cap: shrink it, and cut what still does not fit.
+        let (layout, truncations) = self.fit_recent(original, &pairs, layout, counter.as_ref(), options);
+        let cut_input;
+        let (input, before) = if truncations.is_empty() {
+            (original, before)
+        } else {
+            cut_input = plan::apply_elisions(original, &truncation_elisions(&truncations));
+            let count = counter.count_messages(&cut_input);
+            (cut_input.as_slice(), count)
+        };
         let unchanged = |elisions: Vec<Elision>, messages: Vec<Message>, tokens: usize| CompactionResult {
             messages,
             summary: String::new(),
@@ -84,21 +120,72 @@ impl Compactor {
             usage: Usage::default(),
             attempts: Vec::new(),
             receipt: None,
+            repairs: Vec::new(),
+            truncations: Vec::new(),
         };
-        if layout.is_noop() {
+        let mut result = if layout.is_noop() {
             tracing::info!("nothing between the sticky prefix and the recent window: no-op");
-            return unchanged(Vec::new(), input.to_vec(), before);
+            unchanged(Vec::new(), input.to_vec(), before)
+        } else {
+            self.reduce(input, &pairs, &layout, counter, options, before, limit)
+                .await
+        };
+        if let Err(violation) = plan::validate(input, &result.messages, layout.recent_start) {
+            // Unreachable by construction; never hand back a broken conversation.
+            tracing::error!(%violation, "compaction result failed validation; returning the input unchanged");
+            let (usage, attempts) = (result.usage, result.attempts);
+            result = unchanged(Vec::new(), input.to_vec(), before);
+            result.usage = usage;
+            result.attempts = attempts;
         }
+        if !truncations.is_empty() {
+            let mut elisions = truncation_elisions(&truncations);
+            elisions.append(&mut result.elisions);
+            result.elisions = elisions;
+            result.truncations = truncations;
+        }
+        result
+    }
 
+    /// Aging, then a summary, then the hard trim: the pass over a conversation that has
+    /// a middle.
+    #[allow(clippy::too_many_arguments)]
+    async fn reduce(
+        &self,
+        input: &[Message],
+        pairs: &Pairs,
+        layout: &Layout,
+        counter: &Arc<dyn TokenCounter>,
+        options: &CompactOptions,
+        before: usize,
+        limit: usize,
+    ) -> CompactionResult {
+        let unchanged = |elisions: Vec<Elision>, messages: Vec<Message>, tokens: usize| CompactionResult {
+            messages,
+            summary: String::new(),
+            dropped: 0,
+            cut_index: -1,
+            tokens_before: before,
+            tokens_after: tokens,
+            fallback: false,
+            exhausted: tokens > limit,
+            elisions,
+            usage: Usage::default(),
+            attempts: Vec::new(),
+            receipt: None,
+            repairs: Vec::new(),
+            truncations: Vec::new(),
+        };
         // Aging first: stub every eligible result, recount.
-        let (aged, elisions, aged_count) = self.age(input, &pairs, &layout, counter.as_ref(), before);
+        let (aged, elisions, aged_count) = self.age(input, pairs, layout, counter.as_ref(), before);
         if !elisions.is_empty() && self.elision_suffices(aged_count, before, options) {
             tracing::info!(elisions = elisions.len(), aged_count, "elision-only pass");
             return unchanged(elisions, aged, aged_count);
         }
 
-        let outcome = self.summarize_phase(&aged, &layout, aged_count, counter, options).await;
+        let outcome = self.summarize_phase(&aged, layout, aged_count, counter, options).await;
         let mut result = if let Some(accepted) = outcome.accepted {
+            // Every stub of the pass is reported, though the summary replaced them all.
             CompactionResult {
                 messages: accepted.messages,
                 summary: accepted.content,
@@ -108,17 +195,19 @@ impl Compactor {
                 tokens_after: accepted.tokens,
                 fallback: false,
                 exhausted: accepted.tokens > limit,
-                elisions: Vec::new(),
+                elisions,
                 usage: Usage::default(),
                 attempts: Vec::new(),
                 receipt: None,
+                repairs: Vec::new(),
+                truncations: Vec::new(),
             }
         } else {
             self.trim(
                 input,
                 &aged,
-                &pairs,
-                &layout,
+                pairs,
+                layout,
                 elisions,
                 aged_count,
                 counter.as_ref(),
@@ -129,14 +218,6 @@ impl Compactor {
         };
         result.usage = outcome.usage;
         result.attempts = outcome.attempts;
-        if let Err(violation) = plan::validate(input, &result.messages, layout.recent_start) {
-            // Unreachable by construction; never hand back a broken conversation.
-            tracing::error!(%violation, "compaction result failed validation; returning the input unchanged");
-            let (usage, attempts) = (result.usage, result.attempts);
-            result = unchanged(Vec::new(), input.to_vec(), before);
-            result.usage = usage;
-            result.attempts = attempts;
-        }
         result
     }
 
@@ -174,6 +255,42 @@ impl Compactor {
         };
         let summarizer = (result.usage.input_tokens, result.usage.output_tokens);
         CostReceipt::of_pass(input, &result.messages, counter, summarizer, rounds, policy)
+    }
+
+    /// The layout with its recent window fitted to the token cap, and the recent results
+    /// cut to fit.
+    pub(crate) fn fit_recent(
+        &self,
+        input: &[Message],
+        pairs: &Pairs,
+        layout: Layout,
+        counter: &dyn TokenCounter,
+        options: &CompactOptions,
+    ) -> (Layout, Vec<plan::Truncation>) {
+        let goal = options.target.unwrap_or(self.config.target());
+        let cap = self.config.recent_cap(goal);
+        let tokens: Vec<usize> = input
+            .iter()
+            .enumerate()
+            .map(|(i, m)| {
+                if i >= layout.recent_start {
+                    counter.count_messages(std::slice::from_ref(m))
+                } else {
+                    0
+                }
+            })
+            .collect();
+        let mut count_one = |m: &Message| counter.count_messages(std::slice::from_ref(m));
+        let (layout, truncations) = plan::fit_recent(input, pairs, layout, &tokens, cap, &mut count_one);
+        for t in &truncations {
+            tracing::warn!(
+                index = t.index,
+                cut_chars = t.cut_chars,
+                cap,
+                "cut a recent tool result to fit max_recent_tokens"
+            );
+        }
+        (layout, truncations)
     }
 
     /// The aged conversation, its elisions and its count; the input unchanged when aging
@@ -227,7 +344,6 @@ impl Compactor {
         match plan::plan_trim_counted(aged, pairs, layout, goal, aged_count, counter) {
             Some(trim) => {
                 tracing::warn!(dropped = trim.dropped, tokens = trim.tokens, "hard trim");
-                let survivors = elisions.into_iter().filter(|e| e.index > trim.cut_index).collect();
                 CompactionResult {
                     exhausted: trim.tokens >= before || trim.tokens > limit,
                     messages: trim.messages,
@@ -237,10 +353,13 @@ impl Compactor {
                     tokens_before: before,
                     tokens_after: trim.tokens,
                     fallback: true,
-                    elisions: survivors,
+                    // Every stub of the pass, trimmed away or not (see `survived`).
+                    elisions,
                     usage: Usage::default(),
                     attempts: Vec::new(),
                     receipt: None,
+                    repairs: Vec::new(),
+                    truncations: Vec::new(),
                 }
             }
             None => {
@@ -263,8 +382,22 @@ impl Compactor {
                     usage: Usage::default(),
                     attempts: Vec::new(),
                     receipt: None,
+                    repairs: Vec::new(),
+                    truncations: Vec::new(),
                 }
             }
         }
     }
+}
+
+/// The truncations as elisions (index and new whole content), which is how they are
+/// applied and recorded.
+fn truncation_elisions(truncations: &[plan::Truncation]) -> Vec<Elision> {
+    truncations
+        .iter()
+        .map(|t| Elision {
+            index: t.index,
+            stub: t.content.clone(),
+        })
+        .collect()
 }

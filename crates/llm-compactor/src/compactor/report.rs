@@ -90,6 +90,8 @@ impl Compactor {
         let tokens = counter.count_messages(messages);
         let pairs = Pairs::build(messages);
         let layout = plan::layout_with(messages, &pairs, self.config.keep_recent);
+        // The window as the pass would fit it to `max_recent_tokens`.
+        let (layout, _) = self.fit_recent(messages, &pairs, layout, counter.as_ref(), options);
         let aging = self.config.age_observations;
         let eligible = if aging {
             plan::eligible(messages, &pairs, &layout, self.aging_rules())

@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::message::Message;
-use crate::plan::CostReceipt;
+use crate::plan::{CostReceipt, Repair, Truncation};
 use crate::summarize::FailureClass;
 use crate::usage::Usage;
 
@@ -92,7 +92,12 @@ pub struct CompactionResult {
     /// True when even the best result does not fit the budget (or the per-call target):
     /// the next request is expected to fail, and the caller should say so.
     pub exhausted: bool,
-    /// Tool results whose content was replaced by a stub, by index into the input.
+    /// Every tool result whose content this pass replaced, by index into the input (the
+    /// repaired input when `repairs` is not empty): each stub the pass made, including
+    /// stubs the same pass then summarized or trimmed away (see
+    /// [`CompactionResult::survived`]), and each recent-window result cut to fit
+    /// `max_recent_tokens` (listed again in `truncations`). Applying them in order, then
+    /// the cut, rebuilds `messages`: that is what a session transcript records.
     pub elisions: Vec<Elision>,
     /// Everything the summarizer was billed during this pass, failed calls included.
     pub usage: Usage,
@@ -103,12 +108,28 @@ pub struct CompactionResult {
     /// configuration's cost policy. `None` only in results built by hand.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub receipt: Option<CostReceipt>,
+    /// How a broken input was repaired before the pass (orphan results dropped, unanswered
+    /// calls given a synthetic answer); empty for a well-formed input. When not empty,
+    /// `cut_index` and `elisions` index the repaired conversation
+    /// ([`crate::plan::apply_repairs`] of the input and these repairs).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub repairs: Vec<Repair>,
+    /// Recent-window tool results cut head-and-tail to fit `max_recent_tokens` (their new
+    /// content is in `elisions` too).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub truncations: Vec<Truncation>,
 }
 
 impl CompactionResult {
     /// True when the conversation came back unchanged.
     pub fn is_noop(&self) -> bool {
-        self.dropped == 0 && self.elisions.is_empty()
+        self.dropped == 0 && self.elisions.is_empty() && self.repairs.is_empty()
+    }
+
+    /// True when `elision` is still in `messages`: the summary or the trim of the same
+    /// pass did not replace it (only messages at or before `cut_index` are replaced).
+    pub fn survived(&self, elision: &Elision) -> bool {
+        usize::try_from(self.cut_index).map_or(true, |cut| elision.index > cut)
     }
 
     /// True for a pass that only stubbed tool results (no summary, nothing dropped).

@@ -253,7 +253,9 @@ impl Compactor {
     /// One request; a truncated reply gets one retry (per pass) with a doubled output
     /// budget, which later requests of the pass keep. An explicit cap is never raised
     /// (`expand_truncated` off, or the backend's own cap reached): the retry then asks
-    /// for a shorter summary at the same budget.
+    /// for a shorter summary at the same budget. A reply still truncated after that is
+    /// used, but marked: [`TRUNCATED_MARKER`] at its end, a note on its attempt and a
+    /// [`super::CompactionEvent::SummaryTruncated`] event.
     async fn request(
         &self,
         calls: &mut Calls<'_>,
@@ -262,31 +264,48 @@ impl Compactor {
         max_output_tokens: &mut u32,
         expanded: &mut bool,
     ) -> Result<(usize, SummaryReply), GiveUp> {
-        let (index, reply) = calls.call(kind, &request).await?;
-        if reply.stop != StopReason::Truncated || *expanded {
-            return Ok((index, reply));
+        let (mut index, mut reply) = calls.call(kind, &request).await?;
+        if reply.stop == StopReason::Truncated && !*expanded {
+            *expanded = true;
+            let current = *max_output_tokens;
+            let ceiling = if self.config.expand_truncated {
+                calls.summarizer.max_output_tokens().unwrap_or(u32::MAX).max(current)
+            } else {
+                current
+            };
+            let raised = current.saturating_mul(2).min(ceiling);
+            let note = if raised > current {
+                *max_output_tokens = raised;
+                request.max_output_tokens = raised;
+                format!("truncated: retrying with a doubled output budget of {raised} tokens")
+            } else {
+                request.system.push_str("\n\n");
+                request.system.push_str(&self.prompts.truncated_note(current));
+                format!("truncated: retrying at the output cap of {current} tokens, asking for a shorter summary")
+            };
+            calls.mark(index, AttemptOutcome::Rejected, Some(note));
+            (index, reply) = calls.call(AttemptKind::Expand, &request).await?;
         }
-        *expanded = true;
-        let current = *max_output_tokens;
-        let ceiling = if self.config.expand_truncated {
-            calls.summarizer.max_output_tokens().unwrap_or(u32::MAX).max(current)
-        } else {
-            current
-        };
-        let raised = current.saturating_mul(2).min(ceiling);
-        let note = if raised > current {
-            *max_output_tokens = raised;
-            request.max_output_tokens = raised;
-            format!("truncated: retrying with a doubled output budget of {raised} tokens")
-        } else {
-            request.system.push_str("\n\n");
-            request.system.push_str(&self.prompts.truncated_note(current));
-            format!("truncated: retrying at the output cap of {current} tokens, asking for a shorter summary")
-        };
-        calls.mark(index, AttemptOutcome::Rejected, Some(note));
-        calls.call(AttemptKind::Expand, &request).await
+        if reply.stop == StopReason::Truncated {
+            tracing::warn!(
+                attempt = index,
+                max_output_tokens = *max_output_tokens,
+                "summary still truncated"
+            );
+            reply.text = format!("{}\n{TRUNCATED_MARKER}", reply.text.trim_end());
+            calls.note_truncated(index, *max_output_tokens);
+            self.emit(super::CompactionEvent::SummaryTruncated {
+                attempt: index,
+                max_output_tokens: *max_output_tokens,
+            });
+        }
+        Ok((index, reply))
     }
 }
+
+/// Appended to a summary that was still truncated after the doubled-budget retry, so
+/// the model (and whoever reads the transcript) sees that it stops short.
+pub const TRUNCATED_MARKER: &str = "[summary truncated]";
 
 fn not_enough(tokens: usize, aged_count: usize, target: Option<usize>) -> String {
     match target {

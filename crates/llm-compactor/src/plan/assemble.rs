@@ -7,6 +7,8 @@
 //! compaction folds it into a newer summary.
 
 use super::elision::Elision;
+use super::pairs::Pairs;
+use super::pinned::pinned;
 use crate::message::{Content, Message};
 
 /// The first line of every message a compaction inserts (a summary or a trim notice).
@@ -50,9 +52,9 @@ pub fn apply_elisions(messages: &[Message], elisions: &[Elision]) -> Vec<Message
     out
 }
 
-/// The conversation with every non-sticky message in `0..=cut` replaced by one message
-/// of `content`, placed after the sticky messages of `0..=cut`; and how many messages
-/// were replaced.
+/// The conversation with every non-pinned message in `0..=cut` replaced by one message
+/// of `content`, placed after the pinned messages of `0..=cut` (sticky ones, and the
+/// answers of a sticky turn, see [`super::pinned`]); and how many messages were replaced.
 ///
 /// ```
 /// use llm_compactor::message::Message;
@@ -66,7 +68,8 @@ pub fn assemble(messages: &[Message], cut: usize, content: &str) -> (Vec<Message
     let split = (cut + 1).min(messages.len());
     let (head, tail) = messages.split_at(split);
     let mut out: Vec<Message> = Vec::with_capacity(messages.len().saturating_sub(split) + 8);
-    out.extend(head.iter().filter(|m| m.is_sticky()).cloned());
+    let pins = pinned(head, &Pairs::build(head));
+    out.extend(head.iter().zip(&pins).filter(|(_, pin)| **pin).map(|(m, _)| m.clone()));
     let dropped = head.len() - out.len();
     out.push(summary_message(content));
     out.extend(tail.iter().cloned());

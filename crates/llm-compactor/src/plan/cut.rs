@@ -6,6 +6,7 @@
 //! middle: what a summary replaces, what aging may stub, what a hard trim may drop.
 
 use super::pairs::Pairs;
+use super::pinned::pinned;
 use crate::message::Message;
 
 /// The three regions of a conversation for one pass.
@@ -16,7 +17,8 @@ pub struct Layout {
     pub cut: Option<usize>,
     /// The first index of the recent window (`messages.len()` when it is empty).
     pub recent_start: usize,
-    /// The non-sticky indices in `0..=cut`, in order.
+    /// The indices in `0..=cut` that are not pinned (sticky, or answering a sticky
+    /// turn), in order.
     pub middle: Vec<usize>,
 }
 
@@ -62,6 +64,11 @@ pub fn layout(messages: &[Message], keep_recent: usize) -> Layout {
 pub fn layout_with(messages: &[Message], pairs: &Pairs, keep_recent: usize) -> Layout {
     let n = messages.len();
     let mut start = n.saturating_sub(keep_recent);
+    // A last turn still waiting for its results is always recent: a summary placed
+    // after it would leave its calls unanswered.
+    if let Some(turn) = pending_turn(messages) {
+        start = start.min(turn);
+    }
     // The earliest non-sticky asking turn of any result at or after each index.
     let mut earliest_asker = vec![usize::MAX; n + 1];
     for i in (0..n).rev() {
@@ -82,7 +89,10 @@ pub fn layout_with(messages: &[Message], pairs: &Pairs, keep_recent: usize) -> L
     }
     let cut = start.checked_sub(1);
     let middle = match cut {
-        Some(c) => (0..=c).filter(|&i| !messages[i].is_sticky()).collect(),
+        Some(c) => {
+            let pins = pinned(&messages[..=c], pairs);
+            (0..=c).filter(|&i| !pins[i]).collect()
+        }
         None => Vec::new(),
     };
     Layout {
@@ -90,4 +100,13 @@ pub fn layout_with(messages: &[Message], pairs: &Pairs, keep_recent: usize) -> L
         recent_start: start,
         middle,
     }
+}
+
+/// The index of the last turn when it asked for tools and nothing but tool results
+/// follows it (its calls may still be waiting for their results).
+pub(crate) fn pending_turn(messages: &[Message]) -> Option<usize> {
+    messages
+        .iter()
+        .rposition(|m| !m.is_tool_result())
+        .filter(|&t| !messages[t].tool_calls.is_empty())
 }

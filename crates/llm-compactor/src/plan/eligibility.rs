@@ -9,17 +9,21 @@
 //! - or it is an older copy of a call that was answered more than once in the whole
 //!   conversation: the loop breaker. The newest answer of such a call is protected
 //!   forever (never stubbed, not even for its size), and every older copy is eligible
-//!   whatever its size or distance.
+//!   whatever its size or distance. A newer answer supersedes an older one only if it
+//!   did not fail ([`super::is_failed_result`]): a failed re-read leaves the last good
+//!   copy protected, since a stub telling the model to re-run a call that just failed
+//!   would lose the only good copy.
 //!
 //! One refinement of ours: a result is never stubbed when the stub would not be shorter
 //! than the content (a tiny duplicate), so an elision always reclaims something and an
 //! elision-only pass is a proven shrink.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use serde::{Deserialize, Serialize};
 
 use super::cut::Layout;
+use super::failed::is_failed_result;
 use super::identity::call_identity;
 use super::pairs::Pairs;
 use super::stub::{is_stub, stub_text};
@@ -67,16 +71,38 @@ pub fn eligible(messages: &[Message], pairs: &Pairs, layout: &Layout, rules: Agi
     for i in (0..messages.len()).rev() {
         after[i] = after[i + 1] + messages[i].content.chars();
     }
-    // The newest answer of every identity, and how many answers it has.
+    // Per identity, walking from the newest answer back: whether a newer answer that
+    // did not fail exists (then this one is superseded), and which answer is protected
+    // (the newest good one, or the newest when every answer failed).
     let identities: Vec<Option<String>> = (0..messages.len())
         .map(|i| pairs.call(messages, i).map(|c| call_identity(&c.name, &c.arguments)))
         .collect();
-    let mut newest: HashMap<&str, (usize, usize)> = HashMap::new();
-    for (i, identity) in identities.iter().enumerate() {
-        if let Some(identity) = identity {
-            let entry = newest.entry(identity.as_str()).or_insert((i, 0));
-            entry.0 = i;
-            entry.1 += 1;
+    let failed: Vec<bool> = messages.iter().map(is_failed_result).collect();
+    let mut answers: HashMap<&str, usize> = HashMap::new();
+    for identity in identities.iter().flatten() {
+        *answers.entry(identity.as_str()).or_insert(0) += 1;
+    }
+    let mut newer_good: HashMap<&str, usize> = HashMap::new();
+    let mut newest: HashSet<&str> = HashSet::new();
+    let mut superseded = vec![false; messages.len()];
+    let mut protected = vec![false; messages.len()];
+    for i in (0..messages.len()).rev() {
+        let Some(identity) = identities[i].as_deref() else {
+            continue;
+        };
+        if answers.get(identity).is_none_or(|&count| count < 2) {
+            continue;
+        }
+        let is_newest = newest.insert(identity);
+        match newer_good.get(identity) {
+            Some(_) => superseded[i] = true,
+            None => {
+                // The newest good copy (or the newest copy, failed or not) is protected.
+                protected[i] = !failed[i] || is_newest;
+                if !failed[i] {
+                    newer_good.insert(identity, i);
+                }
+            }
         }
     }
     let mut out = Vec::new();
@@ -86,16 +112,13 @@ pub fn eligible(messages: &[Message], pairs: &Pairs, layout: &Layout, rules: Agi
         if i > cut || !message.is_tool_result() || message.is_sticky() || is_stub(&message.content) {
             continue;
         }
-        let repeated = identities[i]
-            .as_deref()
-            .and_then(|id| newest.get(id))
-            .filter(|&&(_, count)| count > 1);
-        // The newest answer of a repeated call is protected, whatever its size or age:
-        // the model re-ran the call because it needed those bytes.
-        if repeated.is_some_and(|&(last, _)| last == i) {
+        // The protected answer of a repeated call is kept, whatever its size or age:
+        // the model re-ran the call because it needed those bytes. An older copy is
+        // dead weight only when a newer answer that did not fail replaces it.
+        if protected[i] {
             continue;
         }
-        let duplicate = repeated.is_some();
+        let duplicate = superseded[i];
         let chars = message.content.chars();
         let aged = chars > rules.min_chars && after[i + 1] >= rules.reclaim_min;
         let reason = if duplicate {

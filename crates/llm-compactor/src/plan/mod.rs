@@ -1,5 +1,7 @@
 //! The pure planning core: cut, pairs, call identity, elision eligibility, stubs,
-//! assembly, hard-trim planning, validation, and the cost policy (when a pass pays).
+//! assembly, hard-trim planning and validation, the repair of broken input, the pinning
+//! of a sticky turn's answers, the token cap of the recent window, and the cost policy
+//! (when a pass pays).
 //!
 //! Every decision a compaction makes is taken here, by functions of their arguments
 //! only: no I/O, no async, no clock, no randomness. That is what lets the async shell in
@@ -10,12 +12,16 @@ mod assemble;
 mod cut;
 mod eligibility;
 mod elision;
+mod failed;
 pub mod grounding;
 mod identity;
 pub mod ledger;
 mod pairs;
+mod pinned;
 pub mod policy;
 mod pricing;
+mod recent;
+mod repair;
 mod stub;
 mod trim;
 mod validate;
@@ -24,10 +30,14 @@ pub use assemble::{SUMMARY_HEADER, apply_elisions, assemble, notice_content, sum
 pub use cut::{Layout, layout, layout_with};
 pub use eligibility::{AgingRules, Eligible, EligibleReason, eligible, reclaimable_pool};
 pub use elision::Elision;
+pub use failed::is_failed_result;
 pub use identity::call_identity;
 pub use pairs::Pairs;
+pub use pinned::pinned;
 pub use policy::{CostPolicy, CostReceipt, EpochDecision, TriggerAction};
 pub use pricing::{Pricing, Tokens, UnknownPricing};
+pub use recent::{Truncation, cut_middle, fit_recent};
+pub use repair::{Repair, RepairError, SYNTHETIC_ANSWER, apply_repairs, plan_repairs};
 pub use stub::{is_stub, stub_text};
 pub use trim::{TrimPlan, plan_trim, plan_trim_counted};
 pub use validate::{Violation, validate};

@@ -11,6 +11,7 @@
 use super::assemble::{assemble, notice_content, summary_message};
 use super::cut::Layout;
 use super::pairs::Pairs;
+use super::pinned::pinned;
 use super::validate::validate;
 use crate::count::TokenCounter;
 use crate::message::Message;
@@ -50,11 +51,12 @@ pub fn plan_trim(
     count: &mut dyn FnMut(&[Message]) -> usize,
 ) -> Option<TrimPlan> {
     let candidates = plan_candidates(messages, pairs, layout)?;
+    let pins = pinned(messages, pairs);
     let mut tokens_of = |c: usize| {
-        let dropped = dropped_through(messages, c);
+        let dropped = dropped_through(&pins, c);
         count(&assemble(messages, c, &notice_content(dropped)).0)
     };
-    search(messages, layout, &candidates, goal, ceiling, &mut tokens_of)
+    search(messages, layout, &pins, &candidates, goal, ceiling, &mut tokens_of)
 }
 
 /// [`plan_trim`] counted by `counter`: the same plan, but with an additive counter
@@ -77,12 +79,13 @@ pub fn plan_trim_counted(
     }
     let candidates = plan_candidates(messages, pairs, layout)?;
     let counts = counter.count_each(messages);
-    // sticky[i]: tokens of the sticky messages in 0..i; suffix[i]: tokens of i..;
-    // dropped[i]: non-sticky messages in 0..i.
+    let pins = pinned(messages, pairs);
+    // sticky[i]: tokens of the pinned (kept in place) messages in 0..i; suffix[i]: tokens
+    // of i..; dropped[i]: unpinned messages in 0..i.
     let n = messages.len();
     let (mut sticky, mut dropped) = (vec![0usize; n + 1], vec![0usize; n + 1]);
-    for (i, (message, &tokens)) in messages.iter().zip(&counts).enumerate() {
-        let keep = message.is_sticky();
+    for (i, &tokens) in counts.iter().enumerate() {
+        let keep = pins[i];
         sticky[i + 1] = sticky[i] + if keep { tokens } else { 0 };
         dropped[i + 1] = dropped[i] + usize::from(!keep);
     }
@@ -96,7 +99,7 @@ pub fn plan_trim_counted(
         let notice = summary_message(&notice_content(dropped[c + 1]));
         sticky[c + 1] + counter.count_message(&notice) + suffix[c + 1]
     };
-    search(messages, layout, &candidates, goal, ceiling, &mut tokens_of)
+    search(messages, layout, &pins, &candidates, goal, ceiling, &mut tokens_of)
 }
 
 /// The candidates of a plannable layout, or `None` when there is nothing to trim (no
@@ -110,9 +113,10 @@ fn plan_candidates(messages: &[Message], pairs: &Pairs, layout: &Layout) -> Opti
     Some(candidates(messages, pairs, layout, cut))
 }
 
-/// The non-sticky messages in `0..=c`: what the notice of candidate `c` reports dropped.
-fn dropped_through(messages: &[Message], c: usize) -> usize {
-    messages[..=c].iter().filter(|m| !m.is_sticky()).count()
+/// The unpinned messages in `0..=c` (see [`pinned`]): what the notice of candidate `c`
+/// reports dropped.
+fn dropped_through(pins: &[bool], c: usize) -> usize {
+    pins[..=c].iter().filter(|&&pinned| !pinned).count()
 }
 
 /// The bisection over `candidates` by `tokens_of(candidate)`, then the validator; only
@@ -121,13 +125,14 @@ fn dropped_through(messages: &[Message], c: usize) -> usize {
 fn search(
     messages: &[Message],
     layout: &Layout,
+    pins: &[bool],
     candidates: &[usize],
     goal: usize,
     ceiling: usize,
     tokens_of: &mut dyn FnMut(usize) -> usize,
 ) -> Option<TrimPlan> {
     let build = |c: usize, tokens: usize| {
-        let notice = notice_content(dropped_through(messages, c));
+        let notice = notice_content(dropped_through(pins, c));
         let (trimmed, dropped) = assemble(messages, c, &notice);
         TrimPlan {
             cut_index: c,

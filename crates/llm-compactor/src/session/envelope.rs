@@ -9,7 +9,10 @@
 use serde::Serialize;
 use serde_json::Value;
 
-use super::record::{CompactionRecord, ElisionRecord, Record, TYPE_COMPACTION, TYPE_ELISION, TYPE_MESSAGE, TYPE_META};
+use super::record::{
+    CompactionRecord, ElisionRecord, Record, RepairRecord, TYPE_COMPACTION, TYPE_ELISION, TYPE_MESSAGE, TYPE_META,
+    TYPE_REPAIR,
+};
 use crate::message::Message;
 
 /// The envelope format version this crate writes and reads.
@@ -60,6 +63,7 @@ pub fn encode_line(id: &str, ts: &str, record: &Record) -> Result<String, serde_
         }
         Record::Compaction(compaction) => encode(id, ts, TYPE_COMPACTION, compaction),
         Record::Elision(elision) => encode(id, ts, TYPE_ELISION, elision),
+        Record::Repair(repair) => encode(id, ts, TYPE_REPAIR, repair),
         Record::Unknown { kind, payload } => encode(id, ts, kind, payload),
     }
 }
@@ -119,6 +123,7 @@ pub(crate) fn decode_value(value: Value) -> Result<Decoded, String> {
         }
         TYPE_COMPACTION => Record::Compaction(typed::<CompactionRecord>(payload, TYPE_COMPACTION)?),
         TYPE_ELISION => Record::Elision(typed::<ElisionRecord>(payload, TYPE_ELISION)?),
+        TYPE_REPAIR => Record::Repair(typed::<RepairRecord>(payload, TYPE_REPAIR)?),
         _ => Record::Unknown { kind, payload },
     };
     Ok(Decoded { id, ts, record })

@@ -259,6 +259,12 @@ impl Session {
         Ok(id)
     }
 
+    /// Appends any record with this id (the pass recorder's repair line).
+    pub(crate) fn append_record(&mut self, id: String, record: Record) -> Result<(), SessionError> {
+        let sync = self.options.durability != Durability::Never;
+        self.append(id, record, sync)
+    }
+
     pub(crate) fn append_elision_with_id(&mut self, id: String, items: Vec<ElisionItem>) -> Result<(), SessionError> {
         let sync = self.options.durability != Durability::Never;
         self.append(id, Record::Elision(ElisionRecord { items }), sync)

@@ -47,8 +47,8 @@ pub use manager::{
 };
 pub use pass::RecordedPass;
 pub use record::{
-    CompactionRecord, ElisionItem, ElisionRecord, Entry, Record, SessionMeta, TYPE_COMPACTION, TYPE_ELISION,
-    TYPE_MESSAGE, TYPE_META,
+    CompactionRecord, ElisionItem, ElisionRecord, Entry, Record, RepairRecord, SessionMeta, SyntheticAnswerItem,
+    TYPE_COMPACTION, TYPE_ELISION, TYPE_MESSAGE, TYPE_META, TYPE_REPAIR, synthetic_answer_id,
 };
 pub use repair::repair;
 pub use replay::{ReplayError, Replayer, summary_message};

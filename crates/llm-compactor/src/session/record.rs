@@ -19,6 +19,8 @@ pub const TYPE_MESSAGE: &str = "message";
 pub const TYPE_COMPACTION: &str = "compaction";
 /// Envelope type of an elision line.
 pub const TYPE_ELISION: &str = "elision";
+/// Envelope type of a repair line (a broken conversation made valid).
+pub const TYPE_REPAIR: &str = "repair";
 
 /// The payload of the `session-meta` line that opens every transcript.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -81,6 +83,38 @@ pub struct ElisionRecord {
     pub items: Vec<ElisionItem>,
 }
 
+/// One synthetic answer of a `repair` line: a tool result for a call that was never
+/// answered. Its message id is the repair line's id, a dot, and its position in
+/// `answers` (`"<line id>.0"`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SyntheticAnswerItem {
+    /// The id of the message it is placed right after.
+    pub after: String,
+    /// Its whole content.
+    pub content: String,
+    /// The id of the call it answers.
+    pub tool_call_id: String,
+}
+
+/// The payload of a `repair` line: how a compaction pass made a broken conversation valid
+/// before compacting it (see [`crate::plan::plan_repairs`]). Written before the pass's
+/// elision and compaction lines; replay drops the `dropped` messages, then inserts the
+/// answers.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RepairRecord {
+    /// Synthetic answers, in order.
+    #[serde(default)]
+    pub answers: Vec<SyntheticAnswerItem>,
+    /// The ids of orphan tool results dropped.
+    #[serde(default)]
+    pub dropped: Vec<String>,
+}
+
+/// The id of the `k`-th synthetic answer of the repair line `line_id`.
+pub fn synthetic_answer_id(line_id: &str, k: usize) -> String {
+    format!("{line_id}.{k}")
+}
+
 /// One transcript line, decoded.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Record {
@@ -92,6 +126,8 @@ pub enum Record {
     Compaction(CompactionRecord),
     /// Tool results stubbed in place.
     Elision(ElisionRecord),
+    /// A broken conversation made valid.
+    Repair(RepairRecord),
     /// A line of a type this version does not know: kept, and skipped by replay.
     Unknown {
         /// The envelope type.
@@ -109,6 +145,7 @@ impl Record {
             Record::Message(_) => TYPE_MESSAGE,
             Record::Compaction(_) => TYPE_COMPACTION,
             Record::Elision(_) => TYPE_ELISION,
+            Record::Repair(_) => TYPE_REPAIR,
             Record::Unknown { kind, .. } => kind,
         }
     }

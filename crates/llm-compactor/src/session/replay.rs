@@ -7,13 +7,17 @@
 //! A compaction cuts at `replaces_through_id`: the sticky messages up to it stay where
 //! they were, one summary message (role user, content = the summary, id = the compaction
 //! line's id) takes the place of the rest, then everything after the cut follows. An
-//! elision replaces the content of each named message with its stub text. This is the
+//! elision replaces the content of each named message with its stub text. A compaction
+//! keeps the answers of a sticky turn with it, as the engine does ([`plan::pinned`]). A
+//! repair drops the named orphan results and inserts synthetic answers (ids
+//! `"<line id>.<k>"`) after the named messages. This is the
 //! contract of [`crate::CompactionResult`] (`cut_index`, `elisions`) expressed by id.
 
 use std::collections::{HashMap, HashSet};
 
-use super::record::{CompactionRecord, ElisionItem, Record};
+use super::record::{CompactionRecord, ElisionItem, Record, RepairRecord, synthetic_answer_id};
 use crate::message::{Content, Message};
+use crate::plan;
 
 /// A record that cannot apply to the conversation as it stands.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -96,6 +100,23 @@ impl Replayer {
                 .items
                 .iter()
                 .try_for_each(|item| self.known(&item.id, "elision item")),
+            Record::Repair(repair) => {
+                repair
+                    .dropped
+                    .iter()
+                    .try_for_each(|dropped| self.known(dropped, "repair dropped"))?;
+                repair
+                    .answers
+                    .iter()
+                    .try_for_each(|answer| self.known(&answer.after, "repair answer after"))?;
+                for k in 0..repair.answers.len() {
+                    let synthetic = synthetic_answer_id(id, k);
+                    if self.used.contains(&synthetic) {
+                        return Err(ReplayError::DuplicateId { id: synthetic });
+                    }
+                }
+                Ok(())
+            }
             Record::Unknown { kind, .. } if kind.trim().is_empty() => Err(ReplayError::BlankType),
             _ => Ok(()),
         }
@@ -128,6 +149,7 @@ impl Replayer {
             }
             Record::Elision(elision) => self.elide(&elision.items),
             Record::Compaction(compaction) => self.compact(id, compaction),
+            Record::Repair(repair) => self.repair(id, repair),
             Record::Meta(_) | Record::Unknown { .. } => {}
         }
         Ok(())
@@ -146,13 +168,42 @@ impl Replayer {
             return;
         };
         let rest = self.messages.split_off(cut + 1);
-        let mut rebuilt: Vec<Message> = std::mem::take(&mut self.messages)
+        let head = std::mem::take(&mut self.messages);
+        // The pinned messages (sticky ones, and the answers of a sticky turn) stay, as
+        // in the engine's assembly.
+        let pins = plan::pinned(&head, &plan::Pairs::build(&head));
+        let mut rebuilt: Vec<Message> = head
             .into_iter()
-            .filter(Message::is_sticky)
+            .zip(pins)
+            .filter_map(|(m, pin)| pin.then_some(m))
             .collect();
         rebuilt.push(summary_message(id, &compaction.summary));
         rebuilt.extend(rest);
         self.messages = rebuilt;
+        self.reindex();
+    }
+
+    fn repair(&mut self, id: &str, repair: &RepairRecord) {
+        let dropped: HashSet<&str> = repair.dropped.iter().map(String::as_str).collect();
+        let mut rebuilt = Vec::with_capacity(self.messages.len() + repair.answers.len());
+        for message in std::mem::take(&mut self.messages) {
+            let message_id = message.id.clone();
+            if !message_id.as_deref().is_some_and(|m| dropped.contains(m)) {
+                rebuilt.push(message);
+            }
+            for (k, answer) in repair.answers.iter().enumerate() {
+                if message_id.as_deref() == Some(answer.after.as_str()) {
+                    let synthetic = synthetic_answer_id(id, k);
+                    self.used.insert(synthetic.clone());
+                    rebuilt.push(Message::tool(answer.tool_call_id.clone(), answer.content.clone()).with_id(synthetic));
+                }
+            }
+        }
+        self.messages = rebuilt;
+        self.reindex();
+    }
+
+    fn reindex(&mut self) {
         self.positions = self
             .messages
             .iter()

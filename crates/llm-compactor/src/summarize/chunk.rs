@@ -30,6 +30,8 @@ pub fn render_units(messages: &[Message], middle: &[usize], cap: usize) -> Vec<S
 
 /// The transcript of a request that carries `summary` from earlier chunks.
 fn carried_prefix(carry_note: &str, summary: &str) -> String {
+    // The carried summary is model output: escaped like message text.
+    let summary = super::transcript::escape_body(summary);
     format!("{carry_note}\n\n[summary so far]\n{summary}\n\n[transcript, continued]\n")
 }
 

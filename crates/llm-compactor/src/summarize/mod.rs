@@ -14,4 +14,6 @@ pub use prompts::{
     prefilled,
 };
 pub use summarizer::{StopReason, Summarizer, SummaryReply, SummaryRequest};
-pub use transcript::{render_message, render_transcript, truncate_marked};
+pub use transcript::{
+    REASONING_OMITTED, escape_body, is_role_header, render_message, render_transcript, truncate_marked,
+};

@@ -228,23 +228,51 @@ pub fn compactor(budget: usize, summarizer: Option<Arc<Scripted>>) -> Compactor 
 /// The replay contract: sticky <= cut, the inserted message, everything after the cut,
 /// after the elisions.
 pub fn replay(input: &[Message], result: &CompactionResult) -> Vec<Message> {
-    let elided: Vec<Message> = plan::apply_elisions(input, &result.elisions);
+    let repaired = plan::apply_repairs(input, &result.repairs);
+    let elided: Vec<Message> = plan::apply_elisions(&repaired, &result.elisions);
     if result.cut_index < 0 {
         return elided;
     }
     let cut = result.cut_index as usize;
-    let mut out: Vec<Message> = elided[..=cut].iter().filter(|m| m.is_sticky()).cloned().collect();
+    // Pinned: sticky messages and the answers of a sticky turn (issue 10 item 20).
+    let pins = plan::pinned(&elided[..=cut], &plan::Pairs::build(&elided[..=cut]));
+    let mut out: Vec<Message> = elided[..=cut]
+        .iter()
+        .zip(pins)
+        .filter(|(_, pin)| *pin)
+        .map(|(m, _)| m.clone())
+        .collect();
     out.push(Message::user(result.summary.clone()));
     out.extend(elided[cut + 1..].iter().cloned());
     out
+}
+
+/// Validates a pass's result against the conversation the pass ran over (the input
+/// with its repairs and its recent-window cuts applied), with the recent window as the
+/// pass fitted it: since issue 10 item 22 the window may shrink to its token cap, so it
+/// starts after the cut and after every stub at the latest.
+pub fn validate_pass(input: &[Message], result: &CompactionResult, keep_recent: usize) -> Result<(), plan::Violation> {
+    let repaired = plan::apply_repairs(input, &result.repairs);
+    let is_cut = |index: usize| result.truncations.iter().any(|t| t.index == index);
+    let cuts: Vec<_> = result.elisions.iter().filter(|e| is_cut(e.index)).cloned().collect();
+    let base = plan::apply_elisions(&repaired, &cuts);
+    let mut start = plan::layout(&base, keep_recent).recent_start;
+    if let Ok(cut) = usize::try_from(result.cut_index) {
+        start = start.max(cut + 1);
+    }
+    for e in result.elisions.iter().filter(|e| !is_cut(e.index)) {
+        start = start.max(e.index + 1);
+    }
+    plan::validate(&base, &result.messages, start.min(base.len()))
 }
 
 /// A result of a [`config`] compactor: it honours the replay contract, is valid, and
 /// its token counts are the heuristic counts of its input and output.
 pub fn check(input: &[Message], result: &CompactionResult) {
     assert_eq!(replay(input, result), result.messages, "replay contract");
-    let layout = plan::layout(input, 3);
-    plan::validate(input, &result.messages, layout.recent_start).expect("valid result");
+    // The recent window may have shrunk to its token cap (issue 10 item 22): everything
+    // after the cut is kept verbatim.
+    validate_pass(input, result, 3).expect("valid result");
     assert_eq!(tokens(&result.messages), result.tokens_after);
     assert_eq!(tokens(input), result.tokens_before);
 }

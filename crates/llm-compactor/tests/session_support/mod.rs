@@ -37,8 +37,10 @@ pub fn synthetic_result(
     let messages = if cut_index >= 0 {
         let cut = cut_index as usize;
         let mut out: Vec<Message> = Vec::new();
-        for message in &aged[..=cut] {
-            if message.is_sticky() {
+        // Sticky messages and the answers of a sticky turn stay (issue 10 item 20).
+        let pins = llm_compactor::plan::pinned(&aged[..=cut], &llm_compactor::plan::Pairs::build(&aged[..=cut]));
+        for (message, pin) in aged[..=cut].iter().zip(pins) {
+            if pin {
                 out.push(message.clone());
             } else {
                 dropped += 1;
@@ -77,6 +79,8 @@ pub fn synthetic_result(
         },
         attempts: Vec::new(),
         receipt: None,
+        repairs: Vec::new(),
+        truncations: Vec::new(),
     }
 }
 
