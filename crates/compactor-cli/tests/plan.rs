@@ -56,6 +56,9 @@ fn aging_shows_eligible_elisions_and_the_pool() {
         "--keep-recent",
         "2",
         "--age-observations",
+        // The seed's absolute epoch (an explicit value turns the budget-relative one off).
+        "--age-reclaim-min",
+        "49152",
     ];
     let out = run(&[&args[..], &["--json"]].concat(), None);
     let r: Value = serde_json::from_slice(&out.stdout).unwrap();

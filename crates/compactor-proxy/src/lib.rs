@@ -21,7 +21,7 @@
 //! use compactor_proxy::{ProxyConfig, serve};
 //!
 //! let compactor = Compactor::new(CompactorConfig::builder(128_000).build().unwrap(), Arc::new(HeuristicCounter));
-//! let store = open_store("memory:")?;
+//! let store = open_store("memory:").await?;
 //! let config = ProxyConfig::builder("https://api.openai.com", Arc::new(compactor), store).build()?;
 //! let listener = tokio::net::TcpListener::bind("127.0.0.1:8787").await?;
 //! serve(config, listener, std::future::pending()).await

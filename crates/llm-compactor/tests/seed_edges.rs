@@ -155,7 +155,7 @@ fn caps_cut_multi_byte_text_at_char_boundaries() {
             .tool_result_cap(cap)
             .build()
             .unwrap();
-        let s = Arc::new(Scripted::build(vec![]).with_room(800).with_fallback(reply("S")));
+        let s = Arc::new(Scripted::build(vec![]).with_room(1100).with_fallback(reply("S")));
         let c = Compactor::new(config, Arc::new(HeuristicCounter)).with_summarizer(s);
         let r = run(&c, &m);
         assert!(!r.fallback, "cap {cap}: {:?}", r.attempts);
@@ -165,9 +165,10 @@ fn caps_cut_multi_byte_text_at_char_boundaries() {
 #[test]
 fn no_request_overflows_a_room_measured_by_a_counter_above_the_chars_floor() {
     // One token per char: three times the chars/3 floor (CJK text under a real BPE is
-    // close to this). 1700, not 1500, since the instruction says that the transcript is
-    // data (issue 10 item 17): with one token per char 1500 left too little room.
-    let room = 1700;
+    // close to this). 2100, not 1500, since the instruction says that the transcript is
+    // data (issue 10 item 17) and the task is restated after the transcript (issue 16
+    // item 2): with one token per char 1500 left too little room.
+    let room = 2100;
     let s = Arc::new(Scripted::build(vec![]).with_room(room).with_fallback(reply("要約")));
     let mut input = vec![Message::system("s")];
     for i in 0..40 {
@@ -399,7 +400,7 @@ fn custom_prompts_reach_every_kind_of_request() {
         s.request(1).system,
         format!("MY INSTRUCTION\n\nTOO LONG, AT MOST {limit}")
     );
-    let s = Arc::new(Scripted::build(vec![]).with_room(400).with_fallback(reply("so far")));
+    let s = Arc::new(Scripted::build(vec![]).with_room(600).with_fallback(reply("so far")));
     let c = Compactor::new(config(100_000, 1), Arc::new(HeuristicCounter))
         .with_summarizer(s.clone())
         .with_prompts(prompts);

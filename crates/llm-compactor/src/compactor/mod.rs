@@ -231,6 +231,17 @@ impl Compactor {
     /// an epoch, or stubbing would not shrink the conversation). `tokens` is the
     /// conversation's count.
     pub fn epoch_decision(&self, messages: &[Message], tokens: usize) -> Option<(EpochDecision, CostReceipt)> {
+        self.epoch_decision_with(messages, tokens, self.counter.as_ref())
+    }
+
+    /// [`Compactor::epoch_decision`] with the receipt counted by `counter` (a per-call
+    /// override: every count of a plan uses the invocation's counter).
+    pub(crate) fn epoch_decision_with(
+        &self,
+        messages: &[Message],
+        tokens: usize,
+        counter: &dyn TokenCounter,
+    ) -> Option<(EpochDecision, CostReceipt)> {
         if !self.config.age_observations {
             return None;
         }
@@ -250,7 +261,7 @@ impl Compactor {
         let aged = plan::apply_elisions(messages, &elisions);
         let policy = &self.config.cost_policy;
         let rounds = plan::policy::horizon(policy, messages, tokens, self.config.trigger());
-        let receipt = CostReceipt::of_pass(messages, &aged, self.counter.as_ref(), (0, 0), rounds, policy);
+        let receipt = CostReceipt::of_pass(messages, &aged, counter, (0, 0), rounds, policy);
         if receipt.tokens_after >= receipt.tokens_before {
             return None;
         }

@@ -103,7 +103,7 @@ impl Compactor {
         let epoch = if tokens > trigger {
             None
         } else {
-            self.epoch_decision(messages, tokens)
+            self.epoch_decision_with(messages, tokens, counter.as_ref())
         };
         let reason = if tokens > trigger {
             NeedReason::OverTrigger
