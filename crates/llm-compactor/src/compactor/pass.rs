@@ -107,21 +107,8 @@ impl Compactor {
             let count = counter.count_messages(&cut_input);
             (cut_input.as_slice(), count)
         };
-        let unchanged = |elisions: Vec<Elision>, messages: Vec<Message>, tokens: usize| CompactionResult {
-            messages,
-            summary: String::new(),
-            dropped: 0,
-            cut_index: -1,
-            tokens_before: before,
-            tokens_after: tokens,
-            fallback: false,
-            exhausted: tokens > limit,
-            elisions,
-            usage: Usage::default(),
-            attempts: Vec::new(),
-            receipt: None,
-            repairs: Vec::new(),
-            truncations: Vec::new(),
+        let unchanged = |elisions: Vec<Elision>, messages: Vec<Message>, tokens: usize| {
+            unchanged_result(before, limit, elisions, messages, tokens)
         };
         let mut result = if layout.is_noop() {
             tracing::info!("nothing between the sticky prefix and the recent window: no-op");
@@ -160,21 +147,8 @@ impl Compactor {
         before: usize,
         limit: usize,
     ) -> CompactionResult {
-        let unchanged = |elisions: Vec<Elision>, messages: Vec<Message>, tokens: usize| CompactionResult {
-            messages,
-            summary: String::new(),
-            dropped: 0,
-            cut_index: -1,
-            tokens_before: before,
-            tokens_after: tokens,
-            fallback: false,
-            exhausted: tokens > limit,
-            elisions,
-            usage: Usage::default(),
-            attempts: Vec::new(),
-            receipt: None,
-            repairs: Vec::new(),
-            truncations: Vec::new(),
+        let unchanged = |elisions: Vec<Elision>, messages: Vec<Message>, tokens: usize| {
+            unchanged_result(before, limit, elisions, messages, tokens)
         };
         // Aging first: stub every eligible result, recount.
         let (aged, elisions, aged_count) = self.age(input, pairs, layout, counter.as_ref(), before);
@@ -387,6 +361,33 @@ impl Compactor {
                 }
             }
         }
+    }
+}
+
+/// A result that replaced nothing (a no-op, or an elision-only pass when `elisions` is
+/// not empty): `exhausted` when `tokens` is still over `limit`.
+fn unchanged_result(
+    before: usize,
+    limit: usize,
+    elisions: Vec<Elision>,
+    messages: Vec<Message>,
+    tokens: usize,
+) -> CompactionResult {
+    CompactionResult {
+        messages,
+        summary: String::new(),
+        dropped: 0,
+        cut_index: -1,
+        tokens_before: before,
+        tokens_after: tokens,
+        fallback: false,
+        exhausted: tokens > limit,
+        elisions,
+        usage: Usage::default(),
+        attempts: Vec::new(),
+        receipt: None,
+        repairs: Vec::new(),
+        truncations: Vec::new(),
     }
 }
 
