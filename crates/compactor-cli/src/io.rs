@@ -61,34 +61,51 @@ fn output_mode(input: Option<&str>, path: &Path) -> u32 {
 /// run left beside the output are swept first.
 pub fn write_output_for(input: Option<&str>, output: Option<&Path>, text: &str) -> Result<(), CliError> {
     match output {
+        Some(path) => write_atomic(path, text, output_mode(input, path)),
+        None => crate::out::stdout_line(text),
+    }
+}
+
+/// [`write_output`] for a session transcript (an export): a new file is created private
+/// (0600, like every transcript this crate writes); a replaced file keeps its mode.
+pub fn write_transcript_output(output: Option<&Path>, text: &str) -> Result<(), CliError> {
+    match output {
         Some(path) => {
-            let dir = path
-                .parent()
-                .filter(|p| !p.as_os_str().is_empty())
-                .unwrap_or(Path::new("."));
-            let prefix = format!(".{}.tmp-", path.file_name().and_then(|n| n.to_str()).unwrap_or("out"));
-            llm_compactor::stale::sweep(dir, &prefix);
-            let tmp = dir.join(format!("{prefix}{}", std::process::id()));
-            let mode = output_mode(input, path);
-            let write = || -> std::io::Result<()> {
-                let _ = std::fs::remove_file(&tmp);
-                let mut file = std::fs::OpenOptions::new()
-                    .write(true)
-                    .create_new(true)
-                    .mode(mode)
-                    .open(&tmp)?;
-                // The umask may have narrowed it; set exactly what the replaced file had.
-                file.set_permissions(std::fs::Permissions::from_mode(mode))?;
-                file.write_all(text.as_bytes())?;
-                file.write_all(b"\n")?;
-                file.sync_all()?;
-                std::fs::rename(&tmp, path)
-            };
-            write().map_err(|e| {
-                let _ = std::fs::remove_file(&tmp);
-                CliError::Failed(format!("{}: {e}", path.display()))
-            })
+            let mode = std::fs::metadata(path).map_or(llm_compactor::session::SESSION_FILE_MODE, |meta| {
+                meta.permissions().mode() & 0o7777
+            });
+            write_atomic(path, text, mode)
         }
         None => crate::out::stdout_line(text),
     }
+}
+
+/// Writes `text` and a newline to `path` through a temp file beside it (mode `mode`,
+/// fsynced, renamed over), sweeping the temp files a killed run left first.
+fn write_atomic(path: &Path, text: &str, mode: u32) -> Result<(), CliError> {
+    let dir = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let prefix = format!(".{}.tmp-", path.file_name().and_then(|n| n.to_str()).unwrap_or("out"));
+    llm_compactor::stale::sweep(dir, &prefix);
+    let tmp = dir.join(format!("{prefix}{}", std::process::id()));
+    let write = || -> std::io::Result<()> {
+        let _ = std::fs::remove_file(&tmp);
+        let mut file = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(mode)
+            .open(&tmp)?;
+        // The umask may have narrowed it; set exactly what the replaced file had.
+        file.set_permissions(std::fs::Permissions::from_mode(mode))?;
+        file.write_all(text.as_bytes())?;
+        file.write_all(b"\n")?;
+        file.sync_all()?;
+        std::fs::rename(&tmp, path)
+    };
+    write().map_err(|e| {
+        let _ = std::fs::remove_file(&tmp);
+        CliError::Failed(format!("{}: {e}", path.display()))
+    })
 }

@@ -164,6 +164,9 @@ async fn serve_drain_on_sigterm_then_export_and_replay_what_the_upstream_saw() {
         None,
     );
     assert!(export.status.success(), "{}", support::stderr(&export));
+    // A transcript is private, like every session file (0600), whatever the umask.
+    let mode = std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(&file).unwrap().permissions());
+    assert_eq!(mode & 0o777, 0o600, "exported transcript mode {mode:o}");
     let replay = run(&["session", "replay", file.to_str().unwrap(), "--json"], None);
     assert!(replay.status.success(), "{}", support::stderr(&replay));
     let replayed: Value = serde_json::from_str(&stdout(&replay)).unwrap();

@@ -60,7 +60,7 @@ struct ServeArgs {
     /// The address to listen on.
     #[arg(long, default_value = "127.0.0.1:8787")]
     listen: String,
-    /// The upstream API origin (e.g. https://api.openai.com or https://api.anthropic.com);
+    /// The upstream API origin (e.g. `https://api.openai.com` or `https://api.anthropic.com`);
     /// request paths are appended to it.
     #[arg(long, value_name = "URL")]
     upstream: Option<String>,
@@ -127,7 +127,7 @@ async fn export_session(args: ExportArgs) -> Result<(), CliError> {
         .map_err(CliError::failed)?;
     // Atomic and mode-preserving, like every `-o` of this CLI; stdout when not given.
     let body = text.strip_suffix('\n').unwrap_or(&text);
-    crate::io::write_output(args.output.as_deref(), body)
+    crate::io::write_transcript_output(args.output.as_deref(), body)
 }
 
 async fn build_config(serve: &ServeArgs) -> Result<ProxyConfig, CliError> {

@@ -46,7 +46,7 @@ pub fn export(args: ExportArgs) -> Result<(), CliError> {
     let lines = text.lines().count();
     let body = text.strip_suffix('\n').unwrap_or(&text);
     let output = (args.output.as_os_str() != "-").then_some(args.output.as_path());
-    crate::io::write_output(output, body)?;
+    crate::io::write_transcript_output(output, body)?;
     if let Some(path) = output {
         crate::out::stderr_line(&format!(
             "compactor: exported {lines} lines of session {:?} to {}",
