@@ -105,15 +105,7 @@ impl Lines {
 
 /// Equal in everything but the id.
 pub fn same_but_id(a: &Message, b: &Message) -> bool {
-    a.role == b.role
-        && a.content == b.content
-        && a.tool_calls == b.tool_calls
-        && a.tool_call_id == b.tool_call_id
-        && a.name == b.name
-        && a.sticky == b.sticky
-        && a.sysprompt == b.sysprompt
-        && a.depth == b.depth
-        && a.extras == b.extras
+    a.eq_ignoring_id(b)
 }
 
 /// The messages without their ids (what goes on the wire and into a rewrite).

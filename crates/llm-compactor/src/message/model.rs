@@ -222,6 +222,20 @@ impl Message {
         self
     }
 
+    /// Equal in everything but the `id` (a message that was recorded, or rebuilt by a
+    /// pass, may or may not carry one).
+    pub fn eq_ignoring_id(&self, other: &Message) -> bool {
+        self.role == other.role
+            && self.content == other.content
+            && self.tool_calls == other.tool_calls
+            && self.tool_call_id == other.tool_call_id
+            && self.name == other.name
+            && self.sticky == other.sticky
+            && self.sysprompt == other.sysprompt
+            && self.depth == other.depth
+            && self.extras == other.extras
+    }
+
     /// Sticky messages are never summarized, elided or trimmed: an explicit flag, a
     /// system prompt, or a message injected at a depth.
     pub fn is_sticky(&self) -> bool {

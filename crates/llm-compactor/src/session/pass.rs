@@ -217,13 +217,5 @@ fn same_but_id(ours: &Message, theirs: &Message) -> bool {
     {
         return false;
     }
-    ours.role == theirs.role
-        && ours.content == theirs.content
-        && ours.tool_calls == theirs.tool_calls
-        && ours.tool_call_id == theirs.tool_call_id
-        && ours.name == theirs.name
-        && ours.sticky == theirs.sticky
-        && ours.sysprompt == theirs.sysprompt
-        && ours.depth == theirs.depth
-        && ours.extras == theirs.extras
+    ours.eq_ignoring_id(theirs)
 }
