@@ -11,7 +11,7 @@ use std::time::Instant;
 
 use llm_compactor::plan::SUMMARY_HEADER;
 use llm_compactor::plan::grounding::{UNVERIFIED, ungrounded_identifiers};
-use llm_compactor::plan::ledger::source_text;
+use llm_compactor::plan::ledger::{LedgerPolicy, LedgerRules, chars_for_tokens, extract, history_fits, source_text};
 use serde::Serialize;
 use serde_json::json;
 
@@ -48,8 +48,15 @@ pub struct FileScore {
     pub found: usize,
     /// Per kind: (found, drawn).
     pub by_kind: Vec<(ProbeKind, usize, usize)>,
+    /// Path, command and error probes that fit the ledger's cap (drawn from the newest
+    /// messages whose history the ledger keeps whole at its cap, see [`fit_start`]).
+    pub fit: usize,
+    /// Of those, found in the summary.
+    pub fit_found: usize,
     /// Identifiers in the summary absent from the conversation and not flagged.
     pub hallucinations: usize,
+    /// Those identifiers (for inspection).
+    pub hallucinated: Vec<String>,
     /// `[unverified]` flags in the summary.
     pub flagged: usize,
     /// Tokens before and after the pass.
@@ -68,6 +75,11 @@ pub fn run(args: Args) -> Result<(), CliError> {
     let name = compactor
         .summarizer()
         .map_or("none".to_owned(), |s| s.name().to_owned());
+    // The ledger's cap in chars, when the ledger is on.
+    let ledger_cap = match args.opts.ledger_max_tokens {
+        Some(0) => None,
+        max => Some(chars_for_tokens(max.unwrap_or(LedgerPolicy::default().max_tokens))),
+    };
     let mut scores = Vec::new();
     for file in &args.files {
         let document = io::read_document(file, args.opts.format())?;
@@ -86,6 +98,16 @@ pub fn run(args: Args) -> Result<(), CliError> {
             Vec::new()
         };
         let probes = draw(messages, &middle);
+        let fits: Vec<bool> = match ledger_cap {
+            Some(cap) if !middle.is_empty() => {
+                let first = middle[fit_start(messages, &middle, cap)..].first().copied();
+                probes
+                    .iter()
+                    .map(|p| GOAL_KINDS.contains(&p.kind) && first.is_some_and(|f| p.message >= f))
+                    .collect()
+            }
+            _ => vec![false; probes.len()],
+        };
         let body = result
             .summary
             .strip_prefix(SUMMARY_HEADER)
@@ -93,6 +115,13 @@ pub fn run(args: Args) -> Result<(), CliError> {
             .to_owned();
         let source = source_text(messages);
         let missed: Vec<Probe> = probes.iter().filter(|p| !body.contains(&p.text)).cloned().collect();
+        let fit = fits.iter().filter(|f| **f).count();
+        let fit_found = probes
+            .iter()
+            .zip(&fits)
+            .filter(|(p, f)| **f && body.contains(&p.text))
+            .count();
+        let hallucinated = ungrounded_identifiers(&body, &source);
         let by_kind = ProbeKind::ALL
             .iter()
             .map(|&k| {
@@ -122,7 +151,10 @@ pub fn run(args: Args) -> Result<(), CliError> {
             probes: probes.len(),
             found: probes.len() - missed.len(),
             by_kind,
-            hallucinations: ungrounded_identifiers(&body, &source).len(),
+            fit,
+            fit_found,
+            hallucinations: hallucinated.len(),
+            hallucinated,
             flagged: body.matches(UNVERIFIED).count(),
             tokens_before: result.tokens_before,
             tokens_after: result.tokens_after,
@@ -138,6 +170,46 @@ pub fn run(args: Args) -> Result<(), CliError> {
         table(&name, &scores)
     };
     io::write_output(None, &text)
+}
+
+/// The probe kinds of the ledger's goal ("100% of path/command/error probes that fit
+/// its cap").
+const GOAL_KINDS: [ProbeKind; 3] = [ProbeKind::Path, ProbeKind::Command, ProbeKind::Error];
+
+/// The position in `middle` from which on the ledger's history fits `cap` chars whole:
+/// the smallest `k` such that the ledger of `middle[k..]`, beside the state the ledger
+/// always carries (the last user request, the open errors, earlier requests and
+/// identifiers of the whole middle), renders without cutting a file, command or
+/// resolved error. Independent of how the renderer chooses what to cut: it asks only
+/// whether the newest facts *can* fit. `middle.len()` when even the newest message's
+/// do not.
+pub fn fit_start(messages: &[llm_compactor::Message], middle: &[usize], cap: usize) -> usize {
+    let rules = LedgerRules::default();
+    let full = extract(messages, middle, &rules);
+    let fits = |k: usize| {
+        let mut ledger = extract(messages, &middle[k..], &rules);
+        ledger.last_user.clone_from(&full.last_user);
+        ledger.earlier_users.clone_from(&full.earlier_users);
+        ledger.identifiers.clone_from(&full.identifiers);
+        ledger.errors.retain(|e| !e.open);
+        for open in full.open_errors() {
+            if !ledger.errors.iter().any(|e| e.text == open.text) {
+                ledger.errors.push(open.clone());
+            }
+        }
+        history_fits(&ledger, cap)
+    };
+    // Fitting is monotone in k (a suffix of a suffix has no more facts): bisect.
+    let (mut lo, mut hi) = (0, middle.len());
+    while lo < hi {
+        let mid = (lo + hi) / 2;
+        if fits(mid) {
+            hi = mid;
+        } else {
+            lo = mid + 1;
+        }
+    }
+    lo
 }
 
 fn pct(found: usize, drawn: usize) -> String {
@@ -157,6 +229,8 @@ fn total(scores: &[FileScore]) -> serde_json::Value {
         let d: usize = scores.iter().map(|s| s.by_kind[k].2).sum();
         by_kind.insert(kind.name().to_owned(), json!({"found": f, "drawn": d}));
     }
+    let fit: usize = scores.iter().map(|s| s.fit).sum();
+    let fit_found: usize = scores.iter().map(|s| s.fit_found).sum();
     let before: usize = scores.iter().map(|s| s.tokens_before).sum();
     let after: usize = scores.iter().map(|s| s.tokens_after).sum();
     let seconds: f64 = scores.iter().map(|s| s.seconds).sum();
@@ -166,6 +240,9 @@ fn total(scores: &[FileScore]) -> serde_json::Value {
         "found": found,
         "recall": if probes == 0 { 0.0 } else { found as f64 / probes as f64 },
         "by_kind": by_kind,
+        "fit_probes": fit,
+        "fit_found": fit_found,
+        "fit_recall": if fit == 0 { serde_json::Value::Null } else { json!(fit_found as f64 / fit as f64) },
         "hallucinations": scores.iter().map(|s| s.hallucinations).sum::<usize>(),
         "flagged": scores.iter().map(|s| s.flagged).sum::<usize>(),
         "tokens_before": before,
@@ -178,8 +255,8 @@ fn total(scores: &[FileScore]) -> serde_json::Value {
 
 fn table(name: &str, scores: &[FileScore]) -> String {
     let mut out = format!(
-        "summarizer: {name}\n{:<48} {:>7} {:>6} {:>6} {:>6} {:>6} {:>7} {:>6} {:>5} {:>7} {:>8}\n",
-        "file", "outcome", "recall", "path", "cmd", "error", "request", "ident", "hall", "ratio", "seconds"
+        "summarizer: {name}\n{:<48} {:>7} {:>6} {:>6} {:>6} {:>6} {:>7} {:>6} {:>9} {:>5} {:>7} {:>8}\n",
+        "file", "outcome", "recall", "path", "cmd", "error", "request", "ident", "fit", "hall", "ratio", "seconds"
     );
     let row = |file: &str,
                outcome: &str,
@@ -203,17 +280,19 @@ fn table(name: &str, scores: &[FileScore]) -> String {
             );
         }
         format!(
-            "{file:<48} {outcome:>7} {:>6} {:>6} {:>6} {:>6} {:>7} {:>6} {hall:>5} {ratio:>7.1} {secs:>8.2}\n",
+            "{file:<48} {outcome:>7} {:>6} {:>6} {:>6} {:>6} {:>7} {:>6} {:>9} {hall:>5} {ratio:>7.1} {secs:>8.2}\n",
             pct(found, probes),
             pct(kinds[0].0, kinds[0].1),
             pct(kinds[1].0, kinds[1].1),
             pct(kinds[2].0, kinds[2].1),
             pct(kinds[3].0, kinds[3].1),
             pct(kinds[4].0, kinds[4].1),
+            format!("{}/{}", pct(kinds[5].0, kinds[5].1), kinds[5].1),
         )
     };
     for s in scores {
-        let kinds: Vec<(usize, usize)> = s.by_kind.iter().map(|(_, f, d)| (*f, *d)).collect();
+        let mut kinds: Vec<(usize, usize)> = s.by_kind.iter().map(|(_, f, d)| (*f, *d)).collect();
+        kinds.push((s.fit_found, s.fit));
         let ratio = s.tokens_before as f64 / s.tokens_after.max(1) as f64;
         out.push_str(&row(
             &s.file,
@@ -227,7 +306,7 @@ fn table(name: &str, scores: &[FileScore]) -> String {
         ));
     }
     let t = total(scores);
-    let kinds: Vec<(usize, usize)> = ProbeKind::ALL
+    let mut kinds: Vec<(usize, usize)> = ProbeKind::ALL
         .iter()
         .map(|k| {
             let v = &t["by_kind"][k.name()];
@@ -237,6 +316,10 @@ fn table(name: &str, scores: &[FileScore]) -> String {
             )
         })
         .collect();
+    kinds.push((
+        t["fit_found"].as_u64().unwrap_or(0) as usize,
+        t["fit_probes"].as_u64().unwrap_or(0) as usize,
+    ));
     out.push_str(&row(
         &format!("TOTAL ({} files)", scores.len()),
         "",
@@ -247,6 +330,9 @@ fn table(name: &str, scores: &[FileScore]) -> String {
         t["ratio"].as_f64().unwrap_or(0.0),
         t["seconds_mean"].as_f64().unwrap_or(0.0),
     ));
-    out.push_str("(ratio: tokens before / after; seconds: per file, the TOTAL row the mean)\n");
+    out.push_str(
+        "(fit: recall of the path/command/error probes that fit the ledger's cap, and how many fit; \
+         ratio: tokens before / after; seconds: per file, the TOTAL row the mean)\n",
+    );
     out
 }

@@ -61,6 +61,8 @@ pub struct Probe {
     pub kind: ProbeKind,
     /// The verbatim text looked for.
     pub text: String,
+    /// The index of the newest message it was drawn from.
+    pub message: usize,
 }
 
 fn start(text: &str, n: usize) -> String {
@@ -139,13 +141,18 @@ fn is_observation(text: &str) -> bool {
 /// The probes of `messages[i]` for every `i` in `middle`.
 pub fn draw(messages: &[Message], middle: &[usize]) -> Vec<Probe> {
     let mut found: Vec<Probe> = Vec::new();
-    let mut push = |kind: ProbeKind, text: String, found: &mut Vec<Probe>| {
-        if text.chars().count() >= 4 && !found.iter().any(|p| p.kind == kind && p.text == text) {
-            found.push(Probe { kind, text });
-        }
-    };
-    let mut last_request: Option<String> = None;
+    let mut last_request: Option<(String, usize)> = None;
     for &i in middle {
+        let mut push = |kind: ProbeKind, text: String, found: &mut Vec<Probe>| {
+            if text.chars().count() < 4 {
+                return;
+            }
+            match found.iter_mut().find(|p| p.kind == kind && p.text == text) {
+                // Drawn once, where it first appears; dated by its newest appearance.
+                Some(p) => p.message = i,
+                None => found.push(Probe { kind, text, message: i }),
+            }
+        };
         let Some(message) = messages.get(i) else { continue };
         let text = message.text();
         match message.role {
@@ -172,14 +179,18 @@ pub fn draw(messages: &[Message], middle: &[usize]) -> Vec<Probe> {
             Role::User if is_observation(&text) => errors(&text, &mut found, &mut push),
             Role::User if !text.starts_with(llm_compactor::plan::SUMMARY_HEADER) => {
                 if let Some(first) = text.lines().find(|l| l.trim().len() >= 8) {
-                    last_request = Some(start(first.trim(), PROBE_CHARS));
+                    last_request = Some((start(first.trim(), PROBE_CHARS), i));
                 }
             }
             _ => {}
         }
     }
-    if let Some(request) = last_request {
-        push(ProbeKind::Request, request, &mut found);
+    if let Some((text, message)) = last_request.filter(|(t, _)| t.chars().count() >= 4) {
+        found.push(Probe {
+            kind: ProbeKind::Request,
+            text,
+            message,
+        });
     }
     let mut out = Vec::new();
     for kind in ProbeKind::ALL {

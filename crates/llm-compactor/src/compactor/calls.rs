@@ -3,7 +3,8 @@
 //!
 //! The policy: an abort-class failure (400-404, a blocked call, an unavailable backend)
 //! ends the pass's summarizing at once; anything else is retried after a backoff, up to
-//! `max_attempts` failed calls in the whole pass. Every call is recorded, and every call's
+//! `max_attempts` failed calls in the whole pass. A reply the grounding gate finds mostly
+//! repetition counts as a failed call (like an empty one). Every call is recorded, and every call's
 //! usage counted, whether it failed, was rejected or was taken.
 
 use std::time::Duration;
@@ -13,6 +14,7 @@ use tokio_util::sync::CancellationToken;
 use super::backoff::{Sleeper, backoff_delay};
 use super::hooks::{CompactionHooks, RequestDecision, ResponseDecision};
 use super::result::{Attempt, AttemptKind, AttemptOutcome};
+use crate::plan::grounding::{GroundingRules, check_repetition};
 use crate::summarize::{FailureKind, Summarizer, SummarizerError, SummaryReply, SummaryRequest};
 use crate::usage::Usage;
 
@@ -43,6 +45,9 @@ pub(crate) struct Calls<'a> {
     pub(crate) retry_after: Option<Duration>,
     pub(crate) attempts: Vec<Attempt>,
     pub(crate) usage: Usage,
+    /// The grounding gate's rules when the gate is on: a reply that is mostly
+    /// repetition is then a failed attempt ([`FailureKind::Degenerate`]), retried.
+    pub(crate) gate: Option<GroundingRules>,
 }
 
 impl Calls<'_> {
@@ -84,6 +89,14 @@ impl Calls<'_> {
                 () = self.cancel.cancelled() => Err(SummarizerError::new(FailureKind::Cancelled, "cancelled during the call")),
                 outcome = self.summarizer.summarize(request.clone(), self.cancel) => outcome,
             };
+            // A looping reply is a failed attempt, not an answer (issue 11).
+            let outcome = match outcome {
+                Ok(reply) if !reply.text.trim().is_empty() => match self.degenerate(&reply.text) {
+                    Some(why) => Err(SummarizerError::new(FailureKind::Degenerate, why).with_usage(reply.usage)),
+                    None => Ok(reply),
+                },
+                other => other,
+            };
             let error = match outcome {
                 Ok(reply) if reply.text.trim().is_empty() => {
                     SummarizerError::new(FailureKind::Empty, "the summary was empty").with_usage(reply.usage)
@@ -124,6 +137,12 @@ impl Calls<'_> {
             }
             self.retry_after = error.retry_after;
         }
+    }
+
+    /// Why the gate rejects `text` as repetition, when it is on and does.
+    fn degenerate(&self, text: &str) -> Option<String> {
+        let rules = self.gate.as_ref()?;
+        check_repetition(text, rules).err().map(|r| r.to_string())
     }
 
     /// Records a failed call (without retrying) and counts it against `max_attempts`.

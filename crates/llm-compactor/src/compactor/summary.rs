@@ -86,6 +86,7 @@ impl Compactor {
             retry_after: None,
             attempts: Vec::new(),
             usage: Usage::default(),
+            gate: policy.as_ref().map(|p| p.grounding.clone()),
         };
         let accepted = if model_free {
             None

@@ -124,6 +124,36 @@ pub fn ground(summary: &str, source: &str, rules: &GroundingRules) -> Result<Gro
     })
 }
 
+/// The gate's first check alone: `Err` when `summary` is mostly repetition (or nothing
+/// is left after cutting it). The compactor runs it on every reply as it arrives, so
+/// that a looping reply is a failed attempt, retried per the summarizer retry policy.
+///
+/// ```
+/// use llm_compactor::plan::grounding::{check_repetition, GroundingRules};
+/// let rules = GroundingRules::default();
+/// assert!(check_repetition("The fix is in parser.py; tests pass.", &rules).is_ok());
+/// let looped = "The tax class multiplier is calculated using the formula. ".repeat(12);
+/// assert!(check_repetition(&looped, &rules).is_err());
+/// ```
+///
+/// # Errors
+/// The rejection [`ground`] would return for the repetition.
+pub fn check_repetition(summary: &str, rules: &GroundingRules) -> Result<(), GroundingRejection> {
+    let total = summary.chars().count().max(1);
+    let (deduped, _, repeated_chars) = cut_repetition(summary, rules);
+    let fraction = repeated_chars as f64 / total as f64;
+    if fraction > rules.max_repetition {
+        return Err(GroundingRejection::MostlyRepetition {
+            percent: (fraction * 100.0).round() as u32,
+            limit: (rules.max_repetition * 100.0).round() as u32,
+        });
+    }
+    if deduped.trim().is_empty() {
+        return Err(GroundingRejection::Empty);
+    }
+    Ok(())
+}
+
 /// The identifier candidates in one whitespace-free word.
 fn candidates(word: &str) -> impl Iterator<Item = &str> {
     tokens(word)

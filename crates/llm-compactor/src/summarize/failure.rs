@@ -57,6 +57,9 @@ pub enum FailureKind {
     Parse,
     /// The call succeeded but returned no text (or only whitespace).
     Empty,
+    /// The call succeeded but the grounding gate found the text mostly repetition (a
+    /// small model's loop): unusable, so retried like an empty answer.
+    Degenerate,
     /// A guardrail hook blocked the request or rejected the response.
     Blocked,
     /// The backend is not configured or cannot run at all (no summarizer, a command
@@ -92,7 +95,7 @@ impl FailureKind {
             FailureKind::ContextLengthExceeded { .. } => FailureClass::Abort,
             FailureKind::Timeout | FailureKind::Parse => FailureClass::Advance,
             FailureKind::Connect | FailureKind::Other => FailureClass::RetrySame,
-            FailureKind::Empty => FailureClass::Response,
+            FailureKind::Empty | FailureKind::Degenerate => FailureClass::Response,
             FailureKind::Blocked | FailureKind::Unavailable | FailureKind::Cancelled => FailureClass::Abort,
         }
     }

@@ -65,6 +65,7 @@ pub fn extract(messages: &[Message], indices: &[usize], rules: &LedgerRules) -> 
         ledger: Ledger::default(),
         file_index: HashMap::new(),
         command_index: HashMap::new(),
+        shown_index: HashMap::new(),
         pending: HashMap::new(),
         last_text_command: None,
     };
@@ -84,6 +85,8 @@ struct Builder<'a> {
     ledger: Ledger,
     file_index: HashMap<String, usize>,
     command_index: HashMap<String, usize>,
+    /// The shown head of a command -> its fact.
+    shown_index: HashMap<String, usize>,
     /// tool_call_id -> the command it ran (when it ran one).
     pending: HashMap<String, Option<String>>,
     /// The last command of a text-format (mini-swe-agent) turn, awaiting its observation.
@@ -101,6 +104,28 @@ fn is_observation(text: &str) -> bool {
 fn one_line(text: &str, cap: usize) -> String {
     let joined = text.split_whitespace().collect::<Vec<_>>().join(" ");
     cap_chars(&joined, cap)
+}
+
+/// How a command is shown: its non-blank lines joined with ` ⏎ `, stopping after a
+/// heredoc's first line (the body is file content, and the file is listed with its
+/// operation), capped at `cap` chars with `…`. The first line, where the program and
+/// its arguments are, always comes first verbatim.
+pub(crate) fn command_head(command: &str, cap: usize) -> String {
+    let mut shown = String::new();
+    let mut lines = command.lines().map(str::trim_end).filter(|l| !l.trim().is_empty());
+    for line in lines.by_ref() {
+        if !shown.is_empty() {
+            shown.push_str(" ⏎ ");
+        }
+        shown.push_str(line);
+        if line.contains("<<") || shown.chars().count() >= cap {
+            break;
+        }
+    }
+    if lines.next().is_some() {
+        shown.push_str(" ⏎ …");
+    }
+    cap_chars(shown.trim(), cap)
 }
 
 fn cap_chars(text: &str, cap: usize) -> String {
@@ -228,17 +253,25 @@ impl Builder<'_> {
     }
 
     fn command(&mut self, seq: usize, command: &str) {
-        let shown = cap_chars(&command.replace('\n', " ⏎ "), self.rules.command_chars);
-        match self.command_index.get(command) {
-            Some(&i) => {
+        let shown = command_head(command, self.rules.command_chars);
+        // Near-duplicates (the same head: a heredoc rewriting one file) are one fact.
+        let known = self
+            .command_index
+            .get(command)
+            .or_else(|| self.shown_index.get(&shown))
+            .copied();
+        match known {
+            Some(i) => {
+                self.command_index.insert(command.to_owned(), i);
                 let fact = &mut self.ledger.commands[i];
                 fact.runs += 1;
                 fact.last_seen = seq;
                 fact.exit = None;
             }
             None => {
-                self.command_index
-                    .insert(command.to_owned(), self.ledger.commands.len());
+                let i = self.ledger.commands.len();
+                self.command_index.insert(command.to_owned(), i);
+                self.shown_index.insert(shown.clone(), i);
                 self.ledger.commands.push(CommandFact {
                     command: shown,
                     exit: None,

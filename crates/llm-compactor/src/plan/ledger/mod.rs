@@ -19,7 +19,7 @@ pub(crate) mod scan;
 use serde::{Deserialize, Serialize};
 
 pub use extract::extract;
-pub use render::{LEDGER_HEADING, render};
+pub use render::{LEDGER_HEADING, history_fits, render};
 
 /// One file the replaced messages touched.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -35,7 +35,8 @@ pub struct FileFact {
 /// One command that ran.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CommandFact {
-    /// The command, verbatim (capped), newlines shown as `⏎`.
+    /// The command's head, verbatim (capped, `…` when cut), newlines shown as `⏎`; a
+    /// heredoc's body left out (` ⏎ …`).
     pub command: String,
     /// Its exit status, when its result showed one.
     pub exit: Option<i64>,
@@ -100,7 +101,8 @@ pub struct LedgerRules {
     pub last_user_chars: usize,
     /// Each earlier user message is kept as one line of at most this. Default 160.
     pub earlier_user_chars: usize,
-    /// A command is kept up to this many chars. Default 200.
+    /// A command is shown up to this many chars (its head: see the renderer). Default
+    /// 100: the program and its arguments, not a heredoc's body.
     pub command_chars: usize,
     /// An error line is kept up to this many chars. Default 200.
     pub error_chars: usize,
@@ -113,7 +115,7 @@ impl Default for LedgerRules {
         LedgerRules {
             last_user_chars: 2000,
             earlier_user_chars: 160,
-            command_chars: 200,
+            command_chars: 100,
             error_chars: 200,
             max_identifiers: 40,
         }
