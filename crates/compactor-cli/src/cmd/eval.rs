@@ -177,29 +177,24 @@ pub fn run(args: Args) -> Result<(), CliError> {
 const GOAL_KINDS: [ProbeKind; 3] = [ProbeKind::Path, ProbeKind::Command, ProbeKind::Error];
 
 /// The position in `middle` from which on the ledger's history fits `cap` chars whole:
-/// the smallest `k` such that the ledger of `middle[k..]`, beside the state the ledger
-/// always carries (the last user request, the open errors, earlier requests and
-/// identifiers of the whole middle), renders without cutting a file, command or
-/// resolved error. Independent of how the renderer chooses what to cut: it asks only
-/// whether the newest facts *can* fit. `middle.len()` when even the newest message's
-/// do not.
+/// the smallest `k` such that the facts the ledger of the whole middle dates at or
+/// after `middle[k]` (files, commands, resolved errors; with all of the state it always
+/// carries: the last request, the open errors, earlier requests, identifiers) render
+/// without a cut. A size question only: whether the newest facts *can* fit the cap,
+/// not which ones the renderer chose; a probe of those messages that the summary lacks
+/// is a fact the ledger failed to extract, date or keep. `middle.len()` when not even
+/// the newest message's facts fit.
 pub fn fit_start(messages: &[llm_compactor::Message], middle: &[usize], cap: usize) -> usize {
-    let rules = LedgerRules::default();
-    let full = extract(messages, middle, &rules);
+    let full = extract(messages, middle, &LedgerRules::default());
     let fits = |k: usize| {
-        let mut ledger = extract(messages, &middle[k..], &rules);
-        ledger.last_user.clone_from(&full.last_user);
-        ledger.earlier_users.clone_from(&full.earlier_users);
-        ledger.identifiers.clone_from(&full.identifiers);
-        ledger.errors.retain(|e| !e.open);
-        for open in full.open_errors() {
-            if !ledger.errors.iter().any(|e| e.text == open.text) {
-                ledger.errors.push(open.clone());
-            }
-        }
+        let Some(&since) = middle.get(k) else { return true };
+        let mut ledger = full.clone();
+        ledger.files.retain(|f| f.last_seen >= since);
+        ledger.commands.retain(|c| c.last_seen >= since);
+        ledger.errors.retain(|e| e.open || e.last_seen >= since);
         history_fits(&ledger, cap)
     };
-    // Fitting is monotone in k (a suffix of a suffix has no more facts): bisect.
+    // Fitting is monotone in k (fewer facts the later the start): bisect.
     let (mut lo, mut hi) = (0, middle.len());
     while lo < hi {
         let mid = (lo + hi) / 2;

@@ -154,10 +154,12 @@ pub fn check_repetition(summary: &str, rules: &GroundingRules) -> Result<(), Gro
     Ok(())
 }
 
-/// The identifier candidates in one whitespace-free word.
+/// The identifier candidates in one whitespace-free word. A token cut with `…` (the
+/// ledger's, or anyone's, verbatim head of a longer line) stands for its part before
+/// the `…`: `test_modul…` is grounded when the source has `test_modul`.
 fn candidates(word: &str) -> impl Iterator<Item = &str> {
     tokens(word)
-        .map(trim_token)
+        .map(|t| trim_token(trim_token(t).trim_end_matches('…')))
         .filter(|t| is_path(t) || is_code_identifier(t) || is_test_name(t))
 }
 
@@ -340,6 +342,25 @@ mod tests {
         .unwrap();
         assert!(!removed.text.contains("invented_function"));
         assert!(removed.text.contains("fit_model"));
+    }
+
+    // Regression (issue 11): the eval counted 29 "hallucinations" on uncapped ledger
+    // output, every one a verbatim line the ledger had cut with `…`
+    // (`pvlib/tests/test_irradiance.py::test_sky_diffuse_zenith_close_to_90…`): the
+    // `…` made the token absent from the source.
+    #[test]
+    fn a_verbatim_head_cut_with_an_ellipsis_is_grounded() {
+        let source = "FAILED pvlib/tests/test_irradiance.py::test_sky_diffuse_zenith_close_to_90deg - x";
+        for cut in [
+            "- FAILED pvlib/tests/test_irradiance.py::test_sky_diffuse_zenith_close_to_90…",
+            "- `pytest -k test_sky_diff…` ✓",
+            "(from `pytest pvlib/tests/test_irr…`)",
+        ] {
+            assert!(ungrounded_identifiers(cut, source).is_empty(), "{cut}");
+            assert!(ground(cut, source, &GroundingRules::default()).unwrap().unverified.is_empty());
+        }
+        // An invented name stays invented, cut or not.
+        assert_eq!(ungrounded_identifiers("test_invented_na…", source), ["test_invented_na"]);
     }
 
     #[test]

@@ -205,7 +205,11 @@ pub(crate) fn merged_files(files: &[FileFact]) -> Vec<FileFact> {
     order.sort_by_key(|&i| std::cmp::Reverse(out[i].path.len()));
     let mut gone = vec![false; out.len()];
     for (rank, &short) in order.iter().enumerate() {
-        let tail = format!("/{}", out[short].path.trim_start_matches("./"));
+        // `./x.py` is not a substring of `/testbed/x.py`: it stays as written.
+        if out[short].path.starts_with("./") {
+            continue;
+        }
+        let tail = format!("/{}", out[short].path);
         let longer: Vec<usize> = order[..rank]
             .iter()
             .copied()
@@ -318,7 +322,7 @@ mod tests {
         // The oldest file kept is no older than the oldest command kept, give or take
         // one step of the shared clock.
         let oldest = |prefix: &str| {
-            (0..50)
+            (0..50usize)
                 .find(|i| text.contains(&format!("{prefix}{i}.py")))
                 .unwrap()
         };
@@ -366,10 +370,32 @@ mod tests {
                 last_seen: 4,
             },
         ];
+        let mut files = files;
+        files.push(FileFact {
+            path: "./lib/y.py".into(),
+            operations: vec!["run".into()],
+            last_seen: 5,
+        });
+        files.push(FileFact {
+            path: "/testbed/lib/y.py".into(),
+            operations: vec!["read".into()],
+            last_seen: 6,
+        });
         let merged = merged_files(&files);
         let paths: Vec<&str> = merged.iter().map(|f| f.path.as_str()).collect();
         // `setup.py` is ambiguous (two longer forms): kept apart.
-        assert_eq!(paths, ["/testbed/src/x.py", "setup.py", "/a/setup.py", "/b/setup.py"]);
+        // `./lib/y.py` is kept as written (a merged line would not contain it).
+        assert_eq!(
+            paths,
+            [
+                "/testbed/src/x.py",
+                "setup.py",
+                "/a/setup.py",
+                "/b/setup.py",
+                "./lib/y.py",
+                "/testbed/lib/y.py"
+            ]
+        );
         assert_eq!(merged[0].operations, ["edit", "read"]);
         assert_eq!(merged[0].last_seen, 1);
     }
