@@ -1,8 +1,9 @@
 //! The artifact ledger over a ~100k-token middle: extraction plus rendering (goal: under
 //! 5 ms a compaction), and the grounding gate over a 2k-token summary against it.
 //!
-//! The middle is a real mini-swe-agent run repeated until it reaches 100k tokens when
-//! the shared data is present (`LLM_COMPACTOR_DATA`), else a synthetic agent run.
+//! The middle is real mini-swe-agent runs, one after another, until it reaches 100k
+//! tokens when the shared data is present (`LLM_COMPACTOR_DATA`), else a synthetic
+//! agent run.
 
 use std::hint::black_box;
 use std::time::Duration;
@@ -12,14 +13,26 @@ use llm_compactor::count::{HeuristicCounter, TokenCounter};
 use llm_compactor::format::Document;
 use llm_compactor::message::{Message, ToolCall};
 use llm_compactor::plan::grounding::{GroundingRules, ground};
-use llm_compactor::plan::ledger::{LedgerRules, extract, render, source_text};
+use llm_compactor::plan::ledger::{LedgerPolicy, LedgerRules, chars_for_tokens, extract, render, source_text};
 
-fn real_run() -> Option<Vec<Message>> {
+/// Real mini-swe-agent runs of the shared data, in name order (different runs, so the
+/// ledger sees 100k tokens of distinct paths, commands and errors, not one run's facts
+/// deduplicated).
+fn real_runs() -> Option<Vec<Vec<Message>>> {
     let dir = std::env::var_os("LLM_COMPACTOR_DATA")
         .map(std::path::PathBuf::from)
         .unwrap_or_else(|| concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/data").into());
-    let path = dir.join("trajectories/mini-swe-agent/deepseek_chat_dev__pvlib__pvlib-python-1072.traj.json");
-    Some(Document::read_path(&path, None).ok()?.messages().to_vec())
+    let mut paths: Vec<_> = std::fs::read_dir(dir.join("trajectories/mini-swe-agent"))
+        .ok()?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.to_string_lossy().ends_with(".traj.json"))
+        .collect();
+    paths.sort();
+    let runs: Vec<Vec<Message>> = paths
+        .iter()
+        .filter_map(|p| Some(Document::read_path(p, None).ok()?.messages().to_vec()))
+        .collect();
+    (!runs.is_empty()).then_some(runs)
 }
 
 fn synthetic() -> Vec<Message> {
@@ -42,11 +55,19 @@ fn synthetic() -> Vec<Message> {
 }
 
 fn middle() -> Vec<Message> {
-    let base = real_run().unwrap_or_else(synthetic);
+    let runs = real_runs().unwrap_or_else(|| {
+        eprintln!("NOTICE: shared data absent: a synthetic run instead of real trajectories");
+        vec![synthetic()]
+    });
     let counter = HeuristicCounter;
     let mut out = Vec::new();
-    while counter.count_messages(&out) < 100_000 {
-        out.extend(base.iter().filter(|m| !m.is_sticky()).cloned());
+    'fill: loop {
+        for run in &runs {
+            out.extend(run.iter().filter(|m| !m.is_sticky()).cloned());
+            if counter.count_messages(&out) >= 100_000 {
+                break 'fill;
+            }
+        }
     }
     out
 }
@@ -60,6 +81,8 @@ fn ledger(c: &mut Criterion) {
         HeuristicCounter.count_messages(&messages)
     );
     let rules = LedgerRules::default();
+    // The default cap, in chars.
+    let cap = chars_for_tokens(LedgerPolicy::default().max_tokens);
     let mut group = c.benchmark_group("ledger");
     group
         .sample_size(20)
@@ -68,7 +91,7 @@ fn ledger(c: &mut Criterion) {
     group.bench_function("extract+render 100k-token middle", |b| {
         b.iter(|| {
             let ledger = extract(black_box(&messages), &indices, &rules);
-            black_box(render(&ledger, 3072))
+            black_box(render(&ledger, cap))
         })
     });
     let source = source_text(&messages);

@@ -497,4 +497,46 @@ mod tests {
             command_paths("cat <<'EOF' > test_fix.py\nimport os.path\nprint(a/b/c.py)\nEOF\npython test_fix.py");
         assert_eq!(paths, vec![("test_fix.py", "write"), ("test_fix.py", "run")]);
     }
+
+    // Regression (issue 11), from a real run (astroid-1866, message 108).
+    #[test]
+    fn relative_paths_stay_relative() {
+        let paths = command_paths(
+            "# First, let me backup the original\ncp ./astroid/brain/brain_builtin_inference.py ./astroid/brain/brain_builtin_inference.py.backup2",
+        );
+        assert_eq!(
+            paths,
+            vec![
+                ("./astroid/brain/brain_builtin_inference.py", "copy"),
+                ("./astroid/brain/brain_builtin_inference.py.backup2", "copy")
+            ]
+        );
+    }
+
+    #[test]
+    fn a_heredoc_is_shown_by_its_first_line_and_near_duplicates_merge() {
+        assert_eq!(
+            command_head("cat <<'EOF' > fix.py\nimport os\nprint(1)\nEOF", 100),
+            "cat <<'EOF' > fix.py ⏎ …"
+        );
+        assert_eq!(command_head("cd /testbed\n\npytest -x", 100), "cd /testbed ⏎ pytest -x");
+        assert_eq!(command_head(&"x".repeat(300), 100).chars().count(), 100);
+        let messages = vec![
+            Message::assistant("").with_tool_calls(vec![crate::message::ToolCall::new(
+                "a",
+                "bash",
+                r#"{"command":"cat <<'EOF' > fix.py\nv1\nEOF"}"#,
+            )]),
+            Message::tool("a", "<returncode>0</returncode>"),
+            Message::assistant("").with_tool_calls(vec![crate::message::ToolCall::new(
+                "b",
+                "bash",
+                r#"{"command":"cat <<'EOF' > fix.py\nv2\nEOF"}"#,
+            )]),
+            Message::tool("b", "<returncode>1</returncode>"),
+        ];
+        let ledger = extract(&messages, &[0, 1, 2, 3], &LedgerRules::default());
+        assert_eq!(ledger.commands.len(), 1, "{:?}", ledger.commands);
+        assert_eq!((ledger.commands[0].runs, ledger.commands[0].exit), (2, Some(1)));
+    }
 }

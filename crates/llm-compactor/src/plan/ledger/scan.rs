@@ -46,13 +46,23 @@ pub(crate) fn tokens(text: &str) -> impl Iterator<Item = &str> {
 }
 
 /// Trims the punctuation prose puts around a token (`foo.py:12:`, `(bar)`, `x.`).
+/// A leading `./` or `../` is part of a relative path and is kept (trimming its dot
+/// made `./pkg/x.py` the absolute `/pkg/x.py`).
 pub(crate) fn trim_token(token: &str) -> &str {
-    let token = token.trim_matches(|c: char| {
+    let punctuation = |c: char| {
         matches!(
             c,
             ':' | '.' | ',' | ';' | '\'' | '"' | '`' | '(' | ')' | '[' | ']' | '{' | '}' | '*' | '<' | '>' | '!' | '?'
         )
-    });
+    };
+    let ended = token.trim_end_matches(punctuation);
+    let mut token = ended.trim_start_matches(punctuation);
+    if token.starts_with('/') {
+        // Give back the dots right before the slash (`./`, `../`).
+        let cut = ended.len() - token.len();
+        let dots = cut - ended[..cut].trim_end_matches('.').len();
+        token = &ended[cut - dots.min(2)..];
+    }
     // `path.py:12` and `path.py:12:3` name the path.
     match token.find(':') {
         Some(i) if token[i + 1..].chars().next().is_some_and(|c| c.is_ascii_digit()) => &token[..i],
@@ -291,6 +301,16 @@ mod tests {
         ] {
             assert!(!is_path(p), "{p}");
         }
+    }
+
+    // Regression (issue 11): `./astroid/x.py.backup2` was recorded as `/astroid/...`.
+    #[test]
+    fn a_relative_path_keeps_its_leading_dots() {
+        assert_eq!(trim_token("./astroid/x.py.backup2"), "./astroid/x.py.backup2");
+        assert_eq!(trim_token("(../a/b.py)"), "../a/b.py");
+        assert_eq!(trim_token("`src/x.py:12:`"), "src/x.py");
+        assert_eq!(trim_token("/testbed/x.py."), "/testbed/x.py");
+        assert_eq!(trim_token("\"./x.py\""), "./x.py");
     }
 
     #[test]
