@@ -129,3 +129,34 @@ fn the_table_names_the_summarizer_and_every_file() {
     assert!(text.starts_with("summarizer: ledger\n"), "{text}");
     assert!(text.contains("s.json") && text.contains("TOTAL (1 files)"), "{text}");
 }
+
+/// Beside raw recall, the eval reports the recall of the path/command/error probes
+/// that fit the ledger's cap: at a cap too small for the whole middle, raw recall falls
+/// but every probe of the newest facts that fit is found (the ledger's goal), and with
+/// the cap not binding every probe fits.
+#[test]
+fn the_recall_of_the_probes_that_fit_the_cap_is_reported() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write_json(dir.path(), "s.json", &session());
+    let path = path.to_str().unwrap();
+    let small = eval(path, &["--summarizer", "ledger", "--ledger-max-tokens", "500"]);
+    let large = eval(path, &["--summarizer", "ledger", "--ledger-max-tokens", "16000"]);
+    let total = |v: &Value, k: &str| v["total"][k].as_f64().unwrap();
+    assert!(total(&small, "fit_probes") >= 1.0, "{small}");
+    assert!(
+        total(&small, "fit_probes") < total(&large, "fit_probes"),
+        "a small cap fits fewer probes: {small}"
+    );
+    assert_eq!(total(&small, "fit_recall"), 1.0, "{small}");
+    assert!(total(&small, "recall") < total(&large, "recall"), "{small}");
+    assert_eq!(total(&large, "fit_recall"), 1.0, "{large}");
+    // The summary's identifiers, all grounded, are listed (none) for inspection.
+    assert_eq!(small["files"][0]["hallucinated"], json!([]), "{small}");
+    // Without the ledger nothing can fit its cap.
+    let off = eval(
+        path,
+        &["--summarizer", "exec", "--summarizer-cmd", "cat", "--ledger-max-tokens", "0"],
+    );
+    assert_eq!(off["total"]["fit_probes"], 0, "{off}");
+    assert!(off["total"]["fit_recall"].is_null(), "{off}");
+}

@@ -12,7 +12,9 @@
 //! - the *history* (files, commands, resolved errors) shares everything left with one
 //!   clock: facts are taken newest first across the three sections, and the cut is a
 //!   single point in time, so what is kept is exactly "everything since message N"
-//!   (each section says how many older facts it omitted).
+//!   (each section says how many older facts it omitted);
+//! - what the history leaves goes back to the open errors, earlier requests and
+//!   identifiers their shares cut.
 //!
 //! Lines are dense: a path named both absolutely and relatively is one line (the
 //! longer form, which contains the shorter), operations merged; a command is its head
@@ -105,9 +107,9 @@ pub fn render(ledger: &Ledger, max_chars: usize) -> String {
 }
 
 /// True when [`render`] at `max_chars` keeps every fact of the history (files,
-/// commands, resolved errors): nothing of it is cut. (The state parts are bounded by
-/// design: the request's head, the newest open errors.) What `compactor eval` uses to
-/// tell the probes that fit the cap from those that cannot.
+/// commands, resolved errors) and every open error: nothing of them is cut. (The
+/// request is its head by design.) What `compactor eval` uses to tell the probes that
+/// fit the cap from those that cannot.
 ///
 /// ```
 /// use llm_compactor::plan::ledger::{history_fits, CommandFact, Ledger};
@@ -118,8 +120,8 @@ pub fn render(ledger: &Ledger, max_chars: usize) -> String {
 /// ```
 pub fn history_fits(ledger: &Ledger, max_chars: usize) -> bool {
     match plan(ledger, max_chars) {
-        None => ledger.files.is_empty() && ledger.commands.is_empty() && ledger.errors.iter().all(|e| e.open),
-        Some(s) => s[2..5].iter().all(|sec| sec.kept == sec.lines.len()),
+        None => ledger.files.is_empty() && ledger.commands.is_empty() && ledger.errors.is_empty(),
+        Some(s) => s[1..5].iter().all(|sec| sec.kept == sec.lines.len()),
     }
 }
 
@@ -157,6 +159,19 @@ fn plan(ledger: &Ledger, max_chars: usize) -> Option<[Section; 7]> {
         }
         used += cost;
         sec.kept += 1;
+    }
+    // What the history left: to the open errors, earlier requests and identifiers
+    // their shares cut.
+    for k in [1, 5, 6] {
+        let sec = &mut s[k];
+        if sec.kept == 0 {
+            used += sec.fill(budget - used);
+            continue;
+        }
+        while sec.kept < sec.lines.len() && used + sec.line_cost(sec.kept) <= budget {
+            used += sec.line_cost(sec.kept);
+            sec.kept += 1;
+        }
     }
     s.iter().any(|sec| sec.kept > 0).then_some(s)
 }
@@ -398,6 +413,28 @@ mod tests {
         );
         assert_eq!(merged[0].operations, ["edit", "read"]);
         assert_eq!(merged[0].last_seen, 1);
+    }
+
+    #[test]
+    fn open_errors_get_the_room_the_history_leaves() {
+        let ledger = Ledger {
+            errors: (0..12)
+                .map(|i| crate::plan::ledger::ErrorFact {
+                    text: format!("FAILED tests/test_{i}.py::test_case - KeyError: 'h{i}'"),
+                    open: true,
+                    command: None,
+                    last_seen: i,
+                })
+                .collect(),
+            commands: big().commands[..2].to_vec(),
+            ..Ledger::default()
+        };
+        // Twelve error lines need more than a quarter of 1,000 chars.
+        let text = render(&ledger, 1000);
+        assert!(text.contains("tests/test_0.py::test_case"), "{text}");
+        assert!(text.contains("`pytest tests/test_1.py` ✓"), "{text}");
+        assert!(history_fits(&ledger, 1000));
+        assert!(!history_fits(&ledger, 400));
     }
 
     #[test]
