@@ -155,7 +155,14 @@ fn the_recall_of_the_probes_that_fit_the_cap_is_reported() {
     // Without the ledger nothing can fit its cap.
     let off = eval(
         path,
-        &["--summarizer", "exec", "--summarizer-cmd", "cat", "--ledger-max-tokens", "0"],
+        &[
+            "--summarizer",
+            "exec",
+            "--summarizer-cmd",
+            "cat",
+            "--ledger-max-tokens",
+            "0",
+        ],
     );
     assert_eq!(off["total"]["fit_probes"], 0, "{off}");
     assert!(off["total"]["fit_recall"].is_null(), "{off}");

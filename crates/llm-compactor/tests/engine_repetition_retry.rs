@@ -73,7 +73,14 @@ async fn compact(server: &Server, ledger: bool) -> (CompactionResult, Vec<Durati
 
 #[tokio::test]
 async fn a_looping_summary_is_a_failed_attempt_and_the_retry_is_taken() {
-    let server = Server::start(|n| success(Protocol::OpenAi, &if n == 0 { LOOPING.repeat(12) } else { GOOD.to_owned() }, false)).await;
+    let server = Server::start(|n| {
+        success(
+            Protocol::OpenAi,
+            &if n == 0 { LOOPING.repeat(12) } else { GOOD.to_owned() },
+            false,
+        )
+    })
+    .await;
     let (result, waits) = compact(&server, true).await;
     assert_eq!(server.count(), 2, "one retry after the looping reply");
     assert_eq!(waits.len(), 1, "the retry waits its backoff like any failed call");
@@ -84,7 +91,11 @@ async fn a_looping_summary_is_a_failed_attempt_and_the_retry_is_taken() {
     let first = &result.attempts[0];
     assert_eq!(
         (first.kind, first.outcome, first.class),
-        (AttemptKind::Summary, AttemptOutcome::Failed, Some(FailureClass::Response))
+        (
+            AttemptKind::Summary,
+            AttemptOutcome::Failed,
+            Some(FailureClass::Response)
+        )
     );
     let note = first.note.as_deref().unwrap();
     assert!(note.contains("Degenerate") && note.contains("repetition"), "{note}");
@@ -110,7 +121,10 @@ async fn only_when_every_attempt_loops_does_the_ledger_stand_in() {
     assert_eq!(failed.len(), max);
     assert!(failed.iter().all(|a| a.note.as_deref().unwrap().contains("repetition")));
     let last = result.attempts.last().unwrap();
-    assert_eq!((last.kind, last.outcome), (AttemptKind::Ledger, AttemptOutcome::Accepted));
+    assert_eq!(
+        (last.kind, last.outcome),
+        (AttemptKind::Ledger, AttemptOutcome::Accepted)
+    );
 }
 
 #[tokio::test]

@@ -357,10 +357,18 @@ mod tests {
             "(from `pytest pvlib/tests/test_irr…`)",
         ] {
             assert!(ungrounded_identifiers(cut, source).is_empty(), "{cut}");
-            assert!(ground(cut, source, &GroundingRules::default()).unwrap().unverified.is_empty());
+            assert!(
+                ground(cut, source, &GroundingRules::default())
+                    .unwrap()
+                    .unverified
+                    .is_empty()
+            );
         }
         // An invented name stays invented, cut or not.
-        assert_eq!(ungrounded_identifiers("test_invented_na…", source), ["test_invented_na"]);
+        assert_eq!(
+            ungrounded_identifiers("test_invented_na…", source),
+            ["test_invented_na"]
+        );
     }
 
     #[test]

@@ -242,12 +242,7 @@ pub(crate) fn merged_files(files: &[FileFact]) -> Vec<FileFact> {
             fact.last_seen = fact.last_seen.max(seen);
         }
     }
-    let mut kept: Vec<FileFact> = out
-        .into_iter()
-        .zip(gone)
-        .filter(|(_, g)| !g)
-        .map(|(f, _)| f)
-        .collect();
+    let mut kept: Vec<FileFact> = out.into_iter().zip(gone).filter(|(_, g)| !g).map(|(f, _)| f).collect();
     kept.sort_by_key(|f| f.last_seen);
     kept
 }
@@ -261,9 +256,8 @@ fn sections(ledger: &Ledger, budget: usize) -> [Section; 7] {
     let mut commands: Vec<&CommandFact> = ledger.commands.iter().collect();
     commands.sort_by_key(|c| c.last_seen);
     // Lines without an order keep their list order (oldest first).
-    let ordered = |lines: &[String]| -> Vec<(String, usize)> {
-        lines.iter().enumerate().map(|(i, l)| (l.clone(), i)).collect()
-    };
+    let ordered =
+        |lines: &[String]| -> Vec<(String, usize)> { lines.iter().enumerate().map(|(i, l)| (l.clone(), i)).collect() };
     // The request's verbatim head: at most a quarter of the room, less its frame.
     let request_cap = (budget / 4).saturating_sub(60).max(40);
     [
