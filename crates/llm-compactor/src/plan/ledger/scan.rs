@@ -148,8 +148,13 @@ pub(crate) fn is_code_identifier(token: &str) -> bool {
 }
 
 /// True for a test name: `test_x`, `tests/a.py::test_b`, `TestCase.test_y`.
+/// Only name characters: `test_x\\n` (a JSON-escaped newline glued to a name, as an
+/// echoed transcript carries it) is not a test name.
 pub(crate) fn is_test_name(token: &str) -> bool {
-    token.contains("::test") || token.starts_with("test_") || token.contains(".test_")
+    (token.contains("::test") || token.starts_with("test_") || token.contains(".test_"))
+        && token
+            .chars()
+            .all(|c| c.is_alphanumeric() || matches!(c, '_' | '.' | ':' | '/' | '-'))
 }
 
 /// The exit status a tool result reports, if it reports one: mini-swe-agent's
@@ -300,6 +305,18 @@ mod tests {
             "hello",
         ] {
             assert!(!is_path(p), "{p}");
+        }
+    }
+
+    // Regression (issue 11): the eval counted 109 "hallucinations" in the echo bound,
+    // most of them names glued to a JSON-escaped newline (`test_cases:\\n`).
+    #[test]
+    fn a_test_name_is_made_of_name_characters() {
+        for t in ["test_x", "tests/a.py::test_b", "TestCase.test_y", "test_a-b"] {
+            assert!(is_test_name(t), "{t}");
+        }
+        for t in ["test_cases:\\n", "test_iam\\n\\n#", "test_\\", "testing"] {
+            assert!(!is_test_name(t), "{t}");
         }
     }
 
