@@ -97,6 +97,7 @@ async fn two_proxies_round_robin(
     let b = ProxyProcess::start(&upstream.url, &store_for("proxy-b"), &as_refs(&flags));
     let proxies = Arc::new([a.url.clone(), b.url.clone()]);
     let http = client();
+    let started = Instant::now();
     let mut tasks = Vec::new();
     for s in 0..SESSIONS {
         let proxies = proxies.clone();
@@ -118,6 +119,7 @@ async fn two_proxies_round_robin(
     for task in tasks {
         agents.push(task.await.expect("a session's rounds"));
     }
+    eprintln!("{SESSIONS} sessions x {ROUNDS} rounds sent in {:?}", started.elapsed());
     let names: Vec<String> = agents.iter().map(|a| a.name.clone()).collect();
     let violations = upstream.seen(|s| s.violations.clone());
     assert!(violations.is_empty(), "the upstream got bad requests: {violations:#?}");
@@ -195,6 +197,19 @@ async fn kill_during_compaction(
         let body: serde_json::Value = response.json().await.unwrap();
         agent.answered(&body);
     };
+    // C holds the lease while its summarizer blocks, renewing it every third of its
+    // TTL: three renewals mean the compaction outlived the TTL and was still C's alone.
+    wait_until(Duration::from_secs(30), "C to renew its lease past the TTL", || {
+        observe::rows(
+            cluster,
+            "shared",
+            "SELECT count(*) FROM lease_log WHERE session = 'killed' AND op = 'renew' AND app = 'proxy-c'",
+        )[0][0]
+            .parse::<usize>()
+            .unwrap()
+            >= 3
+    })
+    .await;
     c.kill();
     std::fs::write(&go, b"").unwrap();
     assert!(
@@ -204,6 +219,12 @@ async fn kill_during_compaction(
     // The same round again, through D: it waits out C's lease, compacts, answers.
     let (status, body) = send(&http, &d.url, &agent).await.unwrap();
     assert_eq!(status, 200, "the surviving proxy finishes the round: {body}");
+    let forwarded = upstream.seen(|s| s.last["killed"].as_array().unwrap().len());
+    assert!(
+        forwarded < agent.history.len(),
+        "D waited for the lease and compacted the round ({forwarded} messages forwarded of {})",
+        agent.history.len()
+    );
     agent.answered(&body);
     for _ in 0..5 {
         agent.next_message();
@@ -310,11 +331,12 @@ async fn database_restarted_under_load(
     for task in tasks {
         agents.push(task.await.expect("a client"));
     }
+    let named = format!("PostgreSQL postgres://postgres:***@127.0.0.1:{}/shared", cluster.port());
     for (status, body) in failures.lock().unwrap().iter() {
         assert_eq!(*status, 503, "an outage is a 503: {body}");
         assert!(
-            body.contains("store_unavailable") && body.contains("PostgreSQL"),
-            "the 503 names the store: {body}"
+            body.contains("store_unavailable") && body.contains(&named),
+            "the 503 names the store ({named}): {body}"
         );
         assert!(!body.contains(PASSWORD), "the 503 never shows the password: {body}");
     }
