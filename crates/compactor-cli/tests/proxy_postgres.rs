@@ -79,11 +79,24 @@ fn proxies_sharing_one_postgres_database() {
 
     let started = Instant::now();
     let (a, b, agents) = rt.block_on(two_proxies_round_robin(&cluster, &upstream, &store_for, dir.path()));
-    eprintln!("two proxies, {SESSIONS} sessions x {ROUNDS} rounds: {:?}", started.elapsed());
+    eprintln!(
+        "two proxies, {SESSIONS} sessions x {ROUNDS} rounds: {:?}",
+        started.elapsed()
+    );
     rt.block_on(kill_during_compaction(&cluster, &upstream, &store_for, dir.path()));
-    rt.block_on(database_restarted_under_load(&cluster, &upstream, &base, &a, &b, dir.path()));
+    rt.block_on(database_restarted_under_load(
+        &cluster,
+        &upstream,
+        &base,
+        &a,
+        &b,
+        dir.path(),
+    ));
     drop(agents);
-    eprintln!("proxies_sharing_one_postgres_database: every scenario passed in {:?}", started.elapsed());
+    eprintln!(
+        "proxies_sharing_one_postgres_database: every scenario passed in {:?}",
+        started.elapsed()
+    );
 }
 
 async fn two_proxies_round_robin(
@@ -212,10 +225,7 @@ async fn kill_during_compaction(
     .await;
     c.kill();
     std::fs::write(&go, b"").unwrap();
-    assert!(
-        interrupted.await.unwrap().is_err(),
-        "the killed proxy answered nothing"
-    );
+    assert!(interrupted.await.unwrap().is_err(), "the killed proxy answered nothing");
     // The same round again, through D: it waits out C's lease, compacts, answers.
     let (status, body) = send(&http, &d.url, &agent).await.unwrap();
     assert_eq!(status, 200, "the surviving proxy finishes the round: {body}");
@@ -252,17 +262,18 @@ async fn kill_during_compaction(
         "shared",
         "SELECT DISTINCT app FROM pass_log WHERE session = 'killed'",
     );
-    assert_eq!(passes, vec![vec!["proxy-d".to_owned()]], "only D's compaction was recorded");
+    assert_eq!(
+        passes,
+        vec![vec!["proxy-d".to_owned()]],
+        "only D's compaction was recorded"
+    );
     assert_exclusive_compaction(cluster, "shared");
     assert_logs_intact(cluster, "shared", "killed", &["killed".to_owned()]);
     let violations = upstream.seen(|s| s.violations.clone());
     assert!(violations.is_empty(), "{violations:#?}");
     let last = upstream.seen(|s| s.last["killed"].clone());
     assert_session_exported(cluster, "shared", &store_for("export"), &agent, &last, dir);
-    assert!(
-        !d.logged("waiting for its lease").is_empty(),
-        "D waited for C's lease"
-    );
+    assert!(!d.logged("waiting for its lease").is_empty(), "D waited for C's lease");
 }
 
 async fn database_restarted_under_load(
@@ -281,8 +292,13 @@ async fn database_restarted_under_load(
     let failures = Arc::new(std::sync::Mutex::new(Vec::<(u16, String)>::new()));
     let mut tasks = Vec::new();
     for s in 0..CLIENTS {
-        let (proxies, http, stop, answered, failures) =
-            (proxies.clone(), http.clone(), stop.clone(), answered.clone(), failures.clone());
+        let (proxies, http, stop, answered, failures) = (
+            proxies.clone(),
+            http.clone(),
+            stop.clone(),
+            answered.clone(),
+            failures.clone(),
+        );
         tasks.push(tokio::spawn(async move {
             let mut agent = Agent::new(&format!("down{s}"));
             agent.next_message();
@@ -300,7 +316,10 @@ async fn database_restarted_under_load(
                         failures.lock().unwrap().push((status, body.to_string()));
                         tokio::time::sleep(Duration::from_millis(20)).await;
                     }
-                    Err(e) => panic!("{}: the proxy must answer, even while the store is down: {e}", agent.name),
+                    Err(e) => panic!(
+                        "{}: the proxy must answer, even while the store is down: {e}",
+                        agent.name
+                    ),
                 }
             }
             // The newest message was never sent: the history ends with the last answer.

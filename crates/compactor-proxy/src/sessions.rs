@@ -183,7 +183,6 @@ impl SessionState {
         Ok(())
     }
 
-
     #[allow(clippy::too_many_arguments)]
     async fn prepare_loaded(
         &mut self,

@@ -131,7 +131,10 @@ fn main() {
     {
         let dir = tempfile::tempdir().unwrap();
         let store = llm_compactor::store::SqliteStore::open(dir.path().join("bench.db")).unwrap();
-        rows.push(runtime.block_on(measure_store("SqliteStore (WAL, synchronous=NORMAL, local file)", Arc::new(store))));
+        rows.push(runtime.block_on(measure_store(
+            "SqliteStore (WAL, synchronous=NORMAL, local file)",
+            Arc::new(store),
+        )));
     }
     #[cfg(feature = "postgres")]
     {

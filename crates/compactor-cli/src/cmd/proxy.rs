@@ -146,9 +146,7 @@ async fn build_config(serve: &ServeArgs) -> Result<ProxyConfig, CliError> {
     if let Some(secs) = serve.lease_ttl {
         builder = builder.lease_ttl(std::time::Duration::from_secs_f64(secs));
     }
-    builder
-        .build()
-        .map_err(|e| CliError::Usage(e.to_string()))
+    builder.build().map_err(|e| CliError::Usage(e.to_string()))
 }
 
 async fn serve_until_signal(config: ProxyConfig, listen: &str) -> Result<(), CliError> {

@@ -31,7 +31,15 @@ impl ProxyProcess {
     /// `store`, with `extra` flags; returns once it listens.
     pub fn start(upstream: &str, store: &str, extra: &[&str]) -> ProxyProcess {
         let mut child = bin()
-            .args(["proxy", "--listen", "127.0.0.1:0", "--upstream", upstream, "--store", store])
+            .args([
+                "proxy",
+                "--listen",
+                "127.0.0.1:0",
+                "--upstream",
+                upstream,
+                "--store",
+                store,
+            ])
             .args(extra)
             .env("RUST_LOG", "info")
             .stdout(Stdio::null())

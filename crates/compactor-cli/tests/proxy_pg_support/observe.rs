@@ -177,7 +177,10 @@ pub fn assert_session_exported(
         sent.len()
     );
     for (i, (a, b)) in recorded.iter().zip(&sent).enumerate() {
-        assert!(a.eq_ignoring_id(b), "{name}: message {i} recorded as {a:?}, sent as {b:?}");
+        assert!(
+            a.eq_ignoring_id(b),
+            "{name}: message {i} recorded as {a:?}, sent as {b:?}"
+        );
     }
     let replay = run(&["session", "replay", file.to_str().unwrap(), "--json"], None);
     assert!(replay.status.success(), "replay {name}: {}", stderr(&replay));

@@ -106,8 +106,9 @@ async fn chat(
     {
         let mut seen = seen.1.lock().unwrap();
         if tokens > budget {
-            seen.violations
-                .push(format!("{session}: a request of {tokens} tokens, over the budget of {budget}"));
+            seen.violations.push(format!(
+                "{session}: a request of {tokens} tokens, over the budget of {budget}"
+            ));
         }
         if let Some(problem) = orphans(&raw) {
             seen.violations.push(format!("{session}: {problem}"));

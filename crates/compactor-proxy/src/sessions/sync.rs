@@ -46,18 +46,11 @@ impl SessionState {
             return Ok(());
         }
         for event in &events {
-            let (id, record) = decode_line(&event.line).map_err(|e| {
-                corrupt(format!(
-                    "session {:?}, event {}: {e}",
-                    self.store_key, event.seq
-                ))
-            })?;
-            self.replayer.apply(&id, &record).map_err(|e| {
-                corrupt(format!(
-                    "session {:?}, event {}: {e}",
-                    self.store_key, event.seq
-                ))
-            })?;
+            let (id, record) = decode_line(&event.line)
+                .map_err(|e| corrupt(format!("session {:?}, event {}: {e}", self.store_key, event.seq)))?;
+            self.replayer
+                .apply(&id, &record)
+                .map_err(|e| corrupt(format!("session {:?}, event {}: {e}", self.store_key, event.seq)))?;
             self.seq = event.seq;
         }
         self.opened = true;

@@ -79,7 +79,8 @@ pub fn encode_line(id: &str, ts: &str, record: &Record) -> Result<String, serde_
 /// The problem in words: not JSON, or an envelope a reader cannot use (its version, a
 /// missing field, a payload of the wrong shape).
 pub fn decode_line(line: &str) -> Result<(String, Record), String> {
-    let value: Value = serde_json::from_str(line.trim_end_matches(['\n', '\r'])).map_err(|e| format!("not JSON: {e}"))?;
+    let value: Value =
+        serde_json::from_str(line.trim_end_matches(['\n', '\r'])).map_err(|e| format!("not JSON: {e}"))?;
     let decoded = decode_value(value)?;
     Ok((decoded.id, decoded.record))
 }
