@@ -135,3 +135,46 @@ proptest! {
         prop_assert_eq!(tool_calls_json_chars(&m), tool_calls_json(&m).unwrap().chars().count());
     }
 }
+
+/// `Compactor::plan` over a memoized counter tokenizes each message once: fitting the
+/// recent window counts its messages one by one without emptying the memo, so the trim
+/// preview after it hits. And `plan_in` of a `Conversation` counted by that counter is
+/// the same report, counting nothing again.
+#[test]
+fn plan_counts_each_message_once_through_a_memo_and_plan_in_agrees() {
+    use std::sync::Arc;
+
+    use llm_compactor::{CompactOptions, Compactor, CompactorConfig, Conversation};
+
+    let files = common::mini_swe_agent_files();
+    if files.is_empty() {
+        return;
+    }
+    let messages: Vec<Message> = files
+        .iter()
+        .take(3)
+        .flat_map(|p| count_support::mini_swe_agent_messages(p))
+        .collect();
+    let total = HeuristicCounter.count_messages(&messages);
+    let memo = Arc::new(MemoCounter::new(HeuristicCounter));
+    let config = CompactorConfig::builder(total).build().unwrap();
+    let compactor = Compactor::new(config, memo.clone());
+    let options = CompactOptions {
+        target: Some(total * 9 / 10),
+        ..CompactOptions::default()
+    };
+    let report = compactor.plan(&messages, &options);
+    let trim = report.trim.clone().expect("a trim preview");
+    let misses = memo.stats().misses as usize;
+    // Every message once, plus one notice per bisection probe.
+    assert!(
+        misses <= messages.len() + 64,
+        "{misses} counts for {} messages (trim keeps {} tokens)",
+        messages.len(),
+        trim.tokens_after
+    );
+    let conversation = Conversation::from_messages(memo.clone(), messages.clone());
+    let before = memo.stats().misses;
+    assert_eq!(compactor.plan_in(&conversation, &options), report);
+    assert!(memo.stats().misses - before <= 64, "plan_in counted messages again");
+}
