@@ -15,8 +15,8 @@ use criterion::{Criterion, criterion_group, criterion_main};
 use llm_compactor::count::{BpeCounter, HeuristicCounter, MemoCounter, TokenCounter};
 use llm_compactor::message::{Message, ToolCall};
 use llm_compactor::plan::{self, AgingRules, Pairs};
-use llm_compactor::{CompactOptions, Compactor, CompactorConfig};
 use llm_compactor::summarize::{next_chunk, render_units};
+use llm_compactor::{CompactOptions, Compactor, CompactorConfig};
 
 /// 10,000 messages: a system prompt, then 3,333 rounds of (assistant call, tool result,
 /// user nudge); results average ~700 chars, one in fifty is fat (20,000), some calls repeat.
@@ -154,11 +154,7 @@ fn real_9898(c: &mut Criterion) {
         b.iter(|| black_box(plan::validate(&messages, &chosen.messages, layout.recent_start).is_ok()))
     });
     group.bench_function("part_drop_chosen", |b| {
-        b.iter_batched(
-            || chosen.messages.clone(),
-            drop,
-            criterion::BatchSize::LargeInput,
-        )
+        b.iter_batched(|| chosen.messages.clone(), drop, criterion::BatchSize::LargeInput)
     });
     // `Compactor::plan` (the dry run of a pass: count, pairs, layout, recent window fitted,
     // the trim preview) aimed at the same goal.
@@ -179,7 +175,10 @@ fn real_9898(c: &mut Criterion) {
     };
     group.bench_function("plan_o200k_cold_memo", |b| {
         b.iter(|| {
-            let compactor = Compactor::new(config.clone(), std::sync::Arc::new(MemoCounter::new(BpeCounter::o200k())));
+            let compactor = Compactor::new(
+                config.clone(),
+                std::sync::Arc::new(MemoCounter::new(BpeCounter::o200k())),
+            );
             black_box(compactor.plan(&messages, &o200k_options).trim.map(|t| t.tokens_after))
         })
     });

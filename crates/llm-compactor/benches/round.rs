@@ -196,9 +196,7 @@ fn growing(group: &mut criterion::BenchmarkGroup<'_, criterion::measurement::Wal
         }
         let mut manager = ContextManager::new(compactor.clone(), session).with_usage_recorder(calibrated.clone());
         // The first bill anchors the counter, as after the loop's first request.
-        manager
-            .record_response(Some(usage), "m", Vec::new())
-            .expect("a bill");
+        manager.record_response(Some(usage), "m", Vec::new()).expect("a bill");
         manager
     };
     let mut manager = manager_at_start();

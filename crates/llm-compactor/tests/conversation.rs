@@ -24,7 +24,7 @@ fn message() -> impl Strategy<Value = Message> {
 
 #[derive(Clone, Debug)]
 enum Op {
-    Push(Message),
+    Push(Box<Message>),
     Truncate(usize),
     /// Keep the first `usize` messages, then these.
     Replace(usize, Vec<Message>),
@@ -36,7 +36,7 @@ enum Op {
 
 fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
-        6 => message().prop_map(Op::Push),
+        6 => message().prop_map(|m| Op::Push(Box::new(m))),
         1 => (0..12usize).prop_map(Op::Truncate),
         1 => (0..12usize, prop::collection::vec(message(), 0..4)).prop_map(|(k, m)| Op::Replace(k, m)),
         2 => (1..100_000u64).prop_map(Op::Bill),
@@ -51,7 +51,10 @@ fn check_against_scratch(conversation: &Conversation, counter: &dyn TokenCounter
     assert_eq!(conversation.tokens_in(..), counts.iter().sum::<usize>());
     for k in 0..=messages.len() {
         assert_eq!(conversation.tokens_in(k..), counts[k..].iter().sum::<usize>());
-        assert_eq!(conversation.prefix_digest(k).unwrap(), conversation_digest(&messages[..k]));
+        assert_eq!(
+            conversation.prefix_digest(k).unwrap(),
+            conversation_digest(&messages[..k])
+        );
     }
     assert!(conversation.prefix_digest(messages.len() + 1).is_none());
 }
@@ -64,7 +67,7 @@ proptest! {
         for op in ops {
             match op {
                 Op::Push(m) => {
-                    conversation.push(m);
+                    conversation.push(*m);
                 }
                 Op::Truncate(k) => conversation.truncate(k),
                 Op::Replace(k, tail) => {
@@ -92,7 +95,7 @@ proptest! {
         for op in ops {
             match op {
                 Op::Push(m) => {
-                    conversation.push(m);
+                    conversation.push(*m);
                 }
                 Op::Truncate(k) => conversation.truncate(k),
                 Op::Replace(k, tail) => {
@@ -147,6 +150,9 @@ fn a_conversation_counted_by_another_counter_is_recounted_not_misread() {
         }
     }
     assert_eq!(One.count_conversation(&conversation), 2);
-    assert_eq!(HeuristicCounter.count_conversation(&conversation), conversation.tokens());
+    assert_eq!(
+        HeuristicCounter.count_conversation(&conversation),
+        conversation.tokens()
+    );
     assert_eq!(conversation.tokens(), 10 + 9);
 }

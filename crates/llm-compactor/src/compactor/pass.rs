@@ -246,7 +246,13 @@ impl Compactor {
         let tokens: Vec<usize> = input
             .iter()
             .enumerate()
-            .map(|(i, m)| if i >= layout.recent_start { count_one(counter, m) } else { 0 })
+            .map(|(i, m)| {
+                if i >= layout.recent_start {
+                    count_one(counter, m)
+                } else {
+                    0
+                }
+            })
             .collect();
         let mut count_one = |m: &Message| count_one(counter, m);
         let (layout, truncations) = plan::fit_recent(input, pairs, layout, &tokens, cap, &mut count_one);

@@ -146,10 +146,10 @@ impl Compactor {
             None => plan::plan_trim_counted(messages, &pairs, &layout, target, tokens, counter.as_ref()),
         }
         .map(|t| TrimPreview {
-                cut_index: t.cut_index,
-                dropped: t.dropped,
-                tokens_after: t.tokens,
-            });
+            cut_index: t.cut_index,
+            dropped: t.dropped,
+            tokens_after: t.tokens,
+        });
         PlanReport {
             counter: counter.name().to_owned(),
             messages: messages.len(),

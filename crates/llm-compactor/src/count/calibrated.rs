@@ -40,8 +40,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-use crate::count::fingerprint::hash_message;
 use crate::conversation::Conversation;
+use crate::count::fingerprint::hash_message;
 use crate::count::{HeuristicCounter, TokenCounter};
 #[cfg(doc)]
 use crate::message::conversation_digest;

@@ -450,9 +450,9 @@ impl ContextManager {
 
     fn prepared(&self, request: RequestShape<'_>, pass: Option<PassReport>) -> PreparedRef<'_> {
         let messages = self.conversation.messages();
-        let request_tokens = self
-            .counter
-            .count_conversation_request(&self.conversation, request.tools, request.context);
+        let request_tokens =
+            self.counter
+                .count_conversation_request(&self.conversation, request.tools, request.context);
         PreparedRef {
             messages,
             request_tokens,
