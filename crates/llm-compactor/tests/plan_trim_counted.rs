@@ -125,6 +125,13 @@ proptest! {
         let counts: Vec<usize> = messages.iter().map(|m| HeuristicCounter.count_message(m)).collect();
         let known = plan::plan_trim_known(&messages, &pairs, &layout, goal, ceiling, &HeuristicCounter, &counts);
         prop_assert_eq!(&oracle, &known);
+        // The choice, validated as a view, is the plan; the assembled plan passes the
+        // validator on its own.
+        let chosen = plan::choose_trim_counted(&messages, &pairs, &layout, goal, ceiling, &HeuristicCounter);
+        prop_assert_eq!(&chosen.map(|c| c.assemble(&messages)), &counted);
+        if let Some(plan) = &counted {
+            prop_assert!(plan::validate(&messages, &plan.messages, layout.recent_start).is_ok());
+        }
     }
 
     #[test]

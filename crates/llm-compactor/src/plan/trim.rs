@@ -12,9 +12,38 @@ use super::assemble::{assemble, notice_content, summary_message};
 use super::cut::Layout;
 use super::pairs::Pairs;
 use super::pinned::pinned;
-use super::validate::validate;
+use super::validate::validate_refs;
 use crate::count::TokenCounter;
 use crate::message::Message;
+
+/// A chosen hard trim, not assembled yet: what [`Compactor::plan`](crate::Compactor::plan)
+/// reports, and what [`TrimChoice::assemble`] turns into a [`TrimPlan`] (the one copy a
+/// trim makes).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TrimChoice {
+    /// The last input index dropped (the notice replaces `0..=cut_index`, sticky kept).
+    pub cut_index: usize,
+    /// How many messages are dropped.
+    pub dropped: usize,
+    /// The notice message's whole content.
+    pub notice: String,
+    /// The trimmed conversation's token count.
+    pub tokens: usize,
+}
+
+impl TrimChoice {
+    /// The trimmed conversation of `messages` (the conversation the choice was made on).
+    pub fn assemble(self, messages: &[Message]) -> TrimPlan {
+        let (trimmed, dropped) = assemble(messages, self.cut_index, &self.notice);
+        TrimPlan {
+            cut_index: self.cut_index,
+            dropped,
+            notice: self.notice,
+            messages: trimmed,
+            tokens: self.tokens,
+        }
+    }
+}
 
 /// A planned hard trim.
 #[derive(Clone, Debug, PartialEq)]
@@ -56,7 +85,7 @@ pub fn plan_trim(
         let dropped = dropped_through(&pins, c);
         Some(count(&assemble(messages, c, &notice_content(dropped)).0))
     };
-    search(messages, layout, &pins, &candidates, goal, ceiling, &mut tokens_of)
+    search(messages, layout, &pins, &candidates, goal, ceiling, &mut tokens_of).map(|c| c.assemble(messages))
 }
 
 /// [`plan_trim`] counted by `counter`: the same plan, but with an additive counter
@@ -81,7 +110,31 @@ pub fn plan_trim_counted(
         let mut count = |m: &[Message]| counter.count_messages(m);
         return plan_trim(messages, pairs, layout, goal, ceiling, &mut count);
     }
-    plan_trim_with(messages, pairs, layout, goal, ceiling, counter, None)
+    choose_trim_with(messages, pairs, layout, goal, ceiling, counter, None).map(|c| c.assemble(messages))
+}
+
+/// [`plan_trim_counted`]'s choice, not assembled: for a caller that only reports the
+/// trim (a dry run) or assembles it later. With an additive counter nothing is copied at
+/// all (the candidates are validated as views); with another counter the candidates are
+/// built and counted as [`plan_trim`] does.
+pub fn choose_trim_counted(
+    messages: &[Message],
+    pairs: &Pairs,
+    layout: &Layout,
+    goal: usize,
+    ceiling: usize,
+    counter: &dyn TokenCounter,
+) -> Option<TrimChoice> {
+    if !counter.additive() {
+        let candidates = plan_candidates(messages, pairs, layout)?;
+        let pins = pinned(messages, pairs);
+        let mut tokens_of = |c: usize, _bounded: bool| {
+            let dropped = dropped_through(&pins, c);
+            Some(counter.count_messages(&assemble(messages, c, &notice_content(dropped)).0))
+        };
+        return search(messages, layout, &pins, &candidates, goal, ceiling, &mut tokens_of);
+    }
+    choose_trim_with(messages, pairs, layout, goal, ceiling, counter, None)
 }
 
 /// [`plan_trim_counted`] over per-message counts already known (`counts[i]` is
@@ -97,13 +150,26 @@ pub fn plan_trim_known(
     counter: &dyn TokenCounter,
     counts: &[usize],
 ) -> Option<TrimPlan> {
+    choose_trim_known(messages, pairs, layout, goal, ceiling, counter, counts).map(|c| c.assemble(messages))
+}
+
+/// [`plan_trim_known`]'s choice, not assembled (see [`choose_trim_counted`]).
+pub fn choose_trim_known(
+    messages: &[Message],
+    pairs: &Pairs,
+    layout: &Layout,
+    goal: usize,
+    ceiling: usize,
+    counter: &dyn TokenCounter,
+    counts: &[usize],
+) -> Option<TrimChoice> {
     if counts.len() != messages.len() {
         return None;
     }
-    plan_trim_with(messages, pairs, layout, goal, ceiling, counter, Some(counts))
+    choose_trim_with(messages, pairs, layout, goal, ceiling, counter, Some(counts))
 }
 
-fn plan_trim_with(
+fn choose_trim_with(
     messages: &[Message],
     pairs: &Pairs,
     layout: &Layout,
@@ -111,7 +177,7 @@ fn plan_trim_with(
     ceiling: usize,
     counter: &dyn TokenCounter,
     known: Option<&[usize]>,
-) -> Option<TrimPlan> {
+) -> Option<TrimChoice> {
     let candidates = plan_candidates(messages, pairs, layout)?;
     let cut = *candidates.last()?;
     let pins = pinned(messages, pairs);
@@ -217,9 +283,10 @@ fn dropped_through(pins: &[bool], c: usize) -> usize {
 }
 
 /// The bisection over `candidates` by `tokens_of(candidate, bounded)`, then the
-/// validator; only the chosen candidate (and, for unusual pairings, the ones walked to
-/// after it) is assembled. `tokens_of(c, true)` may answer `None` for a candidate that is
-/// certainly over the goal; `tokens_of(c, false)` is the exact count.
+/// validator; nothing is assembled: each candidate is validated as a view (references to
+/// the kept messages and its notice), and the caller assembles the choice.
+/// `tokens_of(c, true)` may answer `None` for a candidate that is certainly over the
+/// goal; `tokens_of(c, false)` is the exact count.
 fn search(
     messages: &[Message],
     layout: &Layout,
@@ -228,17 +295,27 @@ fn search(
     goal: usize,
     ceiling: usize,
     tokens_of: &mut dyn FnMut(usize, bool) -> Option<usize>,
-) -> Option<TrimPlan> {
-    let build = |c: usize, tokens: usize| {
-        let notice = notice_content(dropped_through(pins, c));
-        let (trimmed, dropped) = assemble(messages, c, &notice);
-        TrimPlan {
-            cut_index: c,
-            dropped,
-            notice,
-            messages: trimmed,
-            tokens,
-        }
+) -> Option<TrimChoice> {
+    let choose = |c: usize, tokens: usize| {
+        let dropped = dropped_through(pins, c);
+        let notice = notice_content(dropped);
+        let notice_message = summary_message(&notice);
+        let view: Vec<&Message> = messages[..=c]
+            .iter()
+            .zip(pins)
+            .filter(|(_, pinned)| **pinned)
+            .map(|(m, _)| m)
+            .chain(std::iter::once(&notice_message))
+            .chain(&messages[c + 1..])
+            .collect();
+        validate_refs(messages, &view, layout.recent_start)
+            .is_ok()
+            .then(|| TrimChoice {
+                cut_index: c,
+                dropped,
+                notice,
+                tokens,
+            })
     };
     // Bisection for the first candidate that fits.
     let (mut lo, mut hi) = (0usize, candidates.len());
@@ -255,22 +332,19 @@ fn search(
     }
     // The last `hi = mid` is the final `lo`, so `found` is candidate `lo`'s count.
     let last = candidates.len() - 1;
-    let (first, mut plan) = match found {
-        Some(tokens) => (lo, build(candidates[lo], tokens)),
-        None => (last, build(candidates[last], exact(tokens_of, candidates[last]))),
+    let (first, chosen) = match found {
+        Some(tokens) => (lo, choose(candidates[lo], tokens)),
+        None => (last, choose(candidates[last], exact(tokens_of, candidates[last]))),
     };
-    if validate(messages, &plan.messages, layout.recent_start).is_ok() {
-        return Some(plan);
+    if chosen.is_some() {
+        return chosen;
     }
     // Only a conversation with unusual pairing gets here: walk on to the next candidate
     // that keeps every pair intact.
-    for &c in candidates.iter().skip(first + 1) {
-        plan = build(c, exact(tokens_of, c));
-        if validate(messages, &plan.messages, layout.recent_start).is_ok() {
-            return Some(plan);
-        }
-    }
-    None
+    candidates
+        .iter()
+        .skip(first + 1)
+        .find_map(|&c| choose(c, exact(tokens_of, c)))
 }
 
 /// A candidate's exact tokens (an unbounded count always answers).

@@ -44,20 +44,37 @@ pub enum Violation {
 /// # Errors
 /// The first invariant broken.
 pub fn validate(input: &[Message], output: &[Message], recent_start: usize) -> Result<(), Violation> {
+    validate_refs(input, &output.iter().collect::<Vec<_>>(), recent_start)
+}
+
+/// [`validate`] of an output given as message references (a candidate viewed without
+/// being assembled: the hard trim validates its choice before copying anything).
+///
+/// # Errors
+/// The first invariant broken.
+pub(crate) fn validate_refs(input: &[Message], output: &[&Message], recent_start: usize) -> Result<(), Violation> {
     let recent = input.get(recent_start..).unwrap_or(&[]);
-    if output.len() < recent.len() || output[output.len() - recent.len()..] != *recent {
+    if output.len() < recent.len()
+        || !output[output.len() - recent.len()..]
+            .iter()
+            .zip(recent)
+            .all(|(a, b)| *a == b)
+    {
         return Err(Violation::RecentChanged);
     }
     if !input
         .iter()
         .filter(|m| m.is_sticky())
-        .eq(output.iter().filter(|m| m.is_sticky()))
+        .eq(output.iter().copied().filter(|m| m.is_sticky()))
     {
         return Err(Violation::StickyChanged);
     }
-    let (in_orphans, in_answered) = pairing(input);
-    let (out_pairs, out_answered) = (Pairs::build(output), pairing(output).1);
-    for (index, message) in output.iter().enumerate() {
+    let (in_orphans, in_answered) = pairing(input.iter());
+    let (out_pairs, out_answered) = (
+        Pairs::build_from(output.iter().copied()),
+        pairing(output.iter().copied()).1,
+    );
+    for (index, message) in output.iter().copied().enumerate() {
         if message.is_tool_result()
             && out_pairs.asker(index).is_none()
             && let Some(id) = message.tool_call_id.as_deref()
@@ -81,11 +98,11 @@ pub fn validate(input: &[Message], output: &[Message], recent_start: usize) -> R
 }
 
 /// The ids of orphaned results and the ids of answered calls.
-fn pairing(messages: &[Message]) -> (HashSet<&str>, HashSet<&str>) {
-    let pairs = Pairs::build(messages);
+fn pairing<'a>(messages: impl ExactSizeIterator<Item = &'a Message> + Clone) -> (HashSet<&'a str>, HashSet<&'a str>) {
+    let pairs = Pairs::build_from(messages.clone());
     let mut orphans = HashSet::new();
     let mut answered = HashSet::new();
-    for (i, message) in messages.iter().enumerate() {
+    for (i, message) in messages.enumerate() {
         if let Some(id) = message.tool_call_id.as_deref().filter(|_| message.is_tool_result()) {
             if pairs.asker(i).is_some() {
                 answered.insert(id);
