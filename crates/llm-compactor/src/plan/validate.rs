@@ -97,11 +97,15 @@ pub(crate) fn validate_refs(input: &[Message], output: &[&Message], recent_start
     Ok(())
 }
 
+/// A set of call ids (only asked whether it contains one, so the hasher's seed is
+/// irrelevant to the outcome).
+type Ids<'a> = HashSet<&'a str, foldhash::fast::RandomState>;
+
 /// The ids of orphaned results and the ids of answered calls.
-fn pairing<'a>(messages: impl ExactSizeIterator<Item = &'a Message> + Clone) -> (HashSet<&'a str>, HashSet<&'a str>) {
+fn pairing<'a>(messages: impl ExactSizeIterator<Item = &'a Message> + Clone) -> (Ids<'a>, Ids<'a>) {
     let pairs = Pairs::build_from(messages.clone());
-    let mut orphans = HashSet::new();
-    let mut answered = HashSet::new();
+    let mut orphans = Ids::default();
+    let mut answered = Ids::default();
     for (i, message) in messages.enumerate() {
         if let Some(id) = message.tool_call_id.as_deref().filter(|_| message.is_tool_result()) {
             if pairs.asker(i).is_some() {
