@@ -16,10 +16,10 @@
 //! 2-message rounds, alone):
 //!
 //! - `conversation_needs_compaction`: push the 2 new messages into the conversation
-//!   (each counted once: the memoized o200k counter misses) and ask
+//!   (each counted once by a plain o200k counter) and ask
 //!   `Compactor::needs_compaction_in`.
 //! - `manager_round_calibrated`: one whole `ContextManager` round of the documented loop
-//!   with a `CalibratedCounter` over a memoized o200k fallback: `record_response` (the bill
+//!   with a `CalibratedCounter` over a plain o200k fallback: `record_response` (the bill
 //!   of the conversation that was sent, then the 2 new messages appended to the
 //!   transcript file and the conversation) and `prepare_borrowed` (count the request,
 //!   decide that no pass is needed, lend the conversation).
@@ -155,9 +155,11 @@ fn growing(group: &mut criterion::BenchmarkGroup<'_, criterion::measurement::Wal
         .age_observations(false)
         .build()
         .expect("a valid bench configuration");
-    let memo: Arc<dyn TokenCounter> = Arc::new(MemoCounter::new(plain));
-    let compactor = Compactor::new(config.clone(), memo.clone());
-    let mut conversation = Conversation::from_messages(memo, long[..start].to_vec());
+    // Plain counters: the corpus cycles, and a memo would hit on a repeated message that
+    // a real round would have to tokenize (the conversation is the cache here).
+    let counter: Arc<dyn TokenCounter> = Arc::new(plain);
+    let compactor = Compactor::new(config.clone(), counter.clone());
+    let mut conversation = Conversation::from_messages(counter, long[..start].to_vec());
     group.bench_function("conversation_needs_compaction", |b| {
         b.iter_custom(|iterations| {
             let mut elapsed = Duration::ZERO;
@@ -176,7 +178,7 @@ fn growing(group: &mut criterion::BenchmarkGroup<'_, criterion::measurement::Wal
             elapsed
         })
     });
-    let calibrated = Arc::new(CalibratedCounter::with_fallback(Arc::new(MemoCounter::new(plain))));
+    let calibrated = Arc::new(CalibratedCounter::with_fallback(Arc::new(plain)));
     let compactor = Arc::new(Compactor::new(config, calibrated.clone()));
     let dir = tempfile::tempdir().expect("a temporary directory");
     let runtime = tokio::runtime::Builder::new_current_thread()
