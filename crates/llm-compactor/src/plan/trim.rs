@@ -85,7 +85,7 @@ pub fn plan_trim(
         let dropped = dropped_through(&pins, c);
         Some(count(&assemble(messages, c, &notice_content(dropped)).0))
     };
-    search(messages, layout, &pins, &candidates, goal, ceiling, &mut tokens_of).map(|c| c.assemble(messages))
+    search(messages, pairs, layout, &pins, &candidates, goal, ceiling, &mut tokens_of).map(|c| c.assemble(messages))
 }
 
 /// [`plan_trim`] counted by `counter`: the same plan, but with an additive counter
@@ -132,7 +132,7 @@ pub fn choose_trim_counted(
             let dropped = dropped_through(&pins, c);
             Some(counter.count_messages(&assemble(messages, c, &notice_content(dropped)).0))
         };
-        return search(messages, layout, &pins, &candidates, goal, ceiling, &mut tokens_of);
+        return search(messages, pairs, layout, &pins, &candidates, goal, ceiling, &mut tokens_of);
     }
     choose_trim_with(messages, pairs, layout, goal, ceiling, counter, None)
 }
@@ -208,7 +208,7 @@ fn choose_trim_with(
         let room = limit?.checked_sub(head)?;
         suffix.from(c + 1, Some(room)).map(|s| head + s)
     };
-    search(messages, layout, &pins, &candidates, goal, ceiling, &mut tokens_of)
+    search(messages, pairs, layout, &pins, &candidates, goal, ceiling, &mut tokens_of)
 }
 
 /// Suffix sums of per-message counts, counted from the end on demand.
@@ -287,8 +287,10 @@ fn dropped_through(pins: &[bool], c: usize) -> usize {
 /// the kept messages and its notice), and the caller assembles the choice.
 /// `tokens_of(c, true)` may answer `None` for a candidate that is certainly over the
 /// goal; `tokens_of(c, false)` is the exact count.
+#[allow(clippy::too_many_arguments)]
 fn search(
     messages: &[Message],
+    pairs: &Pairs,
     layout: &Layout,
     pins: &[bool],
     candidates: &[usize],
@@ -308,7 +310,7 @@ fn search(
             .chain(std::iter::once(&notice_message))
             .chain(&messages[c + 1..])
             .collect();
-        validate_refs(messages, &view, layout.recent_start)
+        validate_refs(messages, pairs, &view, layout.recent_start)
             .is_ok()
             .then(|| TrimChoice {
                 cut_index: c,

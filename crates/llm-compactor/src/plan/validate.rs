@@ -44,7 +44,7 @@ pub enum Violation {
 /// # Errors
 /// The first invariant broken.
 pub fn validate(input: &[Message], output: &[Message], recent_start: usize) -> Result<(), Violation> {
-    validate_refs(input, &output.iter().collect::<Vec<_>>(), recent_start)
+    validate_refs(input, &Pairs::build(input), &output.iter().collect::<Vec<_>>(), recent_start)
 }
 
 /// [`validate`] of an output given as message references (a candidate viewed without
@@ -52,7 +52,13 @@ pub fn validate(input: &[Message], output: &[Message], recent_start: usize) -> R
 ///
 /// # Errors
 /// The first invariant broken.
-pub(crate) fn validate_refs(input: &[Message], output: &[&Message], recent_start: usize) -> Result<(), Violation> {
+/// `input_pairs` is `Pairs::build(input)`, which the caller already has.
+pub(crate) fn validate_refs(
+    input: &[Message],
+    input_pairs: &Pairs,
+    output: &[&Message],
+    recent_start: usize,
+) -> Result<(), Violation> {
     let recent = input.get(recent_start..).unwrap_or(&[]);
     if output.len() < recent.len()
         || !output[output.len() - recent.len()..]
@@ -69,11 +75,9 @@ pub(crate) fn validate_refs(input: &[Message], output: &[&Message], recent_start
     {
         return Err(Violation::StickyChanged);
     }
-    let (in_orphans, in_answered) = pairing(input.iter());
-    let (out_pairs, out_answered) = (
-        Pairs::build_from(output.iter().copied()),
-        pairing(output.iter().copied()).1,
-    );
+    let (in_orphans, in_answered) = pairing(input.iter(), input_pairs);
+    let out_pairs = Pairs::build_from(output.iter().copied());
+    let out_answered = pairing(output.iter().copied(), &out_pairs).1;
     for (index, message) in output.iter().copied().enumerate() {
         if message.is_tool_result()
             && out_pairs.asker(index).is_none()
@@ -102,8 +106,7 @@ pub(crate) fn validate_refs(input: &[Message], output: &[&Message], recent_start
 type Ids<'a> = HashSet<&'a str, foldhash::fast::RandomState>;
 
 /// The ids of orphaned results and the ids of answered calls.
-fn pairing<'a>(messages: impl ExactSizeIterator<Item = &'a Message> + Clone) -> (Ids<'a>, Ids<'a>) {
-    let pairs = Pairs::build_from(messages.clone());
+fn pairing<'a>(messages: impl Iterator<Item = &'a Message>, pairs: &Pairs) -> (Ids<'a>, Ids<'a>) {
     let mut orphans = Ids::default();
     let mut answered = Ids::default();
     for (i, message) in messages.enumerate() {
