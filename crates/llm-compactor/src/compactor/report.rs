@@ -142,7 +142,9 @@ impl Compactor {
         };
         let target = options.target.unwrap_or(self.config.target());
         let trim = match known {
-            Some(counts) => plan::choose_trim_known(messages, &pairs, &layout, target, tokens, counter.as_ref(), counts),
+            Some(counts) => {
+                plan::choose_trim_known(messages, &pairs, &layout, target, tokens, counter.as_ref(), counts)
+            }
             None => plan::choose_trim_counted(messages, &pairs, &layout, target, tokens, counter.as_ref()),
         }
         .map(|t| TrimPreview {

@@ -85,7 +85,17 @@ pub fn plan_trim(
         let dropped = dropped_through(&pins, c);
         Some(count(&assemble(messages, c, &notice_content(dropped)).0))
     };
-    search(messages, pairs, layout, &pins, &candidates, goal, ceiling, &mut tokens_of).map(|c| c.assemble(messages))
+    search(
+        messages,
+        pairs,
+        layout,
+        &pins,
+        &candidates,
+        goal,
+        ceiling,
+        &mut tokens_of,
+    )
+    .map(|c| c.assemble(messages))
 }
 
 /// [`plan_trim`] counted by `counter`: the same plan, but with an additive counter
@@ -132,7 +142,16 @@ pub fn choose_trim_counted(
             let dropped = dropped_through(&pins, c);
             Some(counter.count_messages(&assemble(messages, c, &notice_content(dropped)).0))
         };
-        return search(messages, pairs, layout, &pins, &candidates, goal, ceiling, &mut tokens_of);
+        return search(
+            messages,
+            pairs,
+            layout,
+            &pins,
+            &candidates,
+            goal,
+            ceiling,
+            &mut tokens_of,
+        );
     }
     choose_trim_with(messages, pairs, layout, goal, ceiling, counter, None)
 }
@@ -208,7 +227,16 @@ fn choose_trim_with(
         let room = limit?.checked_sub(head)?;
         suffix.from(c + 1, Some(room)).map(|s| head + s)
     };
-    search(messages, pairs, layout, &pins, &candidates, goal, ceiling, &mut tokens_of)
+    search(
+        messages,
+        pairs,
+        layout,
+        &pins,
+        &candidates,
+        goal,
+        ceiling,
+        &mut tokens_of,
+    )
 }
 
 /// Suffix sums of per-message counts, counted from the end on demand.
@@ -312,7 +340,7 @@ fn search(
             .collect();
         validate_refs(messages, pairs, &view, layout.recent_start)
             .is_ok()
-            .then(|| TrimChoice {
+            .then_some(TrimChoice {
                 cut_index: c,
                 dropped,
                 notice,

@@ -44,7 +44,12 @@ pub enum Violation {
 /// # Errors
 /// The first invariant broken.
 pub fn validate(input: &[Message], output: &[Message], recent_start: usize) -> Result<(), Violation> {
-    validate_refs(input, &Pairs::build(input), &output.iter().collect::<Vec<_>>(), recent_start)
+    validate_refs(
+        input,
+        &Pairs::build(input),
+        &output.iter().collect::<Vec<_>>(),
+        recent_start,
+    )
 }
 
 /// [`validate`] of an output given as message references (a candidate viewed without
