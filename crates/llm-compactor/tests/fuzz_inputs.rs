@@ -214,7 +214,11 @@ fn compacts_cleanly(messages: &[Message]) {
                     panic!("compact handed back a broken conversation ({problem}) for {messages:?}");
                 }
                 let sticky = |ms: &[Message]| ms.iter().filter(|m| m.is_sticky()).cloned().collect::<Vec<_>>();
-                assert_eq!(sticky(messages), sticky(&result.messages), "sticky messages kept in order");
+                assert_eq!(
+                    sticky(messages),
+                    sticky(&result.messages),
+                    "sticky messages kept in order"
+                );
             }
             Err(CompactError::InvalidInput { index, .. }) => assert!(index < messages.len()),
             Err(other) => panic!("unexpected error {other} for {messages:?}"),

@@ -671,7 +671,10 @@ fn needs_compaction_decides_on_the_fitted_recent_window() {
         "the two oldest reads"
     );
     // The decision agrees with the pass: a whole epoch is due.
-    assert!(compactor.needs_compaction(&input), "the epoch the pass would run is due");
+    assert!(
+        compactor.needs_compaction(&input),
+        "the epoch the pass would run is due"
+    );
     assert!(compactor.epoch_decision(&input, tokens).is_some());
     // And the plan's reason agrees with the results it lists as eligible.
     let report = compactor.plan(&input, &CompactOptions::default());
