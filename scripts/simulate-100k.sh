@@ -69,13 +69,14 @@ while messages and messages[-1]["role"] != "assistant":
 json.dump(messages, open(out, "w"))
 print(f"{out}: {len(messages)} messages, {sum(len(m['content']) for m in messages)} content chars", file=sys.stderr)
 PY
-printf '%-24s %10s %12s\n' strategy "wall (s)" "peak RSS (MB)" | tee "$OUT/timings.txt"
+printf '%-24s %10s %10s %14s\n' strategy "wall (s)" "CPU (s)" "peak RSS (MB)" | tee "$OUT/timings.txt"
 for s in $STRATEGIES; do
   /usr/bin/time -v -o "$OUT/time-$s.txt" \
     "$COMPACTOR" simulate "$TRAJ" --window "$WINDOW" --strategy "$s" --json > "$OUT/report-$s.json"
   wall=$(awk -F': ' '/Elapsed \(wall clock\)/ {print $2}' "$OUT/time-$s.txt" \
     | awk -F: '{ if (NF == 3) print $1*3600 + $2*60 + $3; else print $1*60 + $2 }')
+  cpu=$(awk -F': ' '/(User|System) time/ {t += $2} END {printf "%.2f", t}' "$OUT/time-$s.txt")
   rss=$(awk -F': ' '/Maximum resident set size/ {printf "%.0f", $2/1024}' "$OUT/time-$s.txt")
-  printf '%-24s %10s %12s\n' "$s" "$wall" "$rss" | tee -a "$OUT/timings.txt"
+  printf '%-24s %10s %10s %14s\n' "$s" "$wall" "$cpu" "$rss" | tee -a "$OUT/timings.txt"
 done
 echo "reports and timings in $OUT" >&2
