@@ -214,7 +214,8 @@ impl Compactor {
     }
 
     /// True when a pass should run now: the conversation is over the trigger (strictly),
-    /// or, with aging on, the eligible results add up to a whole epoch
+    /// or, with aging on, the eligible results (before the recent window as the pass fits
+    /// it to `max_recent_tokens`) add up to a whole epoch
     /// ([`CompactorConfig::epoch_chars`]) and that epoch pays for the cache write it
     /// causes ([`Compactor::epoch_decision`]).
     pub fn needs_compaction(&self, messages: &[Message]) -> bool {
@@ -245,22 +246,27 @@ impl Compactor {
     /// an epoch, or stubbing would not shrink the conversation). `tokens` is the
     /// conversation's count.
     pub fn epoch_decision(&self, messages: &[Message], tokens: usize) -> Option<(EpochDecision, CostReceipt)> {
-        self.epoch_decision_with(messages, tokens, self.counter.as_ref())
+        self.epoch_decision_with(messages, tokens, self.counter.as_ref(), &CompactOptions::default())
     }
 
     /// [`Compactor::epoch_decision`] with the receipt counted by `counter` (a per-call
-    /// override: every count of a plan uses the invocation's counter).
+    /// override: every count of a plan uses the invocation's counter), for a pass run
+    /// with `options`.
     pub(crate) fn epoch_decision_with(
         &self,
         messages: &[Message],
         tokens: usize,
         counter: &dyn TokenCounter,
+        options: &CompactOptions,
     ) -> Option<(EpochDecision, CostReceipt)> {
         if !self.config.age_observations {
             return None;
         }
         let pairs = Pairs::build(messages);
         let layout = plan::layout_with(messages, &pairs, self.config.keep_recent);
+        // The window as the pass will fit it to `max_recent_tokens`: what it shrinks off
+        // is before the cut, and aged by the pass, so the decision must see it too.
+        let (layout, _) = self.fit_recent(messages, &pairs, layout, counter, options);
         let eligible = plan::eligible(messages, &pairs, &layout, self.aging_rules());
         if plan::reclaimable_pool(&eligible) < self.config.epoch_chars() {
             return None;

@@ -127,7 +127,7 @@ impl Compactor {
         let epoch = if tokens > trigger {
             None
         } else {
-            self.epoch_decision_with(messages, tokens, counter.as_ref())
+            self.epoch_decision_with(messages, tokens, counter.as_ref(), options)
         };
         let reason = if tokens > trigger {
             NeedReason::OverTrigger
