@@ -65,6 +65,7 @@ fn sample(dir: &Path) -> (PathBuf, Vec<Message>) {
             dropped: 3,
             exhausted: false,
             fallback: true,
+            receipt: None,
             replaces_through_id: through,
             summary: "[3 messages were dropped unsummarized]".into(),
             tokens_after: 40,
