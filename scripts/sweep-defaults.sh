@@ -9,7 +9,9 @@
 #   OUT_DIR   where sweep.csv, sweep.md and the SVG plots go (default: target/sweep)
 #   extra     e.g. --grid none (peers and the default `ours` only), --windows 32000,
 #             --triggers 0.7,0.8 --targets 0.3,0.4 --epochs 0.096 --keeps 6,
-#             --families mini-swe-agent
+#             --families mini-swe-agent, --grid-families mini-swe-agent,tau-bench
+#             (the grid runs on mini-swe-agent only by default: tau-bench airline peaks
+#             near 10.5k tokens, so there the peers and the named `ours` variants suffice)
 # Env: CARGO_TARGET_DIR as usual (the figures in BENCHMARKS.md came from a release build).
 # Deterministic: the same data and arguments give the same files, byte for byte.
 set -euo pipefail
@@ -18,6 +20,6 @@ DATA="${1:-${LLM_COMPACTOR_DATA:-../shared/data}}"
 OUT="${2:-target/sweep}"
 shift $(( $# > 2 ? 2 : $# ))
 mkdir -p "$OUT"
-cargo run --quiet --release -p llm-compactor --example sweep_defaults -- \
+cargo run --quiet --release -p compactor-cli --example sweep_defaults -- \
   --data "$DATA" --out "$OUT" "$@" > /dev/null
 echo "wrote $OUT/sweep.md, $OUT/sweep.csv and $OUT/sweep-*.svg"

@@ -5,7 +5,7 @@
 //! Run it through `scripts/sweep-defaults.sh`, which documents the arguments:
 //!
 //! ```text
-//! cargo run --release -p llm-compactor --example sweep_defaults -- \
+//! cargo run --release -p compactor-cli --example sweep_defaults -- \
 //!     --data ../shared/data --out target/sweep [--grid full|none] [--windows 32000,64000,128000]
 //! ```
 //!
@@ -279,6 +279,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let epochs: Vec<f64> = list(&arg(&args, "--epochs").unwrap_or_else(|| "0.096,0.05,0.2".into()));
     let keeps: Vec<usize> = list(&arg(&args, "--keeps").unwrap_or_else(|| "6,4,10".into()));
     let families_arg = arg(&args, "--families").unwrap_or_else(|| "mini-swe-agent,tau-bench".into());
+    // The grid runs where something needs managing; elsewhere the peers and the named
+    // `ours` variants only (tau-bench airline peaks near 10.5k tokens).
+    let grid_families = arg(&args, "--grid-families").unwrap_or_else(|| "mini-swe-agent".into());
     std::fs::create_dir_all(&out)?;
 
     let trajectories = data.join("trajectories");
@@ -331,7 +334,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                     let b = bill(trajectory, s.as_mut(), window, max_output, counter.as_ref())?;
                     per.insert(kind.name().to_owned(), b);
                 }
-                for p in &points {
+                let family_points = if grid_families.contains(family.name) {
+                    points.as_slice()
+                } else {
+                    &[]
+                };
+                for p in family_points {
                     let Some(config) = p.config(window) else { continue };
                     let mut s = Ours::with_config("grid", config, counter.clone())?;
                     let b = bill(trajectory, &mut s, window, max_output, counter.as_ref())?;
