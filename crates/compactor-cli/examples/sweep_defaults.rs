@@ -26,6 +26,7 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use llm_compactor::Message;
 use llm_compactor::compactor::CompactorConfig;
 use llm_compactor::count::{BpeCounter, MemoCounter, TokenCounter};
 use llm_compactor::format::{Document, Format};
@@ -34,7 +35,6 @@ use llm_compactor::simulate::ours::Ours;
 use llm_compactor::simulate::{
     DEFAULT_MAX_OUTPUT, Env, Pricing, ReplayLimits, SimError, Step, Strategy, StrategyKind, Tokens, replay_with,
 };
-use llm_compactor::Message;
 
 /// One point of the grid: the settings of `ours` that the sweep varies.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -261,7 +261,9 @@ const SETTINGS: [(Pricing, f64); 4] = [
 const PEERS: [StrategyKind; 12] = StrategyKind::ALL;
 
 fn arg(args: &[String], name: &str) -> Option<String> {
-    args.iter().position(|a| a == name).and_then(|i| args.get(i + 1).cloned())
+    args.iter()
+        .position(|a| a == name)
+        .and_then(|i| args.get(i + 1).cloned())
 }
 
 fn list<T: std::str::FromStr>(text: &str) -> Vec<T> {
@@ -282,6 +284,17 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     // The grid runs where something needs managing; elsewhere the peers and the named
     // `ours` variants only (tau-bench airline peaks near 10.5k tokens).
     let grid_families = arg(&args, "--grid-families").unwrap_or_else(|| "mini-swe-agent".into());
+    // A subset of the peers (`none` is always kept: it is the baseline).
+    let peers: Vec<StrategyKind> = match arg(&args, "--peers") {
+        Some(names) => {
+            let mut kinds: Vec<StrategyKind> = list(&names);
+            if !kinds.contains(&StrategyKind::None) {
+                kinds.insert(0, StrategyKind::None);
+            }
+            kinds
+        }
+        None => PEERS.to_vec(),
+    };
     std::fs::create_dir_all(&out)?;
 
     let trajectories = data.join("trajectories");
@@ -329,7 +342,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             for (name, trajectory) in &family.trajectories {
                 let counter: Arc<dyn TokenCounter> = Arc::new(MemoCounter::new(BpeCounter::o200k()));
                 let mut per: BTreeMap<String, Bill> = BTreeMap::new();
-                for kind in PEERS {
+                for &kind in &peers {
                     let mut s = kind.build(window, counter.clone())?;
                     let b = bill(trajectory, s.as_mut(), window, max_output, counter.as_ref())?;
                     per.insert(kind.name().to_owned(), b);
@@ -349,8 +362,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 let trigger = CompactorConfig::builder(window).build()?.trigger() as u64;
                 if per["none"].peak <= trigger {
                     quiet += 1;
-                    if per["ours"] != per["none"] {
-                        quiet_diff.push(name.clone());
+                    for variant in ["ours", "ours-aging"] {
+                        if per.get(variant).is_some_and(|b| *b != per["none"]) {
+                            quiet_diff.push(format!("{variant} on {name}"));
+                        }
                     }
                 }
                 for (label, b) in per {
@@ -358,15 +373,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 }
             }
             let line = format!(
-                "{} at {window}: {quiet} of {} trajectories never pass the default trigger; `ours` bills exactly \
-                 what `none` bills on {} of them{}",
+                "{} at {window}: {quiet} of {} trajectories never pass the default trigger; `ours` and `ours-aging` \
+                 (when run) bill exactly what `none` bills on them{}",
                 family.name,
                 family.trajectories.len(),
-                quiet - quiet_diff.len(),
                 if quiet_diff.is_empty() {
                     String::new()
                 } else {
-                    format!(" (differs on: {})", quiet_diff.join(", "))
+                    format!(", except: {}", quiet_diff.join(", "))
                 }
             );
             eprintln!("{line} [{:.0}s]", started.elapsed().as_secs_f64());
@@ -378,7 +392,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let md = report(&results, &points, &exact);
     std::fs::write(out.join("sweep.md"), &md)?;
     for family in &families {
-        write_svg(&out.join(format!("sweep-{}.svg", family.name)), family.name, &results, &points, &windows)?;
+        write_svg(
+            &out.join(format!("sweep-{}.svg", family.name)),
+            family.name,
+            &results,
+            &points,
+            &windows,
+        )?;
     }
     println!("{md}");
     Ok(())
@@ -419,7 +439,10 @@ fn is_peer(label: &str) -> bool {
 /// in how many settings it stays inside and is no dearer than that peer.
 fn report(results: &BTreeMap<(String, usize), BTreeMap<String, Bill>>, points: &[Point], exact: &[String]) -> String {
     let mut md = String::new();
-    let _ = writeln!(md, "## Nothing to manage: `ours` against `none`, trajectory by trajectory\n");
+    let _ = writeln!(
+        md,
+        "## Nothing to manage: `ours` against `none`, trajectory by trajectory\n"
+    );
     for line in exact {
         let _ = writeln!(md, "- {line}");
     }
@@ -510,14 +533,23 @@ fn report(results: &BTreeMap<(String, usize), BTreeMap<String, Bill>>, points: &
     }
     let total = results.len() * SETTINGS.len();
     scored.sort_by(|a, b| b.0.cmp(&a.0).then(a.2.total_cmp(&b.2)));
-    let _ = writeln!(md, "| rank | point | wins (of {total}) | inside the window (of {total}) | mean ratio (mini-swe-agent) |");
+    let _ = writeln!(
+        md,
+        "| rank | point | wins (of {total}) | inside the window (of {total}) | mean ratio (mini-swe-agent) |"
+    );
     let _ = writeln!(md, "|---:|---|---:|---:|---:|");
     for (i, (wins, ok, mean, label)) in scored.iter().enumerate().take(40) {
         let _ = writeln!(md, "| {} | {label} | {wins} | {ok} | {mean:.3} |", i + 1);
     }
     // Per window, the best point and the best peer.
-    let _ = writeln!(md, "\n### Per setting: the best grid point and the cheapest peer that stays inside\n");
-    let _ = writeln!(md, "| family | window | pricing | summarizer | best point | its ratio | cheapest peer inside | its ratio | default `ours` ratio |");
+    let _ = writeln!(
+        md,
+        "\n### Per setting: the best grid point and the cheapest peer that stays inside\n"
+    );
+    let _ = writeln!(
+        md,
+        "| family | window | pricing | summarizer | best point | its ratio | cheapest peer inside | its ratio | default `ours` ratio |"
+    );
     let _ = writeln!(md, "|---|---:|---|---:|---|---:|---|---:|---:|");
     for ((family, window), rows) in results {
         for (pricing, sp) in SETTINGS {
@@ -530,7 +562,10 @@ fn report(results: &BTreeMap<(String, usize), BTreeMap<String, Bill>>, points: &
             };
             let point = inside(false).unwrap_or(("-".into(), f64::NAN));
             let peer = inside(true).unwrap_or(("-".into(), f64::NAN));
-            let ours = rows.get("ours").map(|b| b.cost(&pricing, sp) / base).unwrap_or(f64::NAN);
+            let ours = rows
+                .get("ours")
+                .map(|b| b.cost(&pricing, sp) / base)
+                .unwrap_or(f64::NAN);
             let _ = writeln!(
                 md,
                 "| {family} | {window} | {} | {sp} | {} | {:.3} | {} | {:.3} | {:.3} |",
@@ -566,7 +601,9 @@ fn write_svg(
     let first = points[0];
     let (pricing, sp) = SETTINGS[0];
     for (w, &window) in windows.iter().enumerate() {
-        let Some(rows) = results.get(&(family.to_owned(), window)) else { continue };
+        let Some(rows) = results.get(&(family.to_owned(), window)) else {
+            continue;
+        };
         let base = rows.get("none").map(|b| b.cost(&pricing, sp)).unwrap_or(1.0);
         let x0 = margin + pw * w as f64;
         let y0 = 40.0;
@@ -590,7 +627,12 @@ fn write_svg(
             );
         }
         for t in [0.2, 0.3, 0.4, 0.5] {
-            let _ = writeln!(svg, "<text x=\"{}\" y=\"{}\">{t:.1}</text>", sx(t) - 8.0, y0 + ph + 14.0);
+            let _ = writeln!(
+                svg,
+                "<text x=\"{}\" y=\"{}\">{t:.1}</text>",
+                sx(t) - 8.0,
+                y0 + ph + 14.0
+            );
         }
         if let Some(best) = rows
             .iter()

@@ -88,7 +88,11 @@ impl Lines {
         let mut lines = Lines::default();
         if !items.is_empty() {
             // An elision-only pass carries its receipt on its elision line.
-            let receipt = if compaction.is_none() { result.receipt.clone() } else { None };
+            let receipt = if compaction.is_none() {
+                result.receipt.clone()
+            } else {
+                None
+            };
             lines.push(&mut trial, Record::Elision(ElisionRecord { items, receipt }))?;
         }
         if let Some(compaction) = compaction {

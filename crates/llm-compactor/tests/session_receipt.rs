@@ -54,7 +54,10 @@ fn rt() -> tokio::runtime::Runtime {
 fn live_after(result: &CompactionResult, compaction_id: Option<&str>) -> Vec<Message> {
     let mut live = result.messages.clone();
     if let Some(id) = compaction_id {
-        let at = live.iter().position(|m| m.id.is_none()).expect("the summary has no id yet");
+        let at = live
+            .iter()
+            .position(|m| m.id.is_none())
+            .expect("the summary has no id yet");
         live[at].id = Some(id.to_owned());
     }
     live

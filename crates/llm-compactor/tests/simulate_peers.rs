@@ -51,11 +51,17 @@ fn batched_masking_moves_the_mask_once_per_batch_and_keeps_the_cache_in_between(
     let report = run(&trajectory, &mut batched, 100_000);
     let shaped = batched.conversation();
     assert_eq!(shaped[3].text(), placeholder(3));
-    assert_eq!(shaped[5], trajectory[5], "the second observation stays until the next batch");
+    assert_eq!(
+        shaped[5], trajectory[5],
+        "the second observation stays until the next batch"
+    );
     assert_eq!(report.totals.elision_epochs, 1);
     // Request 4 reads the whole of request 3's prompt from the cache.
     let counter = HeuristicCounter;
-    assert_eq!(report.requests[3].cached_tokens as usize, counter.count_messages(&shaped[..6]));
+    assert_eq!(
+        report.requests[3].cached_tokens as usize,
+        counter.count_messages(&shaped[..6])
+    );
 
     // Masking every round (SWE-agent's default polling of 1) breaks the cache twice.
     let mut every_round = MaskLastN::new(1);
@@ -89,7 +95,11 @@ fn the_hybrid_summarizes_every_43_turns_keeping_the_last_10_and_masks_all_but_10
     let shaped = hybrid.conversation();
     assert_eq!(&shaped[..2], &trajectory[..2], "the system prompt and the task stay");
     assert!(shaped[2].text().starts_with(jetbrains_hybrid::SUMMARY_PREFIX));
-    assert_eq!(shaped[3], trajectory[2 + 2 * 43], "the summary replaced the first 43 turns");
+    assert_eq!(
+        shaped[3],
+        trajectory[2 + 2 * 43],
+        "the summary replaced the first 43 turns"
+    );
     let observations: Vec<&Message> = shaped.iter().filter(|m| m.role == Role::Tool).collect();
     assert_eq!(observations.len(), 17);
     let masked = observations
@@ -116,7 +126,11 @@ fn the_hybrid_also_summarizes_at_90_percent_of_the_window_and_stays_inside() {
     let first = report.requests.iter().position(|r| r.compaction).unwrap();
     let threshold = (window as f64 * jetbrains_hybrid::THRESHOLD_RATIO).ceil() as u64;
     assert!(report.requests[..first].iter().all(|r| r.input_tokens <= threshold));
-    assert!(report.requests.iter().all(|r| r.input_tokens <= window as u64), "{:?}", report.totals);
+    assert!(
+        report.requests.iter().all(|r| r.input_tokens <= window as u64),
+        "{:?}",
+        report.totals
+    );
     assert!(well_formed(hybrid.conversation()));
     // The batched variant moves the mask less often.
     let mut batched = JetBrainsHybrid::batched(window, counter);

@@ -166,7 +166,12 @@ impl JetBrainsHybrid {
         self.raw = raw;
 
         let shift = |at: usize| at - cut + body + 1;
-        self.turn_starts = self.turn_starts.iter().filter(|&&at| at >= cut).map(|&at| shift(at)).collect();
+        self.turn_starts = self
+            .turn_starts
+            .iter()
+            .filter(|&&at| at >= cut)
+            .map(|&at| shift(at))
+            .collect();
         self.observations = self
             .observations
             .iter()
