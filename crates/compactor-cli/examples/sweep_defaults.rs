@@ -326,7 +326,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         families.len(),
         windows.len(),
         points.len(),
-        PEERS.len()
+        peers.len()
     );
 
     // (family, window) -> (strategy label -> bill), and per-trajectory bills of `none`
