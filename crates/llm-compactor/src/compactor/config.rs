@@ -73,7 +73,7 @@ pub struct CompactorConfig {
     /// `CompactionResult::attempts`.
     pub max_attempts: u32,
     /// Stub fat old tool results before summarizing, in epochs gated by the cost policy.
-    /// Default true: the defaults sweep of issue 12 (BENCHMARKS.md) found aging on, with
+    /// Default true: issue 12's measurements (BENCHMARKS.md) found aging on, with
     /// the cost policy, cheaper than aging off at 32k and 64k on the shared trajectories,
     /// and billing exactly what no management bills where nothing comes near the trigger
     /// (128k). The spec's default was false.
