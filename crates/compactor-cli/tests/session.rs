@@ -287,6 +287,8 @@ fn compact_appends_a_pass_that_replay_reproduces() {
             "exec",
             "--summarizer-cmd",
             "echo 'Summary: eight files were read.'",
+            // A summarizing pass: aging (the default since issue 12) would stub instead.
+            "--age-observations=false",
         ],
         None,
     );
