@@ -70,6 +70,11 @@ struct ServeArgs {
     /// The largest request body accepted, in bytes (larger: 413).
     #[arg(long, default_value_t = DEFAULT_MAX_BODY_BYTES)]
     max_body_bytes: usize,
+    /// Seconds a compaction lease lasts unless its holder renews it (it renews every
+    /// third): how long the other instances sharing the store wait before they take over
+    /// a session from an instance that died while compacting it [default: 120].
+    #[arg(long, value_name = "SECS", value_parser = super::ranges::seconds)]
+    lease_ttl: Option<f64>,
     #[command(flatten)]
     engine: CompactOpts,
 }
@@ -137,10 +142,11 @@ async fn build_config(serve: &ServeArgs) -> Result<ProxyConfig, CliError> {
         .ok_or_else(|| CliError::Usage("compactor proxy needs --upstream URL".to_owned()))?;
     let (compactor, _counter) = serve.engine.compactor(false)?;
     let store = store(&serve.store).await?;
-    ProxyConfig::builder(upstream, Arc::new(compactor), store)
-        .max_body_bytes(serve.max_body_bytes)
-        .build()
-        .map_err(|e| CliError::Usage(e.to_string()))
+    let mut builder = ProxyConfig::builder(upstream, Arc::new(compactor), store).max_body_bytes(serve.max_body_bytes);
+    if let Some(secs) = serve.lease_ttl {
+        builder = builder.lease_ttl(std::time::Duration::from_secs_f64(secs));
+    }
+    builder.build().map_err(|e| CliError::Usage(e.to_string()))
 }
 
 async fn serve_until_signal(config: ProxyConfig, listen: &str) -> Result<(), CliError> {
