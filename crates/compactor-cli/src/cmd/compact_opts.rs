@@ -75,9 +75,10 @@ pub struct CompactOpts {
     /// Cap in chars on tool results and call arguments in the summarizer's input (default 2000).
     #[arg(long, value_name = "N", value_parser = ranges::chars)]
     pub tool_result_cap: Option<usize>,
-    /// Stub fat old tool results before summarizing.
-    #[arg(long)]
-    pub age_observations: bool,
+    /// Stub fat old tool results before summarizing, in cache-friendly epochs (default: the
+    /// library's, `CompactorConfig::builder`); `--age-observations=false` turns it off.
+    #[arg(long, value_name = "BOOL", num_args = 0..=1, require_equals = true, default_missing_value = "true")]
+    pub age_observations: Option<bool>,
     /// A result must be longer than this (chars) to be stubbed (default 2048).
     #[arg(long, value_name = "N", value_parser = ranges::chars)]
     pub age_min_chars: Option<usize>,
@@ -192,7 +193,10 @@ impl CompactOpts {
     /// # Errors
     /// A usage error naming the invalid setting.
     pub fn config(&self) -> Result<CompactorConfig, CliError> {
-        let mut builder = CompactorConfig::builder(self.budget).age_observations(self.age_observations);
+        let mut builder = CompactorConfig::builder(self.budget);
+        if let Some(v) = self.age_observations {
+            builder = builder.age_observations(v);
+        }
         if let Some(v) = self.trigger_ratio {
             builder = builder.trigger_ratio(v);
         }
