@@ -10,16 +10,22 @@
 //! The transcript of a session is exactly the conversation the upstream last saw, as
 //! replayable lines (see [`crate::record`]); a session's state is rebuilt from the store
 //! when a process first meets it, so a restarted proxy carries on where it stopped.
+//!
+//! A session that started over lives on in a transcript of its own (`KEY~xxxxxxxx`);
+//! the session's own transcript gets a `proxy-continued` line naming it (a line type
+//! replay skips), so a restarted proxy, or one that dropped the session from memory,
+//! finds the current transcript and its rewrite again.
 
-use std::collections::HashMap;
 use std::path::Path;
+use std::sync::Arc;
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, Mutex};
 
 use llm_compactor::count::{CalibratedCounter, TokenCounter};
 use llm_compactor::message::{Message, conversation_digest};
-use llm_compactor::session::{Record, Replayer, SessionMeta, Transcript};
-use llm_compactor::store::Rewrite;
+use llm_compactor::session::{
+    Clock, Record, Replayer, SessionMeta, SystemClock, Transcript, encode_line, format_timestamp,
+};
+use llm_compactor::store::{NewEvent, Rewrite, StoreError};
 use llm_compactor::{CompactOptions, Compactor};
 use serde_json::{Map, Value};
 
@@ -28,6 +34,10 @@ use crate::config::ProxyConfig;
 use crate::error::ProxyError;
 use crate::metrics::Metrics;
 use crate::record::{Lines, same_but_id, without_ids};
+use crate::session_map::BoundedMap;
+
+/// The line type that points a session at the transcript it continues in.
+pub const CONTINUED: &str = "proxy-continued";
 
 /// One session's live state in this process.
 pub struct SessionState {
@@ -37,34 +47,86 @@ pub struct SessionState {
     opened: bool,
     replayer: Replayer,
     rewrite: Option<Rewrite>,
+    /// The rewrite's replacement, decoded once (not on every request).
+    replacement: Option<Arc<Vec<Message>>>,
+    /// Tokens the rewrite removes from every request it applies to (counted the first
+    /// time it applies in this process).
+    removed: Option<usize>,
+    /// The session started over: its transcript must be pointed at once it is written.
+    pointer_due: bool,
     counter: Arc<CalibratedCounter>,
 }
 
-/// Every session this process has met, by key; each behind its own async mutex so that
-/// rounds of one session are prepared one at a time while sessions run in parallel.
-#[derive(Default)]
+/// The sessions this process holds, by key (bounded: see [`crate::session_map`]); each
+/// behind its own async mutex so that rounds of one session are prepared one at a time
+/// while sessions run in parallel.
 pub struct Sessions {
-    map: Mutex<HashMap<String, Arc<tokio::sync::Mutex<SessionState>>>>,
+    map: BoundedMap<tokio::sync::Mutex<SessionState>>,
 }
 
 impl Sessions {
+    /// No sessions; at most `cap` idle ones held.
+    pub fn new(cap: usize) -> Self {
+        Sessions {
+            map: BoundedMap::new(cap),
+        }
+    }
+
     /// The session named `key`, created empty (and loaded lazily) when new.
     pub fn get(&self, key: &str, fallback: &Arc<dyn TokenCounter>) -> Arc<tokio::sync::Mutex<SessionState>> {
-        let mut map = self.map.lock().unwrap_or_else(|p| p.into_inner());
-        map.entry(key.to_owned())
-            .or_insert_with(|| {
-                Arc::new(tokio::sync::Mutex::new(SessionState {
-                    key: key.to_owned(),
-                    store_key: key.to_owned(),
-                    loaded: false,
-                    opened: false,
-                    replayer: Replayer::new(),
-                    rewrite: None,
-                    counter: Arc::new(CalibratedCounter::with_fallback(fallback.clone())),
-                }))
+        self.map.get_or_insert_with(key, || {
+            tokio::sync::Mutex::new(SessionState {
+                key: key.to_owned(),
+                store_key: key.to_owned(),
+                loaded: false,
+                opened: false,
+                replayer: Replayer::new(),
+                rewrite: None,
+                replacement: None,
+                removed: None,
+                pointer_due: false,
+                counter: Arc::new(CalibratedCounter::with_fallback(fallback.clone())),
             })
-            .clone()
+        })
     }
+
+    /// How many sessions are held in memory.
+    pub fn len(&self) -> usize {
+        self.map.len()
+    }
+}
+
+fn backend_error(problem: impl std::fmt::Display) -> ProxyError {
+    ProxyError::Store(StoreError::Backend(problem.to_string()))
+}
+
+/// The replayer of a stored transcript, and the last transcript it says the session
+/// continues in.
+fn replay_events(
+    store_key: &str,
+    events: &[llm_compactor::store::StoredEvent],
+) -> Result<(Replayer, Option<String>), ProxyError> {
+    let mut replayer = Replayer::new();
+    let mut continued = None;
+    if events.is_empty() {
+        return Ok((replayer, continued));
+    }
+    let mut text = String::new();
+    for event in events {
+        text.push_str(&event.line);
+        text.push('\n');
+    }
+    let transcript = Transcript::parse(Path::new(store_key), text.as_bytes()).map_err(backend_error)?;
+    for entry in transcript.entries() {
+        if let Record::Unknown { kind, payload } = &entry.record
+            && kind == CONTINUED
+            && let Some(next) = payload.get("store_key").and_then(Value::as_str)
+        {
+            continued = Some(next.to_owned());
+        }
+        replayer.apply(&entry.id, &entry.record).map_err(backend_error)?;
+    }
+    Ok((replayer, continued))
 }
 
 /// What to send upstream for one request.
@@ -77,6 +139,8 @@ pub struct Prepared {
     pub counter: Arc<CalibratedCounter>,
     /// The transcript key this round was recorded under.
     pub store_key: String,
+    /// Tokens the rewrite removed from the client's request (0: sent as the client did).
+    pub removed: usize,
 }
 
 impl SessionState {
@@ -84,33 +148,67 @@ impl SessionState {
         if self.loaded {
             return Ok(());
         }
-        let events = config.store.events(&self.store_key, 0).await?;
-        let mut replayer = Replayer::new();
-        if !events.is_empty() {
-            let mut text = String::new();
-            for event in &events {
-                text.push_str(&event.line);
-                text.push('\n');
-            }
-            let transcript = Transcript::parse(Path::new(&self.store_key), text.as_bytes())
-                .map_err(|e| ProxyError::Store(llm_compactor::store::StoreError::Backend(e.to_string())))?;
-            for entry in transcript.entries() {
-                replayer
-                    .apply(&entry.id, &entry.record)
-                    .map_err(|e| ProxyError::Store(llm_compactor::store::StoreError::Backend(e.to_string())))?;
-            }
+        // Always from the session's own transcript: it says where the session went on.
+        let events = config.store.events(&self.key, 0).await?;
+        let (mut replayer, continued) = replay_events(&self.key, &events)?;
+        let mut opened = !events.is_empty();
+        self.store_key = self.key.clone();
+        if let Some(next) = continued.filter(|k| k.starts_with(&format!("{}~", self.key))) {
+            let events = config.store.events(&next, 0).await?;
+            replayer = replay_events(&next, &events)?.0;
+            opened = !events.is_empty();
+            self.store_key = next;
         }
-        self.opened = !events.is_empty();
+        self.opened = opened;
         self.replayer = replayer;
-        self.rewrite = config.store.rewrite(&self.store_key).await?;
+        let rewrite = config.store.rewrite(&self.store_key).await?;
+        self.set_rewrite(rewrite)?;
+        self.pointer_due = false;
         self.loaded = true;
         Ok(())
     }
 
+    /// Keeps `rewrite` and its decoded replacement.
+    fn set_rewrite(&mut self, rewrite: Option<Rewrite>) -> Result<(), ProxyError> {
+        self.replacement = match &rewrite {
+            Some(r) => Some(Arc::new(
+                serde_json::from_str(&r.replacement).map_err(|e| backend_error(format!("bad rewrite: {e}")))?,
+            )),
+            None => None,
+        };
+        self.rewrite = rewrite;
+        self.removed = None;
+        Ok(())
+    }
+
+    /// Writes the line that points the session's own transcript at the current one.
+    async fn point_here(&mut self, config: &ProxyConfig) -> Result<(), ProxyError> {
+        let mut payload = Map::new();
+        payload.insert("store_key".into(), Value::String(self.store_key.clone()));
+        let record = Record::Unknown {
+            kind: CONTINUED.to_owned(),
+            payload: Value::Object(payload),
+        };
+        let id = uuid::Uuid::new_v4().to_string();
+        let ts = format_timestamp(SystemClock.now());
+        let mut line = encode_line(&id, &ts, &record).map_err(backend_error)?;
+        line.pop();
+        let event = NewEvent {
+            id,
+            kind: CONTINUED.to_owned(),
+            line,
+        };
+        config.store.append(&self.key, std::slice::from_ref(&event)).await?;
+        self.pointer_due = false;
+        Ok(())
+    }
+
     /// Rewrites, records and (when the trigger says so, or `force`) compacts one request.
+    #[allow(clippy::too_many_arguments)]
     pub async fn prepare(
         &mut self,
         config: &ProxyConfig,
+        compactor: &Compactor,
         metrics: &Metrics,
         api: Api,
         request: &Request,
@@ -119,7 +217,7 @@ impl SessionState {
     ) -> Result<Prepared, ProxyError> {
         self.load(config).await?;
         let result = self
-            .prepare_loaded(config, metrics, api, request, original, force)
+            .prepare_loaded(config, compactor, metrics, api, request, original, force)
             .await;
         if result.is_err() {
             // The replayer may be ahead of the store: rebuild from the store next time.
@@ -128,9 +226,11 @@ impl SessionState {
         result
     }
 
+    #[allow(clippy::too_many_arguments)]
     async fn prepare_loaded(
         &mut self,
         config: &ProxyConfig,
+        compactor: &Compactor,
         metrics: &Metrics,
         api: Api,
         request: &Request,
@@ -139,10 +239,18 @@ impl SessionState {
     ) -> Result<Prepared, ProxyError> {
         let client = request.document.messages();
         let mut rewritten = false;
-        let mut effective: Vec<Message> = match self.matching_replacement(client)? {
+        let mut removed = 0;
+        let mut effective: Vec<Message> = match self.matching_replacement(client) {
             Some((len, replacement)) => {
                 rewritten = true;
-                let mut messages = replacement;
+                removed = *self.removed.get_or_insert_with(|| {
+                    let counter = compactor.counter();
+                    counter
+                        .count_messages(&client[..len])
+                        .saturating_sub(counter.count_messages(&replacement))
+                });
+                let mut messages = Vec::with_capacity(replacement.len() + client.len() - len);
+                messages.extend_from_slice(&replacement);
                 messages.extend_from_slice(&client[len..]);
                 messages
             }
@@ -176,20 +284,28 @@ impl SessionState {
                 .push(&mut self.replayer, Record::Message(message.clone()))
                 .map_err(ProxyError::BadRequest)?;
         }
-        let compactor = &config.compactor;
         let tokens = self.counter.count_for_model(&effective, &request.model);
         let mut compacted = false;
-        if force || tokens > compactor.config().trigger() {
-            if let Some(messages) = self
+        // `compact`'s own trigger: over it, or (with aging) an elision epoch that pays.
+        let due = force
+            || tokens > compactor.config().trigger()
+            || compactor
+                .epoch_decision(&effective, tokens)
+                .is_some_and(|(decision, _)| decision.runs());
+        if due
+            && let Some(messages) = self
                 .compact(config, metrics, compactor, client, &mut lines, force)
                 .await?
-            {
-                effective = messages;
-                compacted = true;
-            }
+        {
+            effective = messages;
+            compacted = true;
+            removed = self.removed.unwrap_or(0);
         }
         if !lines.events.is_empty() {
             config.store.append(&self.store_key, &lines.events).await?;
+        }
+        if self.pointer_due {
+            self.point_here(config).await?;
         }
         let body = if !rewritten && !compacted {
             original.clone()
@@ -202,22 +318,20 @@ impl SessionState {
             messages: effective,
             counter: self.counter.clone(),
             store_key: self.store_key.clone(),
+            removed,
         })
     }
 
     /// The rewrite's replacement when the request's leading messages match it.
-    fn matching_replacement(&self, client: &[Message]) -> Result<Option<(usize, Vec<Message>)>, ProxyError> {
-        let Some(rewrite) = &self.rewrite else {
-            return Ok(None);
-        };
+    fn matching_replacement(&self, client: &[Message]) -> Option<(usize, Arc<Vec<Message>>)> {
+        let rewrite = self.rewrite.as_ref()?;
+        let replacement = self.replacement.as_ref()?;
         if client.len() < rewrite.original_len
             || conversation_digest(&client[..rewrite.original_len]) != rewrite.original_digest
         {
-            return Ok(None);
+            return None;
         }
-        let replacement: Vec<Message> = serde_json::from_str(&rewrite.replacement)
-            .map_err(|e| ProxyError::Store(llm_compactor::store::StoreError::Backend(format!("bad rewrite: {e}"))))?;
-        Ok(Some((rewrite.original_len, replacement)))
+        Some((rewrite.original_len, replacement.clone()))
     }
 
     fn start_over(&mut self) {
@@ -225,7 +339,10 @@ impl SessionState {
         self.store_key = format!("{}~{}", self.key, &suffix[..8]);
         self.replayer = Replayer::new();
         self.rewrite = None;
+        self.replacement = None;
+        self.removed = None;
         self.opened = false;
+        self.pointer_due = true;
     }
 
     async fn compact(
@@ -265,6 +382,8 @@ impl SessionState {
     ) -> Result<Option<Vec<Message>>, ProxyError> {
         let options = CompactOptions {
             counter: Some(self.counter.clone()),
+            target: config.target,
+            focus: config.focus.clone(),
             ..CompactOptions::default()
         };
         let result = compactor
@@ -297,7 +416,16 @@ impl SessionState {
             tracing::warn!(session = %self.key, "the rewrite changed under us; reloading the session next round");
             self.loaded = false;
         }
+        let removed = compactor
+            .counter()
+            .count_messages(client)
+            .saturating_sub(compactor.counter().count_messages(&messages));
+        self.replacement = Some(Arc::new(messages.clone()));
         self.rewrite = Some(rewrite);
+        self.removed = Some(removed);
+        if let Some(receipt) = &result.receipt {
+            metrics.pass_cost(receipt, compactor.config().cost_policy.summarizer_price);
+        }
         metrics.compactions.fetch_add(1, Ordering::Relaxed);
         metrics
             .elisions
