@@ -99,7 +99,7 @@ struct ServeArgs {
     summarizer_key: SummarizerKey,
     /// The most sessions held in memory; the least recently used idle ones beyond it
     /// are dropped and rebuilt from the store when they come back.
-    #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_SESSIONS, value_parser = clap::value_parser!(u64).range(1..).map(|n| usize::try_from(n).unwrap_or(usize::MAX)))]
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_SESSIONS, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
     max_sessions: usize,
     #[command(flatten)]
     engine: CompactOpts,
