@@ -42,6 +42,8 @@ mod sessions;
 mod upstream;
 
 use std::future::Future;
+
+use axum::serve::ListenerExt;
 use std::sync::Arc;
 
 pub use client_key::ClientKeySummarizer;
@@ -71,6 +73,14 @@ pub async fn serve(
     if let Ok(addr) = listener.local_addr() {
         tracing::info!(%addr, upstream = state.config.upstream(), "compactor proxy listening");
     }
+    // Streamed answers are many small writes: with Nagle's algorithm on, a write waits
+    // for the ACK of the previous one, which the client delays (~40 ms), so every
+    // relayed chunk after the first would be held back. Off, each goes out at once.
+    let listener = listener.tap_io(|tcp| {
+        if let Err(error) = tcp.set_nodelay(true) {
+            tracing::debug!(%error, "could not set TCP_NODELAY on a client connection");
+        }
+    });
     axum::serve(listener, routes::router(state))
         .with_graceful_shutdown(shutdown)
         .await?;
