@@ -54,6 +54,10 @@ pub struct SessionState {
     removed: Option<usize>,
     /// The session started over: its transcript must be pointed at once it is written.
     pointer_due: bool,
+    /// The client's messages that last matched the rewrite's digest: a request that
+    /// starts with exactly these matches without hashing its whole prefix again
+    /// (comparison runs at memory speed; the digest is canonical JSON through SHA-256).
+    verified: Option<Arc<Vec<Message>>>,
     counter: Arc<CalibratedCounter>,
 }
 
@@ -85,6 +89,7 @@ impl Sessions {
                 replacement: None,
                 removed: None,
                 pointer_due: false,
+                verified: None,
                 counter: Arc::new(CalibratedCounter::with_fallback(fallback.clone())),
             })
         })
@@ -178,6 +183,7 @@ impl SessionState {
         };
         self.rewrite = rewrite;
         self.removed = None;
+        self.verified = None;
         Ok(())
     }
 
@@ -323,15 +329,22 @@ impl SessionState {
     }
 
     /// The rewrite's replacement when the request's leading messages match it.
-    fn matching_replacement(&self, client: &[Message]) -> Option<(usize, Arc<Vec<Message>>)> {
+    fn matching_replacement(&mut self, client: &[Message]) -> Option<(usize, Arc<Vec<Message>>)> {
         let rewrite = self.rewrite.as_ref()?;
-        let replacement = self.replacement.as_ref()?;
-        if client.len() < rewrite.original_len
-            || conversation_digest(&client[..rewrite.original_len]) != rewrite.original_digest
-        {
+        let replacement = self.replacement.clone()?;
+        let len = rewrite.original_len;
+        if client.len() < len {
             return None;
         }
-        Some((rewrite.original_len, replacement.clone()))
+        let prefix = &client[..len];
+        let seen = self.verified.as_ref().is_some_and(|v| v.as_slice() == prefix);
+        if !seen {
+            if conversation_digest(prefix) != rewrite.original_digest {
+                return None;
+            }
+            self.verified = Some(Arc::new(prefix.to_vec()));
+        }
+        Some((len, replacement))
     }
 
     fn start_over(&mut self) {
@@ -341,6 +354,7 @@ impl SessionState {
         self.rewrite = None;
         self.replacement = None;
         self.removed = None;
+        self.verified = None;
         self.opened = false;
         self.pointer_due = true;
     }
@@ -423,6 +437,7 @@ impl SessionState {
         self.replacement = Some(Arc::new(messages.clone()));
         self.rewrite = Some(rewrite);
         self.removed = Some(removed);
+        self.verified = Some(Arc::new(client.to_vec()));
         if let Some(receipt) = &result.receipt {
             metrics.pass_cost(receipt, compactor.config().cost_policy.summarizer_price);
         }
