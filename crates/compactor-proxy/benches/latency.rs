@@ -11,7 +11,8 @@
 //! (default 10,000,000: never compacts; a budget the history is over makes the first
 //! round of each session compact, and every later round carries the rewrite: the
 //! stable-prefix check on every request), `LATENCY_SESSION_ROUNDS` (rounds per session,
-//! default 100; the first round of each session is not sampled).
+//! default 100; the first round of each session is not sampled), `LATENCY_STORE`
+//! (`memory` instead of the SQLite file, to see what the durable write costs).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -144,9 +145,11 @@ fn main() {
     runtime.block_on(async move {
         let upstream = upstream().await;
         let dir = tempfile::tempdir().unwrap();
-        let store = open_store(&format!("sqlite:{}", dir.path().join("bench.db").display()))
-            .await
-            .unwrap();
+        let store_url = match std::env::var("LATENCY_STORE").as_deref() {
+            Ok("memory") => "memory:".to_owned(),
+            _ => format!("sqlite:{}", dir.path().join("bench.db").display()),
+        };
+        let store = open_store(&store_url).await.unwrap();
         let config = CompactorConfig::builder(budget).build().unwrap();
         let counter = counter_by_name("o200k").unwrap();
         let compactor = Arc::new(Compactor::new(config, counter));
@@ -236,8 +239,9 @@ fn main() {
             .to_owned();
         let request_bytes = serde_json::to_vec(&json!({"model":"m","messages": base})).unwrap().len();
         println!(
-            "proxy added latency: {rounds} sampled rounds each, {history}+ messages of {chars} chars (~{} KB requests), budget {budget}, o200k counter, SQLite store (WAL); {compactions} (first round of each {per_session}-round session, not sampled)",
-            request_bytes / 1024
+            "proxy added latency: {rounds} sampled rounds each, {history}+ messages of {chars} chars (~{} KB requests), budget {budget}, o200k counter, store {}; {compactions} (first round of each {per_session}-round session, not sampled)",
+            request_bytes / 1024,
+            store_url.split(':').next().unwrap_or_default()
         );
         report("whole answer (non-streamed)", &mut direct, &mut proxied);
         report("time to first byte (streamed)", &mut direct_ttfb, &mut proxied_ttfb);
