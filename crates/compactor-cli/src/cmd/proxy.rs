@@ -200,7 +200,7 @@ async fn build_config(serve: &ServeArgs) -> Result<ProxyConfig, CliError> {
             // The engine without a summarizer of its own; the client-keyed one goes in.
             let mut engine = serve.engine.clone();
             engine.summarizer.summarizer = SummarizerKind::None;
-            engine.summarizer.http = Box::default();
+            *engine.summarizer.http = Default::default();
             engine.summarizer.summarizer_timeout = None;
             let compactor = engine.compactor(false)?.0.with_summarizer(summarizer.clone());
             (compactor, Some(summarizer))
