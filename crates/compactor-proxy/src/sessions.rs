@@ -15,6 +15,12 @@
 //! the session's own transcript gets a `proxy-continued` line naming it (a line type
 //! replay skips), so a restarted proxy, or one that dropped the session from memory,
 //! finds the current transcript and its rewrite again.
+//!
+//! Several proxy instances may share one store (PostgreSQL) with a load balancer
+//! sending the rounds of one session to any of them, so this process's state is only a
+//! cache: every round first catches up on the events other instances appended (see
+//! [`sync`]), and compaction is done under the store's lease, which this process
+//! renews while it works and waits for when another instance holds it.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -39,6 +45,8 @@ use crate::session_map::BoundedMap;
 /// The line type that points a session at the transcript it continues in.
 pub const CONTINUED: &str = "proxy-continued";
 
+mod sync;
+
 /// One session's live state in this process.
 pub struct SessionState {
     key: String,
@@ -59,6 +67,8 @@ pub struct SessionState {
     /// (comparison runs at memory speed; the digest is canonical JSON through SHA-256).
     verified: Option<Arc<Vec<Message>>>,
     counter: Arc<CalibratedCounter>,
+    /// The last event of the store's log applied to `replayer`.
+    seq: u64,
 }
 
 /// The sessions this process holds, by key (bounded: see [`crate::session_map`]); each
@@ -91,6 +101,7 @@ impl Sessions {
                 pointer_due: false,
                 verified: None,
                 counter: Arc::new(CalibratedCounter::with_fallback(fallback.clone())),
+                seq: 0,
             })
         })
     }
@@ -157,14 +168,17 @@ impl SessionState {
         let events = config.store.events(&self.key, 0).await?;
         let (mut replayer, continued) = replay_events(&self.key, &events)?;
         let mut opened = !events.is_empty();
+        let mut seq = events.last().map_or(0, |e| e.seq);
         self.store_key = self.key.clone();
         if let Some(next) = continued.filter(|k| k.starts_with(&format!("{}~", self.key))) {
             let events = config.store.events(&next, 0).await?;
             replayer = replay_events(&next, &events)?.0;
             opened = !events.is_empty();
+            seq = events.last().map_or(0, |e| e.seq);
             self.store_key = next;
         }
         self.opened = opened;
+        self.seq = seq;
         self.replayer = replayer;
         let rewrite = config.store.rewrite(&self.store_key).await?;
         self.set_rewrite(rewrite)?;
@@ -221,15 +235,67 @@ impl SessionState {
         original: &bytes::Bytes,
         force: bool,
     ) -> Result<Prepared, ProxyError> {
-        self.load(config).await?;
-        let result = self
-            .prepare_loaded(config, compactor, metrics, api, request, original, force)
-            .await;
+        // The transcript key whose lease this round took after waiting for it.
+        let mut leased: Option<String> = None;
+        let result = loop {
+            if let Err(e) = self.sync(config).await {
+                break Err(e);
+            }
+            match self
+                .prepare_loaded(
+                    config,
+                    compactor,
+                    metrics,
+                    api,
+                    request,
+                    original,
+                    force,
+                    leased.is_some(),
+                )
+                .await
+            {
+                // Another instance held the lease and this one now holds it: what that
+                // instance did is in the store; prepare the round again from there.
+                Ok(Step::LeaseTaken) if leased.is_none() => {
+                    leased = Some(self.store_key.clone());
+                    self.loaded = false;
+                }
+                Ok(Step::LeaseTaken) => {
+                    break Err(ProxyError::Store(llm_compactor::store::StoreError::Backend(
+                        "the compaction lease was taken twice in one round".to_owned(),
+                    )));
+                }
+                Ok(Step::Ready(prepared)) => break Ok(prepared),
+                Err(e) => break Err(e),
+            }
+        };
+        if let Some(store_key) = leased {
+            release_lease(config, &self.key, &store_key).await;
+        }
         if result.is_err() {
             // The replayer may be ahead of the store: rebuild from the store next time.
             self.loaded = false;
         }
         result
+    }
+
+    /// Appends this round's lines and advances `seq`; a log that grew by more than
+    /// these lines (another instance appended to the same session at the same moment) is
+    /// re-read from the store next round.
+    async fn append(&mut self, config: &ProxyConfig, lines: &mut Lines) -> Result<(), ProxyError> {
+        if lines.events.is_empty() {
+            return Ok(());
+        }
+        let added = lines.events.len() as u64;
+        let last = config.store.append(&self.store_key, &lines.events).await?;
+        lines.events.clear();
+        if last == self.seq + added {
+            self.seq = last;
+        } else {
+            tracing::warn!(session = %self.key, last, expected = self.seq + added, "the session's log moved under us; re-reading it next round");
+            self.loaded = false;
+        }
+        Ok(())
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -242,7 +308,8 @@ impl SessionState {
         request: &Request,
         original: &bytes::Bytes,
         force: bool,
-    ) -> Result<Prepared, ProxyError> {
+        leased: bool,
+    ) -> Result<Step, ProxyError> {
         let client = request.document.messages();
         let mut rewritten = false;
         let mut removed = 0;
@@ -298,18 +365,21 @@ impl SessionState {
             || compactor
                 .epoch_decision(&effective, tokens)
                 .is_some_and(|(decision, _)| decision.runs());
-        if due
-            && let Some(messages) = self
-                .compact(config, metrics, compactor, client, &mut lines, force)
+        if due {
+            match self
+                .compact(config, metrics, compactor, client, &mut lines, force, leased)
                 .await?
-        {
-            effective = messages;
-            compacted = true;
-            removed = self.removed.unwrap_or(0);
+            {
+                Compacted::Yes(messages) => {
+                    effective = messages;
+                    compacted = true;
+                    removed = self.removed.unwrap_or(0);
+                }
+                Compacted::No => {}
+                Compacted::LeaseTaken => return Ok(Step::LeaseTaken),
+            }
         }
-        if !lines.events.is_empty() {
-            config.store.append(&self.store_key, &lines.events).await?;
-        }
+        self.append(config, &mut lines).await?;
         if self.pointer_due {
             self.point_here(config).await?;
         }
@@ -319,13 +389,13 @@ impl SessionState {
             let value = request.document.with_messages(effective.clone()).to_value();
             bytes::Bytes::from(serde_json::to_vec(&value).map_err(|e| ProxyError::BadRequest(e.to_string()))?)
         };
-        Ok(Prepared {
+        Ok(Step::Ready(Prepared {
             body,
             messages: effective,
             counter: self.counter.clone(),
             store_key: self.store_key.clone(),
             removed,
-        })
+        }))
     }
 
     /// The rewrite's replacement when the request's leading messages match it.
@@ -357,8 +427,11 @@ impl SessionState {
         self.verified = None;
         self.opened = false;
         self.pointer_due = true;
+        self.seq = 0;
     }
 
+    /// Compacts under the session's lease. `leased`: this round already holds it.
+    #[allow(clippy::too_many_arguments)]
     async fn compact(
         &mut self,
         config: &ProxyConfig,
@@ -367,22 +440,35 @@ impl SessionState {
         client: &[Message],
         lines: &mut Lines,
         force: bool,
-    ) -> Result<Option<Vec<Message>>, ProxyError> {
-        if !config
-            .store
-            .try_lease(&self.store_key, &config.holder, config.lease_ttl)
-            .await?
+        leased: bool,
+    ) -> Result<Compacted, ProxyError> {
+        if !leased
+            && !config
+                .store
+                .try_lease(&self.store_key, &config.holder, config.lease_ttl)
+                .await?
         {
-            tracing::info!(session = %self.key, "another instance is compacting this session; serving the current rewrite");
-            return Ok(None);
+            tracing::info!(session = %self.key, "another instance is compacting this session; waiting for its lease");
+            if sync::wait_for_lease(config, &self.store_key).await? {
+                return Ok(Compacted::LeaseTaken);
+            }
+            tracing::warn!(session = %self.key, "the compaction lease stayed taken; serving the current rewrite");
+            return Ok(Compacted::No);
         }
-        let outcome = self
-            .compact_leased(config, metrics, compactor, client, lines, force)
-            .await;
-        if let Err(e) = config.store.release_lease(&self.store_key, &config.holder).await {
-            tracing::warn!(session = %self.key, error = %e, "could not release the compaction lease (it expires)");
+        let store_key = self.store_key.clone();
+        let outcome = sync::renewing(
+            config,
+            &store_key,
+            self.compact_leased(config, metrics, compactor, client, lines, force),
+        )
+        .await;
+        if !leased {
+            release_lease(config, &self.key, &store_key).await;
         }
-        outcome
+        Ok(match outcome? {
+            Some(messages) => Compacted::Yes(messages),
+            None => Compacted::No,
+        })
     }
 
     async fn compact_leased(
@@ -424,8 +510,7 @@ impl SessionState {
             generation: generation + 1,
         };
         // The transcript lines go first: a rewrite must never name a pass the record lacks.
-        config.store.append(&self.store_key, &lines.events).await?;
-        lines.events.clear();
+        self.append(config, lines).await?;
         if !config.store.set_rewrite(&self.store_key, generation, &rewrite).await? {
             tracing::warn!(session = %self.key, "the rewrite changed under us; reloading the session next round");
             self.loaded = false;
@@ -459,4 +544,29 @@ impl SessionState {
         );
         Ok(Some(messages))
     }
+}
+
+async fn release_lease(config: &ProxyConfig, key: &str, store_key: &str) {
+    if let Err(e) = config.store.release_lease(store_key, &config.holder).await {
+        tracing::warn!(session = %key, error = %e, "could not release the compaction lease (it expires)");
+    }
+}
+
+/// How preparing one round ended.
+enum Step {
+    /// The body to send.
+    Ready(Prepared),
+    /// This round waited for another instance's compaction lease and now holds it: the
+    /// round is prepared again from the store.
+    LeaseTaken,
+}
+
+/// What [`SessionState::compact`] did.
+enum Compacted {
+    /// Compacted: the messages to send.
+    Yes(Vec<Message>),
+    /// Nothing to compact, or the lease stayed taken: send what there is.
+    No,
+    /// The lease was taken after a wait (see [`Step::LeaseTaken`]).
+    LeaseTaken,
 }

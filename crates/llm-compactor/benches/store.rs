@@ -1,7 +1,7 @@
 //! Session store appends: throughput and added latency per append, PostgreSQL against
 //! the in-memory store and the JSONL file a single process writes.
 //!
-//! Run: `cargo bench -p llm-compactor --features postgres --bench store`. Starts a
+//! Run: `cargo bench -p llm-compactor --features postgres,sqlite --bench store`. Starts a
 //! throwaway PostgreSQL cluster (as the tests do; skipped with a notice when PostgreSQL
 //! is absent) with `fsync=off`, so the numbers are the protocol and the transaction,
 //! not the disk. Prints a Markdown table for BENCHMARKS.md.
@@ -127,6 +127,15 @@ fn main() {
         measure_file("JSONL file (every line fsynced)", Durability::Always),
         runtime.block_on(measure_store("MemoryStore", Arc::new(MemoryStore::new()))),
     ];
+    #[cfg(feature = "sqlite")]
+    {
+        let dir = tempfile::tempdir().unwrap();
+        let store = llm_compactor::store::SqliteStore::open(dir.path().join("bench.db")).unwrap();
+        rows.push(runtime.block_on(measure_store(
+            "SqliteStore (WAL, synchronous=NORMAL, local file)",
+            Arc::new(store),
+        )));
+    }
     #[cfg(feature = "postgres")]
     {
         if let Some(cluster) = pg::PgCluster::start() {

@@ -101,6 +101,11 @@ struct ServeArgs {
     /// are dropped and rebuilt from the store when they come back.
     #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_SESSIONS, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
     max_sessions: usize,
+    /// Seconds a compaction lease lasts unless its holder renews it (it renews every
+    /// third): how long the other instances sharing the store wait before they take over
+    /// a session from an instance that died while compacting it [default: 120].
+    #[arg(long, value_name = "SECS", value_parser = super::ranges::seconds)]
+    lease_ttl: Option<f64>,
     #[command(flatten)]
     engine: CompactOpts,
 }
@@ -220,6 +225,9 @@ async fn build_config(serve: &ServeArgs) -> Result<ProxyConfig, CliError> {
     }
     if let Some(summarizer) = &client_key {
         builder = builder.summarizer_key_from_client(summarizer);
+    }
+    if let Some(secs) = serve.lease_ttl {
+        builder = builder.lease_ttl(std::time::Duration::from_secs_f64(secs));
     }
     builder.build().map_err(|e| CliError::Usage(e.to_string()))
 }

@@ -68,6 +68,23 @@ pub fn encode_line(id: &str, ts: &str, record: &Record) -> Result<String, serde_
     }
 }
 
+/// Decodes one transcript line (with or without its newline) into its envelope id and
+/// record: the inverse of [`encode_line`].
+///
+/// Stores and proxies that read a session's lines back one by one (a proxy instance
+/// catching up on what another instance appended) use this with a
+/// [`crate::session::Replayer`], instead of re-reading the whole transcript.
+///
+/// # Errors
+/// The problem in words: not JSON, or an envelope a reader cannot use (its version, a
+/// missing field, a payload of the wrong shape).
+pub fn decode_line(line: &str) -> Result<(String, Record), String> {
+    let value: Value =
+        serde_json::from_str(line.trim_end_matches(['\n', '\r'])).map_err(|e| format!("not JSON: {e}"))?;
+    let decoded = decode_value(value)?;
+    Ok((decoded.id, decoded.record))
+}
+
 /// A decoded line: envelope id, timestamp, record.
 pub(crate) struct Decoded {
     pub id: String,
@@ -131,4 +148,48 @@ pub(crate) fn decode_value(value: Value) -> Result<Decoded, String> {
 
 fn typed<T: serde::de::DeserializeOwned>(payload: Value, kind: &str) -> Result<T, String> {
     serde_json::from_value(payload).map_err(|e| format!("bad {kind} payload: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::session::record::{CompactionRecord, ElisionItem, ElisionRecord};
+
+    #[test]
+    fn decode_line_inverts_encode_line() {
+        let records = [
+            Record::Message(Message::user("hello")),
+            Record::Elision(ElisionRecord {
+                items: vec![ElisionItem {
+                    id: "m1".into(),
+                    stub: "[stub]".into(),
+                }],
+            }),
+            Record::Compaction(CompactionRecord {
+                dropped: 2,
+                exhausted: false,
+                fallback: true,
+                replaces_through_id: "m1".into(),
+                summary: "[summary]".into(),
+                tokens_after: 10,
+                tokens_before: 100,
+                usage: crate::usage::Usage::default(),
+            }),
+        ];
+        for record in records {
+            let line = encode_line("e1", "2026-01-01T00:00:00.000000Z", &record).unwrap();
+            let (id, decoded) = decode_line(&line).unwrap();
+            assert_eq!(id, "e1");
+            let expected = match record {
+                Record::Message(m) => Record::Message(m.with_id("e1")),
+                other => other,
+            };
+            assert_eq!(decoded, expected);
+            // Without the newline too, and the same bytes when encoded again.
+            let (_, again) = decode_line(line.trim_end()).unwrap();
+            assert_eq!(encode_line("e1", "2026-01-01T00:00:00.000000Z", &again).unwrap(), line);
+        }
+        assert!(decode_line("not json").unwrap_err().contains("not JSON"));
+        assert!(decode_line("{\"v\":1}").is_err());
+    }
 }

@@ -36,7 +36,7 @@ mod replay;
 mod store_mirror;
 
 pub use clock::{Clock, FixedClock, IdSource, RandomIds, SequentialIds, SystemClock, format_timestamp};
-pub use envelope::{VERSION, encode_line};
+pub use envelope::{VERSION, decode_line, encode_line};
 pub use error::SessionError;
 pub use load::{TornTail, Transcript};
 pub use lock::SESSION_FILE_MODE;

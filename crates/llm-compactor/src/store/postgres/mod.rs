@@ -170,11 +170,24 @@ impl PostgresStore {
     }
 
     async fn client(&self) -> Result<Object, StoreError> {
-        self.pool.get().await.map_err(|e| from_pool(&self.redactor, &e))
+        self.pool
+            .get()
+            .await
+            .map_err(|e| self.named(from_pool(&self.redactor, &e)))
     }
 
     fn pg(&self, doing: &'static str) -> impl Fn(tokio_postgres::Error) -> StoreError + '_ {
-        move |e| from_pg(&self.redactor, doing, &e)
+        move |e| self.named(from_pg(&self.redactor, doing, &e))
+    }
+
+    /// The error with the store it is about (the URL without its password) in front, so
+    /// that an operator reading a 503 or a log line knows which database failed.
+    fn named(&self, error: StoreError) -> StoreError {
+        match error {
+            StoreError::Unavailable(m) => StoreError::Unavailable(format!("PostgreSQL {}: {m}", self.display_url)),
+            StoreError::Backend(m) => StoreError::Backend(format!("PostgreSQL {}: {m}", self.display_url)),
+            other => other,
+        }
     }
 }
 
