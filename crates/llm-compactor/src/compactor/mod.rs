@@ -247,6 +247,20 @@ impl Compactor {
             .is_some_and(|(decision, _)| decision.runs())
     }
 
+    /// [`Compactor::needs_compaction`] of a [`crate::Conversation`]: its tokens are the
+    /// counter's [`TokenCounter::count_conversation`] (cached counts, the calibrated
+    /// anchor checked by prefix digest), so with aging off a round costs nothing that
+    /// grows with the conversation. With aging on, the epoch check still reads the
+    /// conversation's results.
+    pub fn needs_compaction_in(&self, conversation: &crate::Conversation) -> bool {
+        let tokens = self.counter.count_conversation(conversation);
+        if tokens > self.config.trigger() {
+            return true;
+        }
+        self.epoch_decision(conversation.messages(), tokens)
+            .is_some_and(|(decision, _)| decision.runs())
+    }
+
     /// The cost policy's decision on the elision epoch due below the trigger, and the
     /// receipt it was made on; `None` when no epoch is due (aging off, the pool short of
     /// an epoch, or stubbing would not shrink the conversation). `tokens` is the
