@@ -138,6 +138,27 @@ impl Compactor {
         }
     }
 
+    /// The same compactor (counter, summarizer, hooks, observer, prompts, ledger,
+    /// sleeper) with another configuration, e.g. another budget for a request to another
+    /// model (the proxy's `--budget-by-model`).
+    ///
+    /// # Errors
+    /// The first rule `config` breaks ([`CompactorConfig::validate`]).
+    pub fn reconfigured(&self, config: CompactorConfig) -> Result<Compactor, ConfigError> {
+        config.validate()?;
+        Ok(Compactor {
+            config,
+            counter: Arc::clone(&self.counter),
+            summarizer: self.summarizer.clone(),
+            hooks: Arc::clone(&self.hooks),
+            observer: self.observer.clone(),
+            prompts: self.prompts.clone(),
+            sleeper: Arc::clone(&self.sleeper),
+            rounds: AtomicU64::new(0),
+            ledger: self.ledger.clone(),
+        })
+    }
+
     /// The same compactor with this summarizer.
     pub fn with_summarizer(mut self, summarizer: Arc<dyn Summarizer>) -> Self {
         self.summarizer = Some(summarizer);
