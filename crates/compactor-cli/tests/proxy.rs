@@ -181,3 +181,129 @@ async fn serve_drain_on_sigterm_then_export_and_replay_what_the_upstream_saw() {
         "the run compacted"
     );
 }
+
+/// Starts `compactor proxy` with `args`; returns the child and its address.
+fn spawn_proxy(args: &[&str]) -> (std::process::Child, String) {
+    let mut child = bin()
+        .args(["proxy", "--listen", "127.0.0.1:0"])
+        .args(args)
+        .stderr(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    let proxy = loop {
+        line.clear();
+        assert!(
+            stderr.read_line(&mut line).unwrap() > 0,
+            "the proxy exited before listening"
+        );
+        if let Some(rest) = line.split("listening on ").nth(1) {
+            break rest.split_whitespace().next().unwrap().to_owned();
+        }
+    };
+    std::thread::spawn(move || for _ in stderr.lines() {});
+    (child, proxy)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn budget_by_model_and_the_pricing_preset_from_the_command_line() {
+    let (upstream, up) = start_upstream().await;
+    let dir = tempfile::tempdir().unwrap();
+    let store = format!("sqlite:{}", dir.path().join("sessions.db").display());
+    let (mut child, proxy) = spawn_proxy(&[
+        "--upstream",
+        &upstream,
+        "--store",
+        &store,
+        "--budget-by-model",
+        "--pricing",
+        "openai-4o",
+        "--summarizer",
+        "none",
+        "--counter",
+        "heuristic",
+    ]);
+    let client = reqwest::Client::new();
+    let mut messages = vec![json!({"role":"system","content":"Be brief."})];
+    for i in 0..25 {
+        messages.push(json!({"role":"user","content": format!("{i} {}", "u".repeat(800))}));
+        messages.push(json!({"role":"assistant","content": format!("{i} {}", "a".repeat(800))}));
+    }
+    messages.push(json!({"role":"user","content":"and?"}));
+    let send = |model: &str| {
+        client
+            .post(format!("{proxy}/v1/chat/completions"))
+            .json(&json!({"model": model, "messages": messages}))
+            .send()
+    };
+    let unknown = send("my-local-llama").await.unwrap();
+    assert_eq!(unknown.status(), 400);
+    assert!(unknown.text().await.unwrap().contains("--budget N"));
+    assert_eq!(send("gpt-4").await.unwrap().status(), 200);
+    let seen = up.seen.lock().unwrap().clone();
+    assert_eq!(seen.len(), 1, "the unknown model was not forwarded");
+    assert!(
+        seen[0]["messages"].as_array().unwrap().len() < messages.len(),
+        "gpt-4's 8,192-token window: compacted"
+    );
+    let metrics = client
+        .get(format!("{proxy}/metrics"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        metrics.contains("compactor_proxy_estimated_cost_saved{pricing=\"openai-4o\"}"),
+        "{metrics}"
+    );
+    child.kill().unwrap();
+    child.wait().unwrap();
+}
+
+#[test]
+fn unworkable_proxy_flags_are_refused_at_start_up() {
+    let cases: [(&[&str], &str); 4] = [
+        (
+            &[
+                "--summarizer-key",
+                "client",
+                "--summarizer",
+                "openai",
+                "--model",
+                "gpt-4o-mini",
+                "--base-url",
+                "http://127.0.0.1:9/v1",
+            ],
+            "origin",
+        ),
+        (
+            &["--summarizer-key", "client", "--summarizer", "none"],
+            "--summarizer openai|anthropic",
+        ),
+        (&["--pricing", "cheap"], "--pricing"),
+        (&["--format", "openai"], "--format"),
+    ];
+    for (args, expected) in cases {
+        let mut all = vec![
+            "proxy",
+            "--listen",
+            "127.0.0.1:0",
+            "--upstream",
+            "http://127.0.0.1:8",
+            "--store",
+            "memory:",
+        ];
+        all.extend_from_slice(args);
+        let output = run(&all, None);
+        assert_eq!(output.status.code(), Some(2), "{args:?}: {}", support::stderr(&output));
+        assert!(
+            support::stderr(&output).contains(expected),
+            "{args:?}: {}",
+            support::stderr(&output)
+        );
+    }
+}

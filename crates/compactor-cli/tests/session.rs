@@ -65,6 +65,7 @@ fn sample(dir: &Path) -> (PathBuf, Vec<Message>) {
             dropped: 3,
             exhausted: false,
             fallback: true,
+            receipt: None,
             replaces_through_id: through,
             summary: "[3 messages were dropped unsummarized]".into(),
             tokens_after: 40,
@@ -286,6 +287,8 @@ fn compact_appends_a_pass_that_replay_reproduces() {
             "exec",
             "--summarizer-cmd",
             "echo 'Summary: eight files were read.'",
+            // A summarizing pass: aging (the default since issue 12) would stub instead.
+            "--age-observations=false",
         ],
         None,
     );

@@ -35,6 +35,7 @@ fn a_transcript_round_trips_through_postgres_byte_for_byte() {
             dropped: 1,
             exhausted: false,
             fallback: true,
+            receipt: None,
             replaces_through_id: through,
             summary: "[hard trim]".to_owned(),
             tokens_after: 5,

@@ -1,18 +1,29 @@
 //! Added latency of the proxy: the same requests sent straight to a 127.0.0.1 upstream
-//! and through the proxy (SQLite store in a temp dir, session lookup, rewrite check and
-//! store write included), for a request that needs no compaction. Prints p50/p99 of both
-//! and of the difference. `cargo bench -p compactor-proxy --bench latency`.
+//! and through the proxy (SQLite store in a temp dir, WAL, the o200k counter the CLI
+//! uses by default, session lookup, rewrite check and store write included), for
+//! requests that need no compaction. Prints p50/p99 of both and of the per-request
+//! difference, for a whole answer and for the first byte of a streamed one.
+//!
+//! `CARGO_TARGET_DIR=/work/targets/release cargo bench -p compactor-proxy --bench latency`
 //!
 //! Env: `LATENCY_ROUNDS` (default 2000), `LATENCY_HISTORY` (messages per request,
-//! default 40).
+//! default 40), `LATENCY_CHARS` (chars per message, default 480), `LATENCY_BUDGET`
+//! (default 10,000,000: never compacts; a budget the history is over makes the first
+//! round of each session compact, and every later round carries the rewrite: the
+//! stable-prefix check on every request), `LATENCY_SESSION_ROUNDS` (rounds per session,
+//! default 100; the first round of each session is not sampled), `LATENCY_STORE`
+//! (`memory` instead of the SQLite file, to see what the durable write costs).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use axum::Router;
+use axum::body::Body;
+use axum::response::{IntoResponse, Response};
 use axum::routing::post;
+use axum::serve::ListenerExt;
 use compactor_proxy::ProxyConfig;
-use llm_compactor::count::HeuristicCounter;
+use llm_compactor::count::counter_by_name;
 use llm_compactor::store::open_store;
 use llm_compactor::{Compactor, CompactorConfig};
 use serde_json::{Value, json};
@@ -26,6 +37,12 @@ fn percentile(sorted: &[Duration], p: f64) -> Duration {
     sorted[index]
 }
 
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+/// An upstream that answers at once: a JSON answer, or (with `"stream": true`) an SSE
+/// answer whose first event goes out at once and the rest 2 ms later.
 async fn upstream() -> String {
     let answer = json!({
         "id":"c","object":"chat.completion","created":1,"model":"m",
@@ -34,34 +51,93 @@ async fn upstream() -> String {
     });
     let app = Router::new().route(
         "/v1/chat/completions",
-        post(move |_body: axum::body::Bytes| {
+        post(move |body: axum::body::Bytes| {
             let answer = answer.clone();
-            async move { axum::Json(answer) }
+            async move {
+                let streamed = serde_json::from_slice::<Value>(&body)
+                    .ok()
+                    .and_then(|v| v.get("stream").and_then(Value::as_bool))
+                    == Some(true);
+                if !streamed {
+                    return axum::Json(answer).into_response();
+                }
+                let (tx, rx) = tokio::sync::mpsc::channel::<Result<String, std::io::Error>>(4);
+                tokio::spawn(async move {
+                    let _ = tx
+                        .send(Ok("data: {\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\"}}]}\n\n".to_owned()))
+                        .await;
+                    tokio::time::sleep(Duration::from_millis(2)).await;
+                    let _ = tx
+                        .send(Ok("data: {\"choices\":[],\"usage\":{\"prompt_tokens\":100,\"completion_tokens\":1,\"total_tokens\":101}}\n\ndata: [DONE]\n\n".to_owned()))
+                        .await;
+                });
+                let stream = futures_util::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|i| (i, rx)) });
+                Response::builder()
+                    .header("content-type", "text/event-stream")
+                    .body(Body::from_stream(stream))
+                    .unwrap()
+            }
         }),
     );
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
+    // As production API servers do: small SSE writes go out at once (no Nagle delay).
+    let listener = listener.tap_io(|tcp| {
+        let _ = tcp.set_nodelay(true);
+    });
     tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
     url
 }
 
-async fn time(client: &reqwest::Client, url: &str, session: &str, body: &Value) -> Duration {
+/// The whole answer's time, and the time to its first body byte.
+async fn time(client: &reqwest::Client, url: &str, session: &str, body: &Value) -> (Duration, Duration) {
     let started = Instant::now();
-    let response = client
+    let mut response = client
         .post(format!("{url}/v1/chat/completions"))
         .header("x-compactor-session", session)
         .json(body)
         .send()
         .await
         .unwrap();
-    assert!(response.status().is_success());
-    response.bytes().await.unwrap();
-    started.elapsed()
+    assert!(response.status().is_success(), "{}", response.status());
+    let first = response.chunk().await.unwrap();
+    let ttfb = started.elapsed();
+    assert!(first.is_some());
+    while response.chunk().await.unwrap().is_some() {}
+    (started.elapsed(), ttfb)
+}
+
+fn report(name: &str, direct: &mut [Duration], proxied: &mut [Duration]) {
+    let mut added: Vec<Duration> = proxied
+        .iter()
+        .zip(direct.iter())
+        .map(|(p, d)| p.saturating_sub(*d))
+        .collect();
+    direct.sort();
+    proxied.sort();
+    added.sort();
+    println!("{name}");
+    println!("             p50        p99");
+    for (label, v) in [("direct", &*direct), ("proxied", &*proxied), ("added", &added[..])] {
+        println!(
+            "  {label:<8} {:>8.3} ms {:>8.3} ms",
+            ms(percentile(v, 0.5)),
+            ms(percentile(v, 0.99))
+        );
+    }
+    println!(
+        "  p50(proxied) - p50(direct) = {:.3} ms; p99(proxied) - p99(direct) = {:.3} ms",
+        ms(percentile(proxied, 0.5)) - ms(percentile(direct, 0.5)),
+        ms(percentile(proxied, 0.99)) - ms(percentile(direct, 0.99))
+    );
 }
 
 fn main() {
     let rounds = env_usize("LATENCY_ROUNDS", 2000);
     let history = env_usize("LATENCY_HISTORY", 40);
+    let chars = env_usize("LATENCY_CHARS", 480);
+    let budget = env_usize("LATENCY_BUDGET", 10_000_000);
+    let per_session = env_usize("LATENCY_SESSION_ROUNDS", 100).max(2);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -69,62 +145,109 @@ fn main() {
     runtime.block_on(async move {
         let upstream = upstream().await;
         let dir = tempfile::tempdir().unwrap();
-        let store = open_store(&format!("sqlite:{}", dir.path().join("bench.db").display()))
-            .await
-            .unwrap();
-        let config = CompactorConfig::builder(10_000_000).build().unwrap();
-        let compactor = Arc::new(Compactor::new(config, Arc::new(HeuristicCounter)));
+        let store_url = match std::env::var("LATENCY_STORE").as_deref() {
+            Ok("memory") => "memory:".to_owned(),
+            _ => format!("sqlite:{}", dir.path().join("bench.db").display()),
+        };
+        let store = open_store(&store_url).await.unwrap();
+        let config = CompactorConfig::builder(budget).build().unwrap();
+        let counter = counter_by_name("o200k").unwrap();
+        let compactor = Arc::new(Compactor::new(config, counter));
         let proxy_config = ProxyConfig::builder(&upstream, compactor, store).build().unwrap();
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let proxy = format!("http://{}", listener.local_addr().unwrap());
         tokio::spawn(compactor_proxy::serve(proxy_config, listener, std::future::pending()));
         let client = reqwest::Client::new();
 
-        let mut messages = vec![json!({"role":"system","content":"You are a coding agent."})];
-        for i in 0..history {
-            let role = if i % 2 == 0 { "user" } else { "assistant" };
-            messages.push(json!({"role": role, "content": format!("turn {i}: {}", "lorem ipsum ".repeat(40))}));
-        }
+        let words = "lorem ipsum ".repeat(chars / 12 + 1);
+        let base: Vec<Value> = std::iter::once(json!({"role":"system","content":"You are a coding agent."}))
+            .chain((0..history).map(|i| {
+                let role = if i % 2 == 0 { "user" } else { "assistant" };
+                json!({"role": role, "content": format!("turn {i}: {}", &words[..chars])})
+            }))
+            .collect();
+        let mut messages = base.clone();
         let (mut direct, mut proxied) = (Vec::with_capacity(rounds), Vec::with_capacity(rounds));
+        let (mut direct_ttfb, mut proxied_ttfb) = (Vec::with_capacity(rounds), Vec::with_capacity(rounds));
         let mut session = 0;
-        for round in 0..rounds + 50 {
-            // Each round the agent adds a turn: the proxy checks the session's prefix and
-            // writes the new message to the store, as in a real run.
+        let mut in_session = 0;
+        let warmup = 20;
+        let mut round = 0;
+        while direct.len() < rounds {
+            // Each round the agent adds a turn: the proxy checks the session's prefix,
+            // counts, and writes the new message to the store, as in a real run. Every
+            // other round is streamed: its first byte is timed.
             messages.push(json!({"role":"user","content": format!("round {round}")}));
-            let body = json!({"model":"m","messages": messages});
+            let stream = round % 2 == 1;
+            let mut body = json!({"model":"m","messages": messages});
+            if stream {
+                body["stream"] = json!(true);
+                body["stream_options"] = json!({"include_usage": true});
+            }
             let key = format!("bench-{session}");
-            let d = time(&client, &upstream, &key, &body).await;
-            let p = time(&client, &proxy, &key, &body).await;
-            messages.pop();
-            messages.push(json!({"role":"user","content": format!("round {round}")}));
+            // Alternate which goes first so neither side always meets a warmer cache.
+            let (d, p) = if round % 4 < 2 {
+                let d = time(&client, &upstream, &key, &body).await;
+                (d, time(&client, &proxy, &key, &body).await)
+            } else {
+                let p = time(&client, &proxy, &key, &body).await;
+                (time(&client, &upstream, &key, &body).await, p)
+            };
             messages.push(json!({"role":"assistant","content":"ok"}));
-            if messages.len() > history + 200 {
+            let sampled = round >= warmup && in_session > 0;
+            in_session += 1;
+            if in_session == per_session {
                 // Keep the request size steady: start a new session of the same size.
-                messages.truncate(history + 1);
+                messages = base.clone();
                 session += 1;
+                in_session = 0;
             }
-            if round >= 50 {
-                direct.push(d);
-                proxied.push(p);
+            round += 1;
+            if !sampled {
+                continue;
+            }
+            if stream {
+                direct_ttfb.push(d.1);
+                proxied_ttfb.push(p.1);
+            } else {
+                direct.push(d.0);
+                proxied.push(p.0);
             }
         }
-        let mut added: Vec<Duration> = proxied.iter().zip(&direct).map(|(p, d)| p.saturating_sub(*d)).collect();
-        direct.sort();
-        proxied.sort();
-        added.sort();
-        println!("proxy added latency, {rounds} rounds, {history}-message history, no compaction, SQLite store");
-        println!("             p50        p99");
-        for (name, v) in [("direct", &direct), ("proxied", &proxied), ("added", &added)] {
-            println!(
-                "{name:<8} {:>8.3} ms {:>8.3} ms",
-                percentile(v, 0.5).as_secs_f64() * 1e3,
-                percentile(v, 0.99).as_secs_f64() * 1e3
-            );
-        }
+        let metrics = client
+            .get(format!("{proxy}/metrics"))
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        let mean_before_forwarding = metrics
+            .lines()
+            .find_map(|l| l.strip_prefix("compactor_proxy_added_latency_seconds_sum "))
+            .and_then(|v| v.parse::<f64>().ok())
+            .unwrap_or_default()
+            / metrics
+                .lines()
+                .find_map(|l| l.strip_prefix("compactor_proxy_added_latency_seconds_count "))
+                .and_then(|v| v.parse::<f64>().ok())
+                .unwrap_or(1.0);
+        let compactions = metrics
+            .lines()
+            .find(|l| l.starts_with("compactor_proxy_compactions_total "))
+            .unwrap_or_default()
+            .to_owned();
+        let request_bytes = serde_json::to_vec(&json!({"model":"m","messages": base})).unwrap().len();
         println!(
-            "p50(proxied) - p50(direct) = {:.3} ms; p99(proxied) - p99(direct) = {:.3} ms",
-            (percentile(&proxied, 0.5).as_secs_f64() - percentile(&direct, 0.5).as_secs_f64()) * 1e3,
-            (percentile(&proxied, 0.99).as_secs_f64() - percentile(&direct, 0.99).as_secs_f64()) * 1e3
+            "proxy added latency: {rounds} sampled rounds each, {history}+ messages of {chars} chars (~{} KB requests), budget {budget}, o200k counter, store {}; {compactions} (first round of each {per_session}-round session, not sampled)",
+            request_bytes / 1024,
+            store_url.split(':').next().unwrap_or_default()
+        );
+        report("whole answer (non-streamed)", &mut direct, &mut proxied);
+        report("time to first byte (streamed)", &mut direct_ttfb, &mut proxied_ttfb);
+        println!(
+            "the proxy's own histogram: mean time before forwarding {:.3} ms (parse, session, rewrite check, count, store write)",
+            mean_before_forwarding * 1e3
         );
     });
 }

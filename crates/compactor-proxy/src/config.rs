@@ -8,33 +8,47 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use llm_compactor::Compactor;
+use llm_compactor::plan::Pricing;
 use llm_compactor::store::SessionStore;
 
+use crate::budgets::Budgets;
+use crate::client_key::{ClientKeySummarizer, same_origin};
 use crate::error::ProxyError;
 
 /// The default bound on a request body: 32 MiB (long agent histories are large, but a
 /// bound keeps one client from exhausting memory).
 pub const DEFAULT_MAX_BODY_BYTES: usize = 32 * 1024 * 1024;
 
+/// The default bound on sessions held in memory: past it the least recently used idle
+/// one is dropped (and rebuilt from the store if it comes back).
+pub const DEFAULT_MAX_SESSIONS: usize = 10_000;
+
 /// The proxy's configuration. Build with [`ProxyConfig::builder`].
 #[derive(Clone)]
 pub struct ProxyConfig {
     pub(crate) upstream: reqwest::Url,
-    pub(crate) compactor: Arc<Compactor>,
+    pub(crate) budgets: Arc<Budgets>,
     pub(crate) store: Arc<dyn SessionStore>,
     pub(crate) max_body_bytes: usize,
     pub(crate) upstream_timeout: Duration,
     pub(crate) lease_ttl: Duration,
     pub(crate) holder: String,
+    pub(crate) target: Option<usize>,
+    pub(crate) focus: Option<String>,
+    pub(crate) pricing: Pricing,
+    pub(crate) client_key: bool,
+    pub(crate) max_sessions: usize,
 }
 
 impl std::fmt::Debug for ProxyConfig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ProxyConfig")
             .field("upstream", &self.upstream.as_str())
-            .field("compactor", &self.compactor)
+            .field("budgets", &self.budgets)
             .field("store", &self.store)
             .field("max_body_bytes", &self.max_body_bytes)
+            .field("pricing", &self.pricing.name)
+            .field("client_key", &self.client_key)
             .finish_non_exhaustive()
     }
 }
@@ -51,6 +65,12 @@ impl ProxyConfig {
             max_body_bytes: DEFAULT_MAX_BODY_BYTES,
             upstream_timeout: Duration::from_secs(600),
             lease_ttl: Duration::from_secs(120),
+            by_model: None,
+            target: None,
+            focus: None,
+            pricing: None,
+            client_key_endpoint: None,
+            max_sessions: DEFAULT_MAX_SESSIONS,
         }
     }
 
@@ -63,6 +83,17 @@ impl ProxyConfig {
     pub fn max_body_bytes(&self) -> usize {
         self.max_body_bytes
     }
+
+    /// The pricing preset of the estimated-cost-saved metric.
+    pub fn pricing(&self) -> Pricing {
+        self.pricing
+    }
+
+    /// The compactor the proxy was built with (with `--budget-by-model`, the one whose
+    /// budget is the fallback).
+    pub fn compactor(&self) -> &Arc<Compactor> {
+        self.budgets.base()
+    }
 }
 
 /// Builds a [`ProxyConfig`].
@@ -74,9 +105,60 @@ pub struct ProxyConfigBuilder {
     max_body_bytes: usize,
     upstream_timeout: Duration,
     lease_ttl: Duration,
+    by_model: Option<Option<usize>>,
+    target: Option<usize>,
+    focus: Option<String>,
+    pricing: Option<Pricing>,
+    client_key_endpoint: Option<String>,
+    max_sessions: usize,
 }
 
 impl ProxyConfigBuilder {
+    /// Each request's budget is the context window of the model it names
+    /// ([`crate::context_window`]); a model the table does not list gets `fallback`, or
+    /// with `None` a 400 naming the model (see the `budgets` module for why not a
+    /// silent pass-through).
+    pub fn budget_by_model(mut self, fallback: Option<usize>) -> Self {
+        self.by_model = Some(fallback);
+        self
+    }
+
+    /// Every pass aims at this many tokens (`compact --target`).
+    pub fn target(mut self, target: Option<usize>) -> Self {
+        self.target = target;
+        self
+    }
+
+    /// The summarizer's extra instruction on every pass (`compact --focus`).
+    pub fn focus(mut self, focus: Option<String>) -> Self {
+        self.focus = focus;
+        self
+    }
+
+    /// The pricing preset of `/metrics`' estimated cost saved (default: the engine's
+    /// cost-policy pricing).
+    pub fn pricing(mut self, pricing: Pricing) -> Self {
+        self.pricing = Some(pricing);
+        self
+    }
+
+    /// The compactor's summarizer is `summarizer` and it pays with the key of the
+    /// request that triggered each pass. [`ProxyConfigBuilder::build`] refuses it unless
+    /// its endpoint has the upstream's origin (a client's key goes to the upstream's
+    /// origin only).
+    pub fn summarizer_key_from_client(mut self, summarizer: &ClientKeySummarizer) -> Self {
+        self.client_key_endpoint = Some(summarizer.endpoint().to_owned());
+        self
+    }
+
+    /// The most sessions held in memory (default [`DEFAULT_MAX_SESSIONS`]); past it the
+    /// least recently used idle session is dropped and rebuilt from the store when it
+    /// comes back.
+    pub fn max_sessions(mut self, sessions: usize) -> Self {
+        self.max_sessions = sessions;
+        self
+    }
+
     /// The largest request body accepted, in bytes (default [`DEFAULT_MAX_BODY_BYTES`]).
     pub fn max_body_bytes(mut self, bytes: usize) -> Self {
         self.max_body_bytes = bytes;
@@ -118,16 +200,51 @@ impl ProxyConfigBuilder {
         if self.max_body_bytes == 0 {
             return Err(ProxyError::Config("--max-body-bytes must be greater than 0".to_owned()));
         }
+        if self.max_sessions == 0 {
+            return Err(ProxyError::Config("--max-sessions must be greater than 0".to_owned()));
+        }
+        if let Some(endpoint) = &self.client_key_endpoint {
+            let summarizer =
+                reqwest::Url::parse(endpoint).map_err(|e| ProxyError::Config(format!("the summarizer's URL: {e}")))?;
+            if !same_origin(&summarizer, &upstream) {
+                return Err(ProxyError::Config(format!(
+                    "--summarizer-key client sends the client's key to the summarizer, so its origin must be the upstream's: \
+                     the summarizer is at {}://{}, the upstream at {}://{}",
+                    summarizer.scheme(),
+                    origin_authority(&summarizer),
+                    upstream.scheme(),
+                    origin_authority(&upstream)
+                )));
+            }
+        }
+        let pricing = self.pricing.unwrap_or(self.compactor.config().cost_policy.pricing);
+        let budgets = match self.by_model {
+            Some(fallback) => Budgets::by_model(self.compactor, fallback),
+            None => Budgets::fixed(self.compactor),
+        };
         Ok(ProxyConfig {
             upstream,
-            compactor: self.compactor,
+            budgets: Arc::new(budgets),
             store: self.store,
             max_body_bytes: self.max_body_bytes,
             upstream_timeout: self.upstream_timeout,
             lease_ttl: self.lease_ttl,
             holder: format!("proxy-{}", uuid::Uuid::new_v4()),
+            target: self.target,
+            focus: self.focus,
+            pricing,
+            client_key: self.client_key_endpoint.is_some(),
+            max_sessions: self.max_sessions,
         })
     }
+}
+
+fn origin_authority(url: &reqwest::Url) -> String {
+    format!(
+        "{}:{}",
+        url.host_str().unwrap_or_default(),
+        url.port_or_known_default().unwrap_or(0)
+    )
 }
 
 fn redact_url(url: &str) -> String {

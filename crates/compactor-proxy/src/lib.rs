@@ -29,19 +29,27 @@
 //! ```
 
 mod api;
+mod budgets;
+mod client_key;
 mod config;
 mod error;
 mod metrics;
+mod models;
 mod record;
 mod routes;
+mod session_map;
 mod sessions;
 mod upstream;
 
 use std::future::Future;
+
+use axum::serve::ListenerExt;
 use std::sync::Arc;
 
-pub use config::{DEFAULT_MAX_BODY_BYTES, ProxyConfig, ProxyConfigBuilder};
+pub use client_key::ClientKeySummarizer;
+pub use config::{DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_SESSIONS, ProxyConfig, ProxyConfigBuilder};
 pub use error::ProxyError;
+pub use models::{CONTEXT_WINDOWS, context_window};
 pub use routes::SESSION_HEADER;
 
 /// Serves the proxy on `listener` until `shutdown` completes; then stops accepting and
@@ -57,14 +65,22 @@ pub async fn serve(
 ) -> Result<(), ProxyError> {
     let client = upstream::client(&config)?;
     let state = Arc::new(routes::AppState {
+        sessions: sessions::Sessions::new(config.max_sessions),
+        metrics: metrics::Metrics::new(config.pricing),
         config,
         client,
-        sessions: sessions::Sessions::default(),
-        metrics: metrics::Metrics::default(),
     });
     if let Ok(addr) = listener.local_addr() {
         tracing::info!(%addr, upstream = state.config.upstream(), "compactor proxy listening");
     }
+    // Streamed answers are many small writes: with Nagle's algorithm on, a write waits
+    // for the ACK of the previous one, which the client delays (~40 ms), so every
+    // relayed chunk after the first would be held back. Off, each goes out at once.
+    let listener = listener.tap_io(|tcp| {
+        if let Err(error) = tcp.set_nodelay(true) {
+            tracing::debug!(%error, "could not set TCP_NODELAY on a client connection");
+        }
+    });
     axum::serve(listener, routes::router(state))
         .with_graceful_shutdown(shutdown)
         .await?;

@@ -1,12 +1,26 @@
 //! `/metrics`: counters and one histogram in the Prometheus text exposition format.
 //!
 //! A handful of atomics written by hand keeps the hot path at a few relaxed increments
-//! and avoids a metrics framework for eight series. Nothing here carries a credential or
-//! a message: only counts, token totals and times.
+//! and avoids a metrics framework for a dozen series. Nothing here carries a credential
+//! or a message: only counts, token totals, costs and times.
+//!
+//! The estimated cost saved is in *base-input-token units* of the pricing preset
+//! (`--pricing`, as in `simulate`: one uncached input token costs 1.0), so it compares
+//! across providers' ratios without a list price. Without the proxy every request would
+//! carry the client's whole history, its old part read from the prompt cache; with it
+//! the request carries the rewrite instead. So each answered request that the proxy sent
+//! rewritten saves `removed x cache_read` (`removed`: the client's tokens minus the
+//! tokens sent, by the engine's counter), and each pass costs what it broke in the cache
+//! (`tokens_rewritten x (cache_write - cache_read)`, from the pass's cost receipt) plus
+//! its summarizer calls (`summarizer_price x (input x uncached + output x output)`). The
+//! new messages of a request cost the same either way and are left out. An estimate,
+//! not a bill: the provider's cache can expire, and the counter is not its tokenizer.
 
 use std::fmt::Write;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::time::Duration;
+
+use llm_compactor::plan::{CostReceipt, Pricing};
 
 /// Bucket bounds of the added-latency histogram, in seconds.
 const BUCKETS: [f64; 10] = [0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.5, 2.0];
@@ -14,6 +28,10 @@ const BUCKETS: [f64; 10] = [0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1,
 /// The proxy's counters.
 #[derive(Debug, Default)]
 pub struct Metrics {
+    pricing: Pricing,
+    tokens_removed: AtomicU64,
+    /// Estimated cost saved, in thousandths of a base-input-token unit.
+    cost_saved_milli: AtomicI64,
     requests_chat: AtomicU64,
     requests_messages: AtomicU64,
     requests_other: AtomicU64,
@@ -40,6 +58,41 @@ pub enum Route {
 }
 
 impl Metrics {
+    /// Counters at zero; costs estimated with `pricing`.
+    pub fn new(pricing: Pricing) -> Self {
+        Metrics {
+            pricing,
+            ..Metrics::default()
+        }
+    }
+
+    /// An answered request that carried the rewrite: `removed` tokens fewer than the
+    /// client's request.
+    pub fn rewritten(&self, removed: usize) {
+        if removed == 0 {
+            return;
+        }
+        self.tokens_removed.fetch_add(removed as u64, Ordering::Relaxed);
+        self.add_cost(removed as f64 * self.pricing.cache_read);
+    }
+
+    /// A pass: what it broke in the prompt cache, and its summarizer calls.
+    pub fn pass_cost(&self, receipt: &CostReceipt, summarizer_price: f64) {
+        let p = &self.pricing;
+        let rewrite = receipt.tokens_rewritten as f64 * (p.cache_write - p.cache_read).max(0.0);
+        let summarizer = summarizer_price
+            * (receipt.summarizer_input_tokens as f64 * p.uncached
+                + receipt.summarizer_output_tokens as f64 * p.output);
+        self.add_cost(-(rewrite + summarizer));
+    }
+
+    fn add_cost(&self, units: f64) {
+        if units.is_finite() {
+            self.cost_saved_milli
+                .fetch_add((units * 1000.0).round() as i64, Ordering::Relaxed);
+        }
+    }
+
     /// Counts one request.
     pub fn request(&self, route: Route) {
         let counter = match route {
@@ -65,8 +118,8 @@ impl Metrics {
         );
     }
 
-    /// The exposition text.
-    pub fn render(&self) -> String {
+    /// The exposition text; `sessions` is how many sessions are held in memory.
+    pub fn render(&self, sessions: usize) -> String {
         let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
         let mut out = String::new();
         let mut counter = |name: &str, help: &str, samples: &[(&str, u64)]| {
@@ -113,6 +166,27 @@ impl Metrics {
             "compactor_proxy_rejected_too_large_total",
             "Requests refused with 413 (body over the limit).",
             &[("", get(&self.rejected_too_large))],
+        );
+        counter(
+            "compactor_proxy_prompt_tokens_removed_total",
+            "Prompt tokens the upstream did not receive because the proxy sent the rewrite instead of the client's history (answered requests).",
+            &[("", get(&self.tokens_removed))],
+        );
+        let _ = writeln!(
+            out,
+            "# HELP compactor_proxy_sessions_in_memory Sessions held in memory (bounded by --max-sessions; the rest are in the store).\n# TYPE compactor_proxy_sessions_in_memory gauge\ncompactor_proxy_sessions_in_memory {sessions}"
+        );
+        let name = "compactor_proxy_estimated_cost_saved";
+        let _ = writeln!(
+            out,
+            "# HELP {name} Estimated input cost saved, in base-input-token units of the pricing preset (1 = one uncached input token): rewritten requests' removed tokens at the cache-read price, less each pass's cache rewrite and summarizer calls.\n# TYPE {name} gauge"
+        );
+        let milli = self.cost_saved_milli.load(Ordering::Relaxed);
+        let _ = writeln!(
+            out,
+            "{name}{{pricing=\"{}\"}} {:.3}",
+            self.pricing.name,
+            milli as f64 / 1000.0
         );
         let name = "compactor_proxy_added_latency_seconds";
         let _ = writeln!(

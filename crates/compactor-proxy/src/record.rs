@@ -74,6 +74,7 @@ impl Lines {
                 dropped: result.dropped,
                 exhausted: result.exhausted,
                 fallback: result.fallback,
+                receipt: result.receipt.clone(),
                 replaces_through_id: id_at(cut)?,
                 summary: result.summary.clone(),
                 tokens_after: result.tokens_after,
@@ -86,7 +87,13 @@ impl Lines {
         let mut trial = replayer.clone();
         let mut lines = Lines::default();
         if !items.is_empty() {
-            lines.push(&mut trial, Record::Elision(ElisionRecord { items }))?;
+            // An elision-only pass carries its receipt on its elision line.
+            let receipt = if compaction.is_none() {
+                result.receipt.clone()
+            } else {
+                None
+            };
+            lines.push(&mut trial, Record::Elision(ElisionRecord { items, receipt }))?;
         }
         if let Some(compaction) = compaction {
             lines.push(&mut trial, Record::Compaction(compaction))?;

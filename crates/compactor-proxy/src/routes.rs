@@ -14,6 +14,7 @@ use bytes::Bytes;
 use std::sync::atomic::Ordering;
 
 use crate::api::{self, Api};
+use crate::client_key::{key_of, with_client_key};
 use crate::config::ProxyConfig;
 use crate::error::ProxyError;
 use crate::metrics::{Metrics, Route};
@@ -48,7 +49,7 @@ pub fn router(state: Arc<AppState>) -> Router {
 async fn metrics(State(state): State<Arc<AppState>>) -> Response {
     (
         [(header::CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")],
-        state.metrics.render(),
+        state.metrics.render(state.sessions.len()),
     )
         .into_response()
 }
@@ -140,13 +141,15 @@ async fn compacted(state: Arc<AppState>, api: Api, request: Request) -> Result<R
         .and_then(|v| v.to_str().ok())
         .filter(|v| !v.is_empty() && v.len() <= 200)
         .map_or_else(|| parsed.derived_key.clone(), str::to_owned);
-    let fallback = state.config.compactor.counter().clone();
+    let compactor = state.config.budgets.for_model(&parsed.model)?;
+    let fallback = state.config.budgets.base().counter().clone();
     let session = state.sessions.get(&key, &fallback);
+    // `--summarizer-key client`: a pass this request triggers pays with its key.
+    let client_key = state.config.client_key.then(|| key_of(&headers)).flatten();
     let prepared = {
         let mut guard = session.lock().await;
-        guard
-            .prepare(&state.config, &state.metrics, api, &parsed, &body, false)
-            .await?
+        let pass = guard.prepare(&state.config, &compactor, &state.metrics, api, &parsed, &body, false);
+        with_client_key(client_key.clone(), pass).await?
     };
     state.metrics.added_latency(started.elapsed());
     tracing::debug!(
@@ -169,19 +172,27 @@ async fn compacted(state: Arc<AppState>, api: Api, request: Request) -> Result<R
         state.metrics.context_retries.fetch_add(1, Ordering::Relaxed);
         let retried = {
             let mut guard = session.lock().await;
-            guard
-                .prepare(&state.config, &state.metrics, api, &parsed, &body, true)
-                .await?
+            let pass = guard.prepare(&state.config, &compactor, &state.metrics, api, &parsed, &body, true);
+            with_client_key(client_key, pass).await?
         };
         let response = send(&state, method, &path, &headers, retried.body.clone()).await?;
-        return Ok(relay_tapped(response, api, &parsed.model, retried));
+        return Ok(relay_tapped(&state, response, api, &parsed.model, retried));
     } else {
         response
     };
-    Ok(relay_tapped(response, api, &parsed.model, prepared))
+    Ok(relay_tapped(&state, response, api, &parsed.model, prepared))
 }
 
-fn relay_tapped(response: reqwest::Response, api: Api, model: &str, prepared: crate::sessions::Prepared) -> Response {
+fn relay_tapped(
+    state: &AppState,
+    response: reqwest::Response,
+    api: Api,
+    model: &str,
+    prepared: crate::sessions::Prepared,
+) -> Response {
+    if response.status().is_success() {
+        state.metrics.rewritten(prepared.removed);
+    }
     let tap = response.status().is_success().then(|| {
         let content_type = response
             .headers()

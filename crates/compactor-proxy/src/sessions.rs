@@ -11,21 +11,27 @@
 //! replayable lines (see [`crate::record`]); a session's state is rebuilt from the store
 //! when a process first meets it, so a restarted proxy carries on where it stopped.
 //!
+//! A session that started over lives on in a transcript of its own (`KEY~xxxxxxxx`);
+//! the session's own transcript gets a `proxy-continued` line naming it (a line type
+//! replay skips), so a restarted proxy, or one that dropped the session from memory,
+//! finds the current transcript and its rewrite again.
+//!
 //! Several proxy instances may share one store (PostgreSQL) with a load balancer
 //! sending the rounds of one session to any of them, so this process's state is only a
 //! cache: every round first catches up on the events other instances appended (see
 //! [`sync`]), and compaction is done under the store's lease, which this process
 //! renews while it works and waits for when another instance holds it.
 
-use std::collections::HashMap;
 use std::path::Path;
+use std::sync::Arc;
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, Mutex};
 
 use llm_compactor::count::{CalibratedCounter, TokenCounter};
 use llm_compactor::message::{Message, conversation_digest};
-use llm_compactor::session::{Record, Replayer, SessionMeta, Transcript};
-use llm_compactor::store::Rewrite;
+use llm_compactor::session::{
+    Clock, Record, Replayer, SessionMeta, SystemClock, Transcript, encode_line, format_timestamp,
+};
+use llm_compactor::store::{NewEvent, Rewrite, StoreError};
 use llm_compactor::{CompactOptions, Compactor};
 use serde_json::{Map, Value};
 
@@ -34,6 +40,10 @@ use crate::config::ProxyConfig;
 use crate::error::ProxyError;
 use crate::metrics::Metrics;
 use crate::record::{Lines, same_but_id, without_ids};
+use crate::session_map::BoundedMap;
+
+/// The line type that points a session at the transcript it continues in.
+pub const CONTINUED: &str = "proxy-continued";
 
 mod sync;
 
@@ -45,37 +55,94 @@ pub struct SessionState {
     opened: bool,
     replayer: Replayer,
     rewrite: Option<Rewrite>,
+    /// The rewrite's replacement, decoded once (not on every request).
+    replacement: Option<Arc<Vec<Message>>>,
+    /// Tokens the rewrite removes from every request it applies to (counted the first
+    /// time it applies in this process).
+    removed: Option<usize>,
+    /// The session started over: its transcript must be pointed at once it is written.
+    pointer_due: bool,
+    /// The client's messages that last matched the rewrite's digest: a request that
+    /// starts with exactly these matches without hashing its whole prefix again
+    /// (comparison runs at memory speed; the digest is canonical JSON through SHA-256).
+    verified: Option<Arc<Vec<Message>>>,
     counter: Arc<CalibratedCounter>,
     /// The last event of the store's log applied to `replayer`.
     seq: u64,
 }
 
-/// Every session this process has met, by key; each behind its own async mutex so that
-/// rounds of one session are prepared one at a time while sessions run in parallel.
-#[derive(Default)]
+/// The sessions this process holds, by key (bounded: see [`crate::session_map`]); each
+/// behind its own async mutex so that rounds of one session are prepared one at a time
+/// while sessions run in parallel.
 pub struct Sessions {
-    map: Mutex<HashMap<String, Arc<tokio::sync::Mutex<SessionState>>>>,
+    map: BoundedMap<tokio::sync::Mutex<SessionState>>,
 }
 
 impl Sessions {
+    /// No sessions; at most `cap` idle ones held.
+    pub fn new(cap: usize) -> Self {
+        Sessions {
+            map: BoundedMap::new(cap),
+        }
+    }
+
     /// The session named `key`, created empty (and loaded lazily) when new.
     pub fn get(&self, key: &str, fallback: &Arc<dyn TokenCounter>) -> Arc<tokio::sync::Mutex<SessionState>> {
-        let mut map = self.map.lock().unwrap_or_else(|p| p.into_inner());
-        map.entry(key.to_owned())
-            .or_insert_with(|| {
-                Arc::new(tokio::sync::Mutex::new(SessionState {
-                    key: key.to_owned(),
-                    store_key: key.to_owned(),
-                    loaded: false,
-                    opened: false,
-                    replayer: Replayer::new(),
-                    rewrite: None,
-                    counter: Arc::new(CalibratedCounter::with_fallback(fallback.clone())),
-                    seq: 0,
-                }))
+        self.map.get_or_insert_with(key, || {
+            tokio::sync::Mutex::new(SessionState {
+                key: key.to_owned(),
+                store_key: key.to_owned(),
+                loaded: false,
+                opened: false,
+                replayer: Replayer::new(),
+                rewrite: None,
+                replacement: None,
+                removed: None,
+                pointer_due: false,
+                verified: None,
+                counter: Arc::new(CalibratedCounter::with_fallback(fallback.clone())),
+                seq: 0,
             })
-            .clone()
+        })
     }
+
+    /// How many sessions are held in memory.
+    pub fn len(&self) -> usize {
+        self.map.len()
+    }
+}
+
+fn backend_error(problem: impl std::fmt::Display) -> ProxyError {
+    ProxyError::Store(StoreError::Backend(problem.to_string()))
+}
+
+/// The replayer of a stored transcript, and the last transcript it says the session
+/// continues in.
+fn replay_events(
+    store_key: &str,
+    events: &[llm_compactor::store::StoredEvent],
+) -> Result<(Replayer, Option<String>), ProxyError> {
+    let mut replayer = Replayer::new();
+    let mut continued = None;
+    if events.is_empty() {
+        return Ok((replayer, continued));
+    }
+    let mut text = String::new();
+    for event in events {
+        text.push_str(&event.line);
+        text.push('\n');
+    }
+    let transcript = Transcript::parse(Path::new(store_key), text.as_bytes()).map_err(backend_error)?;
+    for entry in transcript.entries() {
+        if let Record::Unknown { kind, payload } = &entry.record
+            && kind == CONTINUED
+            && let Some(next) = payload.get("store_key").and_then(Value::as_str)
+        {
+            continued = Some(next.to_owned());
+        }
+        replayer.apply(&entry.id, &entry.record).map_err(backend_error)?;
+    }
+    Ok((replayer, continued))
 }
 
 /// What to send upstream for one request.
@@ -88,6 +155,8 @@ pub struct Prepared {
     pub counter: Arc<CalibratedCounter>,
     /// The transcript key this round was recorded under.
     pub store_key: String,
+    /// Tokens the rewrite removed from the client's request (0: sent as the client did).
+    pub removed: usize,
 }
 
 impl SessionState {
@@ -95,34 +164,71 @@ impl SessionState {
         if self.loaded {
             return Ok(());
         }
-        let events = config.store.events(&self.store_key, 0).await?;
-        let mut replayer = Replayer::new();
-        if !events.is_empty() {
-            let mut text = String::new();
-            for event in &events {
-                text.push_str(&event.line);
-                text.push('\n');
-            }
-            let transcript = Transcript::parse(Path::new(&self.store_key), text.as_bytes())
-                .map_err(|e| ProxyError::Store(llm_compactor::store::StoreError::Backend(e.to_string())))?;
-            for entry in transcript.entries() {
-                replayer
-                    .apply(&entry.id, &entry.record)
-                    .map_err(|e| ProxyError::Store(llm_compactor::store::StoreError::Backend(e.to_string())))?;
-            }
+        // Always from the session's own transcript: it says where the session went on.
+        let events = config.store.events(&self.key, 0).await?;
+        let (mut replayer, continued) = replay_events(&self.key, &events)?;
+        let mut opened = !events.is_empty();
+        let mut seq = events.last().map_or(0, |e| e.seq);
+        self.store_key = self.key.clone();
+        if let Some(next) = continued.filter(|k| k.starts_with(&format!("{}~", self.key))) {
+            let events = config.store.events(&next, 0).await?;
+            replayer = replay_events(&next, &events)?.0;
+            opened = !events.is_empty();
+            seq = events.last().map_or(0, |e| e.seq);
+            self.store_key = next;
         }
-        self.opened = !events.is_empty();
-        self.seq = events.last().map_or(0, |e| e.seq);
+        self.opened = opened;
+        self.seq = seq;
         self.replayer = replayer;
-        self.rewrite = config.store.rewrite(&self.store_key).await?;
+        let rewrite = config.store.rewrite(&self.store_key).await?;
+        self.set_rewrite(rewrite)?;
+        self.pointer_due = false;
         self.loaded = true;
         Ok(())
     }
 
+    /// Keeps `rewrite` and its decoded replacement.
+    fn set_rewrite(&mut self, rewrite: Option<Rewrite>) -> Result<(), ProxyError> {
+        self.replacement = match &rewrite {
+            Some(r) => Some(Arc::new(
+                serde_json::from_str(&r.replacement).map_err(|e| backend_error(format!("bad rewrite: {e}")))?,
+            )),
+            None => None,
+        };
+        self.rewrite = rewrite;
+        self.removed = None;
+        self.verified = None;
+        Ok(())
+    }
+
+    /// Writes the line that points the session's own transcript at the current one.
+    async fn point_here(&mut self, config: &ProxyConfig) -> Result<(), ProxyError> {
+        let mut payload = Map::new();
+        payload.insert("store_key".into(), Value::String(self.store_key.clone()));
+        let record = Record::Unknown {
+            kind: CONTINUED.to_owned(),
+            payload: Value::Object(payload),
+        };
+        let id = uuid::Uuid::new_v4().to_string();
+        let ts = format_timestamp(SystemClock.now());
+        let mut line = encode_line(&id, &ts, &record).map_err(backend_error)?;
+        line.pop();
+        let event = NewEvent {
+            id,
+            kind: CONTINUED.to_owned(),
+            line,
+        };
+        config.store.append(&self.key, std::slice::from_ref(&event)).await?;
+        self.pointer_due = false;
+        Ok(())
+    }
+
     /// Rewrites, records and (when the trigger says so, or `force`) compacts one request.
+    #[allow(clippy::too_many_arguments)]
     pub async fn prepare(
         &mut self,
         config: &ProxyConfig,
+        compactor: &Compactor,
         metrics: &Metrics,
         api: Api,
         request: &Request,
@@ -136,7 +242,16 @@ impl SessionState {
                 break Err(e);
             }
             match self
-                .prepare_loaded(config, metrics, api, request, original, force, leased.is_some())
+                .prepare_loaded(
+                    config,
+                    compactor,
+                    metrics,
+                    api,
+                    request,
+                    original,
+                    force,
+                    leased.is_some(),
+                )
                 .await
             {
                 // Another instance held the lease and this one now holds it: what that
@@ -187,6 +302,7 @@ impl SessionState {
     async fn prepare_loaded(
         &mut self,
         config: &ProxyConfig,
+        compactor: &Compactor,
         metrics: &Metrics,
         api: Api,
         request: &Request,
@@ -196,10 +312,18 @@ impl SessionState {
     ) -> Result<Step, ProxyError> {
         let client = request.document.messages();
         let mut rewritten = false;
-        let mut effective: Vec<Message> = match self.matching_replacement(client)? {
+        let mut removed = 0;
+        let mut effective: Vec<Message> = match self.matching_replacement(client) {
             Some((len, replacement)) => {
                 rewritten = true;
-                let mut messages = replacement;
+                removed = *self.removed.get_or_insert_with(|| {
+                    let counter = compactor.counter();
+                    counter
+                        .count_messages(&client[..len])
+                        .saturating_sub(counter.count_messages(&replacement))
+                });
+                let mut messages = Vec::with_capacity(replacement.len() + client.len() - len);
+                messages.extend_from_slice(&replacement);
                 messages.extend_from_slice(&client[len..]);
                 messages
             }
@@ -233,10 +357,15 @@ impl SessionState {
                 .push(&mut self.replayer, Record::Message(message.clone()))
                 .map_err(ProxyError::BadRequest)?;
         }
-        let compactor = &config.compactor;
         let tokens = self.counter.count_for_model(&effective, &request.model);
         let mut compacted = false;
-        if force || tokens > compactor.config().trigger() {
+        // `compact`'s own trigger: over it, or (with aging) an elision epoch that pays.
+        let due = force
+            || tokens > compactor.config().trigger()
+            || compactor
+                .epoch_decision(&effective, tokens)
+                .is_some_and(|(decision, _)| decision.runs());
+        if due {
             match self
                 .compact(config, metrics, compactor, client, &mut lines, force, leased)
                 .await?
@@ -244,12 +373,16 @@ impl SessionState {
                 Compacted::Yes(messages) => {
                     effective = messages;
                     compacted = true;
+                    removed = self.removed.unwrap_or(0);
                 }
                 Compacted::No => {}
                 Compacted::LeaseTaken => return Ok(Step::LeaseTaken),
             }
         }
         self.append(config, &mut lines).await?;
+        if self.pointer_due {
+            self.point_here(config).await?;
+        }
         let body = if !rewritten && !compacted {
             original.clone()
         } else {
@@ -261,22 +394,27 @@ impl SessionState {
             messages: effective,
             counter: self.counter.clone(),
             store_key: self.store_key.clone(),
+            removed,
         }))
     }
 
     /// The rewrite's replacement when the request's leading messages match it.
-    fn matching_replacement(&self, client: &[Message]) -> Result<Option<(usize, Vec<Message>)>, ProxyError> {
-        let Some(rewrite) = &self.rewrite else {
-            return Ok(None);
-        };
-        if client.len() < rewrite.original_len
-            || conversation_digest(&client[..rewrite.original_len]) != rewrite.original_digest
-        {
-            return Ok(None);
+    fn matching_replacement(&mut self, client: &[Message]) -> Option<(usize, Arc<Vec<Message>>)> {
+        let rewrite = self.rewrite.as_ref()?;
+        let replacement = self.replacement.clone()?;
+        let len = rewrite.original_len;
+        if client.len() < len {
+            return None;
         }
-        let replacement: Vec<Message> = serde_json::from_str(&rewrite.replacement)
-            .map_err(|e| ProxyError::Store(llm_compactor::store::StoreError::Backend(format!("bad rewrite: {e}"))))?;
-        Ok(Some((rewrite.original_len, replacement)))
+        let prefix = &client[..len];
+        let seen = self.verified.as_ref().is_some_and(|v| v.as_slice() == prefix);
+        if !seen {
+            if conversation_digest(prefix) != rewrite.original_digest {
+                return None;
+            }
+            self.verified = Some(Arc::new(prefix.to_vec()));
+        }
+        Some((len, replacement))
     }
 
     fn start_over(&mut self) {
@@ -284,7 +422,12 @@ impl SessionState {
         self.store_key = format!("{}~{}", self.key, &suffix[..8]);
         self.replayer = Replayer::new();
         self.rewrite = None;
+        self.replacement = None;
+        self.removed = None;
+        self.verified = None;
         self.opened = false;
+        self.pointer_due = true;
+        self.seq = 0;
     }
 
     /// Compacts under the session's lease. `leased`: this round already holds it.
@@ -339,6 +482,8 @@ impl SessionState {
     ) -> Result<Option<Vec<Message>>, ProxyError> {
         let options = CompactOptions {
             counter: Some(self.counter.clone()),
+            target: config.target,
+            focus: config.focus.clone(),
             ..CompactOptions::default()
         };
         let result = compactor
@@ -370,7 +515,17 @@ impl SessionState {
             tracing::warn!(session = %self.key, "the rewrite changed under us; reloading the session next round");
             self.loaded = false;
         }
+        let removed = compactor
+            .counter()
+            .count_messages(client)
+            .saturating_sub(compactor.counter().count_messages(&messages));
+        self.replacement = Some(Arc::new(messages.clone()));
         self.rewrite = Some(rewrite);
+        self.removed = Some(removed);
+        self.verified = Some(Arc::new(client.to_vec()));
+        if let Some(receipt) = &result.receipt {
+            metrics.pass_cost(receipt, compactor.config().cost_policy.summarizer_price);
+        }
         metrics.compactions.fetch_add(1, Ordering::Relaxed);
         metrics
             .elisions

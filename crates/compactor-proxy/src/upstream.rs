@@ -60,6 +60,7 @@ pub fn client(config: &ProxyConfig) -> Result<reqwest::Client, ProxyError> {
         .connect_timeout(std::time::Duration::from_secs(10))
         .timeout(config.upstream_timeout)
         .pool_max_idle_per_host(64)
+        .tcp_nodelay(true)
         .build()
         .map_err(|e| ProxyError::Config(format!("cannot build the upstream client: {e}")))
 }

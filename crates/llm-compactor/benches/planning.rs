@@ -16,6 +16,7 @@ use llm_compactor::count::{BpeCounter, HeuristicCounter, MemoCounter, TokenCount
 use llm_compactor::message::{Message, ToolCall};
 use llm_compactor::plan::{self, AgingRules, Pairs};
 use llm_compactor::summarize::{next_chunk, render_units};
+use llm_compactor::{CompactOptions, Compactor, CompactorConfig};
 
 /// 10,000 messages: a system prompt, then 3,333 rounds of (assistant call, tool result,
 /// user nudge); results average ~700 chars, one in fifty is fat (20,000), some calls repeat.
@@ -131,6 +132,55 @@ fn real_9898(c: &mut Criterion) {
     });
     group.bench_function("hard_trim_o200k_cold_memo", |b| {
         b.iter(|| black_box(trim(&MemoCounter::new(BpeCounter::o200k()), o200k_goal)))
+    });
+    // Where a heuristic trim's time goes: each part alone.
+    let pairs = Pairs::build(&messages);
+    let layout = plan::layout_with(&messages, &pairs, 6);
+    let chosen = plan::plan_trim_counted(&messages, &pairs, &layout, goal, usize::MAX, &HeuristicCounter)
+        .expect("a trim of the real set");
+    group.bench_function("part_pairs_and_layout", |b| {
+        b.iter(|| {
+            let pairs = Pairs::build(&messages);
+            black_box(plan::layout_with(&messages, &pairs, 6).middle.len())
+        })
+    });
+    group.bench_function("part_count_each_heuristic", |b| {
+        b.iter(|| black_box(HeuristicCounter.count_each(&messages).len()))
+    });
+    group.bench_function("part_assemble_chosen", |b| {
+        b.iter(|| black_box(plan::assemble(&messages, chosen.cut_index, &chosen.notice).0.len()))
+    });
+    group.bench_function("part_validate_chosen", |b| {
+        b.iter(|| black_box(plan::validate(&messages, &chosen.messages, layout.recent_start).is_ok()))
+    });
+    group.bench_function("part_drop_chosen", |b| {
+        b.iter_batched(|| chosen.messages.clone(), drop, criterion::BatchSize::LargeInput)
+    });
+    // `Compactor::plan` (the dry run of a pass: count, pairs, layout, recent window fitted,
+    // the trim preview) aimed at the same goal.
+    let config = CompactorConfig::builder(heuristic_total)
+        .build()
+        .expect("a valid bench configuration");
+    let options = CompactOptions {
+        target: Some(goal),
+        ..CompactOptions::default()
+    };
+    let heuristic = Compactor::new(config.clone(), std::sync::Arc::new(HeuristicCounter));
+    group.bench_function("plan_heuristic", |b| {
+        b.iter(|| black_box(heuristic.plan(&messages, &options).trim.map(|t| t.tokens_after)))
+    });
+    let o200k_options = CompactOptions {
+        target: Some(o200k_goal),
+        ..CompactOptions::default()
+    };
+    group.bench_function("plan_o200k_cold_memo", |b| {
+        b.iter(|| {
+            let compactor = Compactor::new(
+                config.clone(),
+                std::sync::Arc::new(MemoCounter::new(BpeCounter::o200k())),
+            );
+            black_box(compactor.plan(&messages, &o200k_options).trim.map(|t| t.tokens_after))
+        })
     });
     // The old algorithm (every bisection candidate assembled and counted), as the
     // baseline of the change.

@@ -10,6 +10,20 @@
 //!   is recorded, then the grown conversation is counted (anchor check + the new
 //!   messages).
 //!
+//! And the same rounds over a [`Conversation`], growing by 2 messages of real
+//! trajectories per iteration from the target size (to at most 1.2× it; then back), against
+//! the named baseline `tokenize_2_new_growing` (o200k counts of the same sequence of
+//! 2-message rounds, alone):
+//!
+//! - `conversation_needs_compaction`: push the 2 new messages into the conversation
+//!   (each counted once by a plain o200k counter) and ask
+//!   `Compactor::needs_compaction_in`.
+//! - `manager_round_calibrated`: one whole `ContextManager` round of the documented loop
+//!   with a `CalibratedCounter` over a plain o200k fallback: `record_response` (the bill
+//!   of the conversation that was sent, then the 2 new messages appended to the
+//!   transcript file and the conversation) and `prepare_borrowed` (count the request,
+//!   decide that no pass is needed, lend the conversation).
+//!
 //! Run: `LLM_COMPACTOR_DATA=/work/shared/data cargo bench -p llm-compactor --bench round`.
 
 #[path = "../tests/common/mod.rs"]
@@ -24,7 +38,9 @@ use std::time::{Duration, Instant};
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use llm_compactor::count::{BpeCounter, CalibratedCounter, MemoCounter, TokenCounter};
-use llm_compactor::{Compactor, CompactorConfig, Message, Usage};
+use llm_compactor::session::{ContextManager, RequestShape, Session, SessionOptions};
+use llm_compactor::{Compactor, CompactorConfig, Conversation, Message, Usage};
+use tokio_util::sync::CancellationToken;
 
 /// The process's peak resident set (VmHWM), in MB, on Linux.
 fn peak_rss_mb() -> Option<f64> {
@@ -108,8 +124,104 @@ fn rounds(c: &mut Criterion) {
                 elapsed
             })
         });
+        growing(&mut group, &long, n);
         group.finish();
     }
+}
+
+/// The rounds over a [`Conversation`] that grows from `n - 2` messages of `long` by 2 per
+/// iteration (back to `n - 2` when `long` runs out, untimed).
+fn growing(group: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>, long: &[Message], n: usize) {
+    let plain = BpeCounter::o200k();
+    let start = n - 2;
+    let mut k = start;
+    group.bench_function("tokenize_2_new_growing", |b| {
+        b.iter_custom(|iterations| {
+            let mut elapsed = Duration::ZERO;
+            for _ in 0..iterations {
+                if k + 2 > long.len() {
+                    k = start;
+                }
+                let new = &long[k..k + 2];
+                let begin = Instant::now();
+                black_box(plain.count_messages(black_box(new)));
+                elapsed += begin.elapsed();
+                k += 2;
+            }
+            elapsed
+        })
+    });
+    let config = CompactorConfig::builder(usize::MAX / 4)
+        .age_observations(false)
+        .build()
+        .expect("a valid bench configuration");
+    // Plain counters: the corpus cycles, and a memo would hit on a repeated message that
+    // a real round would have to tokenize (the conversation is the cache here).
+    let counter: Arc<dyn TokenCounter> = Arc::new(plain);
+    let compactor = Compactor::new(config.clone(), counter.clone());
+    let mut conversation = Conversation::from_messages(counter, long[..start].to_vec());
+    group.bench_function("conversation_needs_compaction", |b| {
+        b.iter_custom(|iterations| {
+            let mut elapsed = Duration::ZERO;
+            for _ in 0..iterations {
+                if conversation.len() + 2 > long.len() {
+                    conversation.truncate(start);
+                }
+                let k = conversation.len();
+                let (a, c) = (long[k].clone(), long[k + 1].clone());
+                let begin = Instant::now();
+                conversation.push(a);
+                conversation.push(c);
+                black_box(compactor.needs_compaction_in(&conversation));
+                elapsed += begin.elapsed();
+            }
+            elapsed
+        })
+    });
+    let calibrated = Arc::new(CalibratedCounter::with_fallback(Arc::new(plain)));
+    let compactor = Arc::new(Compactor::new(config, calibrated.clone()));
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .expect("a runtime");
+    let usage = Usage {
+        input_tokens: 12_345,
+        ..Usage::default()
+    };
+    let mut sessions = 0;
+    let mut manager_at_start = || {
+        sessions += 1;
+        let path = dir.path().join(format!("session-{sessions}.jsonl"));
+        let mut session = Session::create(&path, SessionOptions::new()).expect("a session");
+        for message in &long[..start] {
+            session.append_message(message.clone()).expect("an append");
+        }
+        let mut manager = ContextManager::new(compactor.clone(), session).with_usage_recorder(calibrated.clone());
+        // The first bill anchors the counter, as after the loop's first request.
+        manager.record_response(Some(usage), "m", Vec::new()).expect("a bill");
+        manager
+    };
+    let mut manager = manager_at_start();
+    group.bench_function("manager_round_calibrated", |b| {
+        b.iter_custom(|iterations| {
+            let mut elapsed = Duration::ZERO;
+            for _ in 0..iterations {
+                if manager.messages().len() + 2 > long.len() {
+                    manager = manager_at_start();
+                }
+                let k = manager.messages().len();
+                let new = [long[k].clone(), long[k + 1].clone()];
+                let begin = Instant::now();
+                manager.record_response(Some(usage), "m", new).expect("an append");
+                let prepared = runtime
+                    .block_on(manager.prepare_borrowed(RequestShape::default(), CancellationToken::new()))
+                    .expect("no pass");
+                black_box(prepared.request_tokens);
+                elapsed += begin.elapsed();
+            }
+            elapsed
+        })
+    });
 }
 
 /// Defaults for a quick run; `--warm-up-time` / `--measurement-time` on the command line

@@ -21,6 +21,7 @@
 
 pub mod backend;
 pub mod compactor;
+mod conversation;
 pub mod count;
 pub mod format;
 pub mod message;
@@ -33,6 +34,7 @@ pub mod summarize;
 mod usage;
 
 pub use compactor::{CompactError, CompactOptions, CompactionResult, Compactor, CompactorConfig, ConfigError};
+pub use conversation::Conversation;
 pub use count::TokenCounter;
 pub use message::{Content, Message, Part, Role, ToolCall};
 pub use summarize::{Summarizer, SummarizerError};

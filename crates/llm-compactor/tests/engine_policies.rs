@@ -103,10 +103,15 @@ async fn aging_that_is_not_enough_summarizes_the_stubbed_middle() {
 }
 
 #[tokio::test]
-async fn with_defaults_nothing_about_elision_shows() {
+async fn with_aging_off_nothing_about_elision_shows() {
+    // Aging is on by default since issue 12's defaults sweep; off, nothing of it shows.
     let input = aging_input(6, 4000, 60_000);
     let c = Compactor::new(
-        CompactorConfig::builder(1_000_000).keep_recent(2).build().unwrap(),
+        CompactorConfig::builder(1_000_000)
+            .keep_recent(2)
+            .age_observations(false)
+            .build()
+            .unwrap(),
         Arc::new(HeuristicCounter),
     );
     assert!(!c.needs_compaction(&input));

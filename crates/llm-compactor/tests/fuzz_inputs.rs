@@ -1,13 +1,21 @@
 //! Hostile input never panics (issue 10, "done when"): arbitrary bytes and arbitrary
 //! structured JSON fed to every importer (OpenAI, Anthropic, mini-swe-agent, OpenHands,
 //! format detection), to every conversion of what they accept, and to the transcript
-//! loader. Each must answer `Ok` or a clear error — a panic fails the property. The case
-//! counts are bounded so this runs in seconds in CI.
+//! loader; and whatever an importer or the loader accepted is compacted, whose output
+//! must be a conversation a provider accepts. Each must answer `Ok` or a clear error — a
+//! panic fails the property. The case counts are bounded so this runs in seconds in CI.
+
+mod engine_support;
 
 use std::path::Path;
+use std::sync::Arc;
 
+use engine_support::{Scripted, reply};
+use llm_compactor::count::HeuristicCounter;
 use llm_compactor::format::{Document, Format, detect, openhands};
+use llm_compactor::plan::Pairs;
 use llm_compactor::session::Transcript;
+use llm_compactor::{CompactError, CompactOptions, Compactor, CompactorConfig, Message};
 use proptest::prelude::*;
 use serde_json::{Map, Value, json};
 
@@ -151,10 +159,80 @@ fn document() -> impl Strategy<Value = Value> {
     ]
 }
 
-/// Everything a reader can be asked about one value: it must not panic.
+/// No orphan result and no unanswered call, except the calls of a trailing turn that
+/// only its own answers follow (pending): what a provider accepts.
+fn provider_valid(messages: &[Message]) -> Result<(), String> {
+    let pairs = Pairs::build(messages);
+    let mut answered = std::collections::HashSet::new();
+    for (i, m) in messages.iter().enumerate() {
+        if m.is_tool_result() {
+            if pairs.asker(i).is_none() {
+                return Err(format!("message {i}: orphan result"));
+            }
+            answered.insert(m.tool_call_id.clone().unwrap_or_default());
+        }
+    }
+    for (i, m) in messages.iter().enumerate() {
+        let pending = messages[i + 1..].iter().all(Message::is_tool_result);
+        for call in &m.tool_calls {
+            if !pending && !answered.contains(&call.id) {
+                return Err(format!("message {i}: call {} unanswered", call.id));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `compact` on what an importer or the loader accepted, with a summarizer and without
+/// one (the hard trim), aging on and off, at budgets small enough that every pass cuts:
+/// never a panic, and the output is what a provider accepts with the sticky messages
+/// kept in order — or a refusal naming the index of an input no repair can make valid.
+fn compacts_cleanly(messages: &[Message]) {
+    if messages.is_empty() {
+        return;
+    }
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .start_paused(true)
+        .build()
+        .unwrap();
+    for (budget, aging, summarize) in [(64usize, true, false), (400, false, true)] {
+        let config = CompactorConfig::builder(budget)
+            .keep_recent(2)
+            .age_observations(aging)
+            .age_min_chars(4)
+            .age_reclaim_min(16)
+            .build()
+            .unwrap();
+        let mut compactor = Compactor::new(config, Arc::new(HeuristicCounter));
+        if summarize {
+            compactor = compactor.with_summarizer(Scripted::always(reply("A short summary.")));
+        }
+        match runtime.block_on(compactor.compact(messages, CompactOptions::default())) {
+            Ok(result) => {
+                if let Err(problem) = provider_valid(&result.messages) {
+                    panic!("compact handed back a broken conversation ({problem}) for {messages:?}");
+                }
+                let sticky = |ms: &[Message]| ms.iter().filter(|m| m.is_sticky()).cloned().collect::<Vec<_>>();
+                assert_eq!(
+                    sticky(messages),
+                    sticky(&result.messages),
+                    "sticky messages kept in order"
+                );
+            }
+            Err(CompactError::InvalidInput { index, .. }) => assert!(index < messages.len()),
+            Err(other) => panic!("unexpected error {other} for {messages:?}"),
+        }
+    }
+}
+
+/// Everything a reader can be asked about one value: it must not panic, and what it
+/// accepts compacts cleanly.
 fn exercise(value: &Value) {
     let _ = detect(value);
-    let _ = openhands::import_history(value, "fuzz");
+    if let Ok(messages) = openhands::import_history(value, "fuzz") {
+        compacts_cleanly(&messages);
+    }
     for format in [
         None,
         Some(Format::OpenAi),
@@ -162,6 +240,7 @@ fn exercise(value: &Value) {
         Some(Format::MiniSweAgent),
     ] {
         if let Ok(document) = Document::from_value(value.clone(), format, "fuzz") {
+            compacts_cleanly(document.messages());
             let _ = document.to_value();
             for target in Format::ALL {
                 let _ = document.to_format(target);
@@ -261,6 +340,7 @@ proptest! {
                 let again = Transcript::parse(Path::new("fuzz.jsonl"), prefix).unwrap();
                 prop_assert!(again.torn_tail().is_none());
                 prop_assert_eq!(again.messages(), transcript.messages());
+                compacts_cleanly(transcript.messages());
             }
             Err(err) => {
                 let text = err.to_string();

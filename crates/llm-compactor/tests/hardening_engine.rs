@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 
 use engine_support::{Scripted, reply, truncated};
 use llm_compactor::compactor::{CompactionEvent, TRUNCATED_MARKER};
-use llm_compactor::count::HeuristicCounter;
+use llm_compactor::count::{HeuristicCounter, TokenCounter};
 use llm_compactor::message::{Content, Message, Part, ToolCall};
 use llm_compactor::plan::{self, AgingRules, Pairs, Repair, SYNTHETIC_ANSWER};
 use llm_compactor::session::{Session, Transcript};
@@ -631,4 +631,54 @@ proptest! {
             }
         }
     }
+}
+
+// ---- item 22, continued: the decision sees the window the pass will use ----
+
+/// Four reads of 3,000 chars under the trigger; with `keep_recent` 6 only the first is
+/// before the cut, but the last three turns are over `max_recent_tokens`, so the pass
+/// shrinks the window to the last two turns and can age the first two reads: a whole
+/// epoch (4,000 chars).
+fn reads_over_the_recent_cap() -> (Compactor, Vec<Message>) {
+    let config = CompactorConfig::builder(10_000)
+        .keep_recent(6)
+        .age_observations(true)
+        .age_min_chars(500)
+        .age_reclaim_min(4_000)
+        .cost_policy(plan::CostPolicy::seed())
+        .build()
+        .unwrap();
+    let mut input = vec![Message::system("rules"), Message::user("read them all")];
+    for k in 1..=4 {
+        let id = format!("r{k}");
+        input.push(ask(&id, &format!("read_{k}")));
+        input.push(Message::tool(id, format!("{k}").repeat(3_000)));
+    }
+    (Compactor::new(config, Arc::new(HeuristicCounter)), input)
+}
+
+#[test]
+fn needs_compaction_decides_on_the_fitted_recent_window() {
+    let (compactor, input) = reads_over_the_recent_cap();
+    let tokens = HeuristicCounter.count_messages(&input);
+    assert!(tokens <= compactor.config().trigger(), "{tokens}: under the trigger");
+    // What a pass does now: it fits the window, then ages a whole epoch.
+    let result = run(&compactor, &input).unwrap();
+    assert!(result.is_elision_only(), "{result:?}");
+    assert_eq!(
+        result.elisions.iter().map(|e| e.index).collect::<Vec<_>>(),
+        [3, 5],
+        "the two oldest reads"
+    );
+    // The decision agrees with the pass: a whole epoch is due.
+    assert!(
+        compactor.needs_compaction(&input),
+        "the epoch the pass would run is due"
+    );
+    assert!(compactor.epoch_decision(&input, tokens).is_some());
+    // And the plan's reason agrees with the results it lists as eligible.
+    let report = compactor.plan(&input, &CompactOptions::default());
+    assert_eq!(report.reclaimable_pool, 6_000);
+    assert_eq!(report.reason, llm_compactor::compactor::NeedReason::ReclaimablePool);
+    assert!(report.needs_compaction);
 }

@@ -229,9 +229,11 @@ async fn with_aging_off_the_pass_is_byte_identical_to_one_where_nothing_is_eligi
     let off = run(false).await;
     assert_eq!(off, run(true).await);
     assert!(!off.1.transcript.contains("elided by the harness"));
-    // And with aging off, a fat old pool is no reason to compact.
+    // And with aging off (no longer the default since issue 12), a fat old pool is no
+    // reason to compact.
     let c = Compactor::new(
         CompactorConfig::builder(1_000_000)
+            .age_observations(false)
             .keep_recent(2)
             .age_min_chars(1)
             .age_reclaim_min(1)

@@ -129,6 +129,20 @@ fn fill(manager: &mut ContextManager, rounds: usize, result_chars: usize) {
 fn assert_replays(fixture: &Fixture) {
     let transcript = Transcript::read(&fixture.path).unwrap();
     assert_eq!(bytes_of(transcript.messages()), bytes_of(fixture.manager.messages()));
+    // The manager's conversation mirrors the transcript, and what it cached of each
+    // message is what a recount gives.
+    let conversation = fixture.manager.conversation();
+    assert_eq!(conversation.messages(), fixture.manager.session().messages());
+    let recount: Vec<usize> = conversation
+        .messages()
+        .iter()
+        .map(|m| conversation.counter().count_message(m))
+        .collect();
+    assert_eq!(conversation.counts(), recount.as_slice());
+    assert_eq!(
+        conversation.digest(),
+        llm_compactor::message::conversation_digest(conversation.messages())
+    );
 }
 
 fn kinds(path: &std::path::Path) -> Vec<String> {

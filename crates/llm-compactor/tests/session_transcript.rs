@@ -213,6 +213,7 @@ fn unknown_ids_and_reused_ids_are_refused_at_append_time() {
             dropped: 1,
             exhausted: false,
             fallback: false,
+            receipt: None,
             replaces_through_id: "nope".into(),
             summary: "s".into(),
             tokens_after: 1,

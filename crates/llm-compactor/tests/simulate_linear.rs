@@ -92,3 +92,66 @@ fn the_output_reserve_makes_a_request_over_the_window() {
     let report = replay_with(&t, none.as_mut(), &limits, &HeuristicCounter).unwrap();
     assert_eq!(report.totals.rounds_over_window, report.totals.requests);
 }
+
+/// A counter that counts its own work: how many messages (and texts) it was asked to
+/// count. The replay's cost is dominated by counting, so this measures its complexity
+/// without a clock.
+#[derive(Default)]
+struct Tally {
+    counted: std::sync::atomic::AtomicU64,
+}
+
+impl Tally {
+    fn take(&self) -> u64 {
+        self.counted.swap(0, std::sync::atomic::Ordering::Relaxed)
+    }
+}
+
+impl TokenCounter for Tally {
+    fn name(&self) -> &str {
+        "tally"
+    }
+
+    fn count_text(&self, text: &str) -> usize {
+        self.counted.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        HeuristicCounter.count_text(text)
+    }
+
+    fn count_message(&self, message: &Message) -> usize {
+        self.counted.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        HeuristicCounter.count_message(message)
+    }
+}
+
+/// Messages counted to replay `rounds` rounds under `kind` at `window`.
+fn work(kind: StrategyKind, rounds: usize, window: usize) -> u64 {
+    let t = trajectory(rounds);
+    let tally = Arc::new(Tally::default());
+    let mut strategy = kind.build(window, tally.clone()).unwrap();
+    replay_with(
+        &t,
+        strategy.as_mut(),
+        &ReplayLimits::new(window, &Pricing::ANTHROPIC),
+        tally.as_ref(),
+    )
+    .unwrap();
+    tally.take()
+}
+
+/// Issue 10, item 12: a replay is linear in the rounds apart from the compactions
+/// themselves. Work is measured as messages counted (no clock): at a fixed window,
+/// doubling the rounds must about double it, for every strategy (the passes double too,
+/// and each counts a conversation the window bounds). A replay that recounts the whole
+/// conversation every round, as the first release's did, quadruples it.
+#[test]
+fn replay_work_grows_linearly_with_the_rounds() {
+    let window = 20_000;
+    for kind in StrategyKind::ALL {
+        let small = work(kind, 400, window);
+        let large = work(kind, 800, window);
+        assert!(
+            large <= small * 5 / 2,
+            "{kind}: {small} messages counted for 400 rounds, {large} for 800: not linear"
+        );
+    }
+}

@@ -15,6 +15,9 @@ use super::summarizer::SummarizerOpts;
 /// otherwise: a 135M model asked for 2048 tokens writes 2048 (and then 4096 on the
 /// truncation retry) at ~20 tokens/s on a laptop core.
 const LOCAL_SUMMARY_MAX_TOKENS: u32 = 512;
+
+/// The context window unless `--budget` says otherwise.
+pub const DEFAULT_BUDGET: usize = 128_000;
 use crate::error::CliError;
 
 /// The wire format of the input.
@@ -57,9 +60,9 @@ pub struct CompactOpts {
     /// The input's wire format.
     #[arg(long, value_enum, default_value_t = FormatChoice::Auto)]
     pub format: FormatChoice,
-    /// The context window in tokens.
-    #[arg(long, default_value_t = 128_000, value_parser = ranges::tokens)]
-    pub budget: usize,
+    /// The context window in tokens [default: 128000].
+    #[arg(long, value_name = "BUDGET", value_parser = ranges::tokens)]
+    pub budget: Option<usize>,
     /// Compaction is needed above budget x this (default 0.8).
     #[arg(long, value_parser = ranges::ratio)]
     pub trigger_ratio: Option<f64>,
@@ -75,9 +78,10 @@ pub struct CompactOpts {
     /// Cap in chars on tool results and call arguments in the summarizer's input (default 2000).
     #[arg(long, value_name = "N", value_parser = ranges::chars)]
     pub tool_result_cap: Option<usize>,
-    /// Stub fat old tool results before summarizing.
-    #[arg(long)]
-    pub age_observations: bool,
+    /// Stub fat old tool results before summarizing, in cache-friendly epochs (default: the
+    /// library's, `CompactorConfig::builder`); `--age-observations=false` turns it off.
+    #[arg(long, value_name = "BOOL", num_args = 0..=1, require_equals = true, default_missing_value = "true")]
+    pub age_observations: Option<bool>,
     /// A result must be longer than this (chars) to be stubbed (default 2048).
     #[arg(long, value_name = "N", value_parser = ranges::chars)]
     pub age_min_chars: Option<usize>,
@@ -192,7 +196,10 @@ impl CompactOpts {
     /// # Errors
     /// A usage error naming the invalid setting.
     pub fn config(&self) -> Result<CompactorConfig, CliError> {
-        let mut builder = CompactorConfig::builder(self.budget).age_observations(self.age_observations);
+        let mut builder = CompactorConfig::builder(self.budget.unwrap_or(DEFAULT_BUDGET));
+        if let Some(v) = self.age_observations {
+            builder = builder.age_observations(v);
+        }
         if let Some(v) = self.trigger_ratio {
             builder = builder.trigger_ratio(v);
         }

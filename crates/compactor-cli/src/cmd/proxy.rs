@@ -7,11 +7,24 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use compactor_proxy::{DEFAULT_MAX_BODY_BYTES, ProxyConfig};
+use compactor_proxy::{ClientKeySummarizer, DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_SESSIONS, ProxyConfig};
+use llm_compactor::backend::http::Protocol;
+use llm_compactor::plan::Pricing;
 use llm_compactor::store::{SessionStore, StoreError, export_jsonl, open_store};
 
 use super::compact_opts::CompactOpts;
+use super::summarizer::SummarizerKind;
 use crate::error::CliError;
+
+/// Whose key the HTTP summarizer sends.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SummarizerKey {
+    /// Its own (`--api-key-env`), as in `compact`.
+    Own,
+    /// The key of the request that triggered the compaction; the summarizer's origin
+    /// must be the upstream's (checked at start-up).
+    Client,
+}
 
 /// The store used unless `--store` says otherwise.
 const DEFAULT_STORE: &str = "sqlite:compactor-sessions.db";
@@ -70,6 +83,24 @@ struct ServeArgs {
     /// The largest request body accepted, in bytes (larger: 413).
     #[arg(long, default_value_t = DEFAULT_MAX_BODY_BYTES)]
     max_body_bytes: usize,
+    /// Each request's budget is its model's context window (a built-in table of OpenAI
+    /// and Anthropic models, matched by prefix); `--budget` is the budget of models the
+    /// table does not list, and without it such a request is refused with a 400.
+    #[arg(long)]
+    budget_by_model: bool,
+    /// Pricing preset of the estimated cost saved in `/metrics`: anthropic, openai-gpt5
+    /// or openai-4o [default: the engine's cost-policy pricing, anthropic].
+    #[arg(long, value_name = "PRESET")]
+    pricing: Option<String>,
+    /// Whose key the HTTP summarizer (`--summarizer openai|anthropic`) sends: `own`, or
+    /// `client`: the key of the request that triggered the compaction, never stored or
+    /// logged; refused unless the summarizer's `--base-url` has the upstream's origin.
+    #[arg(long, value_enum, default_value_t = SummarizerKey::Own)]
+    summarizer_key: SummarizerKey,
+    /// The most sessions held in memory; the least recently used idle ones beyond it
+    /// are dropped and rebuilt from the store when they come back.
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_SESSIONS, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
+    max_sessions: usize,
     /// Seconds a compaction lease lasts unless its holder renews it (it renews every
     /// third): how long the other instances sharing the store wait before they take over
     /// a session from an instance that died while compacting it [default: 120].
@@ -140,9 +171,61 @@ async fn build_config(serve: &ServeArgs) -> Result<ProxyConfig, CliError> {
         .upstream
         .as_deref()
         .ok_or_else(|| CliError::Usage("compactor proxy needs --upstream URL".to_owned()))?;
-    let (compactor, _counter) = serve.engine.compactor(false)?;
+    if serve.engine.format().is_some() {
+        return Err(CliError::Usage(
+            "--format does not apply to the proxy: each route has its own (/v1/chat/completions: openai, /v1/messages: anthropic)".to_owned(),
+        ));
+    }
+    let pricing = serve
+        .pricing
+        .as_deref()
+        .map(str::parse::<Pricing>)
+        .transpose()
+        .map_err(|e| CliError::Usage(format!("--pricing: {e}")))?;
+    let (compactor, client_key) = match serve.summarizer_key {
+        SummarizerKey::Own => (serve.engine.compactor(false)?.0, None),
+        SummarizerKey::Client => {
+            let protocol = match serve.engine.summarizer.summarizer {
+                SummarizerKind::Openai => Protocol::OpenAi,
+                SummarizerKind::Anthropic => Protocol::Anthropic,
+                _ => {
+                    return Err(CliError::Usage(
+                        "--summarizer-key client needs --summarizer openai|anthropic (an HTTP summarizer on the upstream's origin)"
+                            .to_owned(),
+                    ));
+                }
+            };
+            let timeout = serve
+                .engine
+                .summarizer
+                .summarizer_timeout
+                .map(std::time::Duration::from_secs_f64);
+            let backend = super::summarizer_http::backend(protocol, &serve.engine.summarizer.http, timeout, true)?;
+            let summarizer = Arc::new(ClientKeySummarizer::new(backend));
+            // The engine without a summarizer of its own; the client-keyed one goes in.
+            let mut engine = serve.engine.clone();
+            engine.summarizer.summarizer = SummarizerKind::None;
+            *engine.summarizer.http = Default::default();
+            engine.summarizer.summarizer_timeout = None;
+            let compactor = engine.compactor(false)?.0.with_summarizer(summarizer.clone());
+            (compactor, Some(summarizer))
+        }
+    };
     let store = store(&serve.store).await?;
-    let mut builder = ProxyConfig::builder(upstream, Arc::new(compactor), store).max_body_bytes(serve.max_body_bytes);
+    let mut builder = ProxyConfig::builder(upstream, Arc::new(compactor), store)
+        .max_body_bytes(serve.max_body_bytes)
+        .max_sessions(serve.max_sessions)
+        .target(serve.engine.target)
+        .focus(serve.engine.focus.clone());
+    if serve.budget_by_model {
+        builder = builder.budget_by_model(serve.engine.budget);
+    }
+    if let Some(pricing) = pricing {
+        builder = builder.pricing(pricing);
+    }
+    if let Some(summarizer) = &client_key {
+        builder = builder.summarizer_key_from_client(summarizer);
+    }
     if let Some(secs) = serve.lease_ttl {
         builder = builder.lease_ttl(std::time::Duration::from_secs_f64(secs));
     }

@@ -67,6 +67,20 @@ pub fn build(
     args: &HttpSummarizerArgs,
     timeout: Option<Duration>,
 ) -> Result<Arc<dyn Summarizer>, CliError> {
+    Ok(Arc::new(backend(protocol, args, timeout, false)?))
+}
+
+/// The HTTP backend the flags describe; with `keyless` it carries no key of its own
+/// (`compactor proxy --summarizer-key client` gives it the client's per pass).
+///
+/// # Errors
+/// As [`build`].
+pub fn backend(
+    protocol: Protocol,
+    args: &HttpSummarizerArgs,
+    timeout: Option<Duration>,
+    keyless: bool,
+) -> Result<HttpBackend, CliError> {
     let flag = match protocol {
         Protocol::OpenAi => "openai",
         Protocol::Anthropic => "anthropic",
@@ -82,7 +96,15 @@ pub fn build(
     if let Some(url) = &args.base_url {
         builder = builder.base_url(url);
     }
-    if let Some(env) = &args.api_key_env {
+    if keyless {
+        if args.api_key_env.is_some() {
+            return Err(CliError::Usage(
+                "--api-key-env names the summarizer's own key; with --summarizer-key client it uses the client's"
+                    .into(),
+            ));
+        }
+        builder = builder.no_api_key();
+    } else if let Some(env) = &args.api_key_env {
         builder = builder.api_key_env(env);
     }
     if let Some(timeout) = timeout {
@@ -99,5 +121,5 @@ pub fn build(
         other => CliError::Usage(other.to_string()),
     })?;
     tracing::debug!(backend = ?backend, "HTTP summarizer");
-    Ok(Arc::new(backend))
+    Ok(backend)
 }

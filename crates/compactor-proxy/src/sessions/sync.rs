@@ -48,13 +48,19 @@ impl SessionState {
         for event in &events {
             let (id, record) = decode_line(&event.line)
                 .map_err(|e| corrupt(format!("session {:?}, event {}: {e}", self.store_key, event.seq)))?;
+            if event.kind == super::CONTINUED {
+                // Another instance started the session over: follow it from the store.
+                self.loaded = false;
+                return self.load(config).await;
+            }
             self.replayer
                 .apply(&id, &record)
                 .map_err(|e| corrupt(format!("session {:?}, event {}: {e}", self.store_key, event.seq)))?;
             self.seq = event.seq;
         }
         self.opened = true;
-        self.rewrite = config.store.rewrite(&self.store_key).await?;
+        let rewrite = config.store.rewrite(&self.store_key).await?;
+        self.set_rewrite(rewrite)?;
         tracing::debug!(session = %self.key, seq = self.seq, applied = events.len(), "caught up with the store");
         Ok(())
     }

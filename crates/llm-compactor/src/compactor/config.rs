@@ -72,7 +72,11 @@ pub struct CompactorConfig {
     /// truncation) are not failures and do not count; every call is in
     /// `CompactionResult::attempts`.
     pub max_attempts: u32,
-    /// Stub fat old tool results before summarizing. Default false.
+    /// Stub fat old tool results before summarizing, in epochs gated by the cost policy.
+    /// Default true: issue 12's measurements (BENCHMARKS.md) found aging on, with
+    /// the cost policy, cheaper than aging off at 32k and 64k on the shared trajectories,
+    /// and billing exactly what no management bills where nothing comes near the trigger
+    /// (128k). The spec's default was false.
     pub age_observations: bool,
     /// A result must be longer than this (chars) to be stubbed. Default 2048.
     pub age_min_chars: usize,
@@ -116,7 +120,7 @@ impl CompactorConfig {
                 keep_recent: 6,
                 tool_result_cap: 2000,
                 max_attempts: 3,
-                age_observations: false,
+                age_observations: true,
                 age_min_chars: 2048,
                 age_reclaim_min: 49_152,
                 summary_max_tokens: 2048,

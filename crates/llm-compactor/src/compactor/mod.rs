@@ -138,6 +138,27 @@ impl Compactor {
         }
     }
 
+    /// The same compactor (counter, summarizer, hooks, observer, prompts, ledger,
+    /// sleeper) with another configuration, e.g. another budget for a request to another
+    /// model (the proxy's `--budget-by-model`).
+    ///
+    /// # Errors
+    /// The first rule `config` breaks ([`CompactorConfig::validate`]).
+    pub fn reconfigured(&self, config: CompactorConfig) -> Result<Compactor, ConfigError> {
+        config.validate()?;
+        Ok(Compactor {
+            config,
+            counter: Arc::clone(&self.counter),
+            summarizer: self.summarizer.clone(),
+            hooks: Arc::clone(&self.hooks),
+            observer: self.observer.clone(),
+            prompts: self.prompts.clone(),
+            sleeper: Arc::clone(&self.sleeper),
+            rounds: AtomicU64::new(0),
+            ledger: self.ledger.clone(),
+        })
+    }
+
     /// The same compactor with this summarizer.
     pub fn with_summarizer(mut self, summarizer: Arc<dyn Summarizer>) -> Self {
         self.summarizer = Some(summarizer);
@@ -214,7 +235,8 @@ impl Compactor {
     }
 
     /// True when a pass should run now: the conversation is over the trigger (strictly),
-    /// or, with aging on, the eligible results add up to a whole epoch
+    /// or, with aging on, the eligible results (before the recent window as the pass fits
+    /// it to `max_recent_tokens`) add up to a whole epoch
     /// ([`CompactorConfig::epoch_chars`]) and that epoch pays for the cache write it
     /// causes ([`Compactor::epoch_decision`]).
     pub fn needs_compaction(&self, messages: &[Message]) -> bool {
@@ -226,27 +248,46 @@ impl Compactor {
             .is_some_and(|(decision, _)| decision.runs())
     }
 
+    /// [`Compactor::needs_compaction`] of a [`crate::Conversation`]: its tokens are the
+    /// counter's [`TokenCounter::count_conversation`] (cached counts, the calibrated
+    /// anchor checked by prefix digest), so with aging off a round costs nothing that
+    /// grows with the conversation. With aging on, the epoch check still reads the
+    /// conversation's results.
+    pub fn needs_compaction_in(&self, conversation: &crate::Conversation) -> bool {
+        let tokens = self.counter.count_conversation(conversation);
+        if tokens > self.config.trigger() {
+            return true;
+        }
+        self.epoch_decision(conversation.messages(), tokens)
+            .is_some_and(|(decision, _)| decision.runs())
+    }
+
     /// The cost policy's decision on the elision epoch due below the trigger, and the
     /// receipt it was made on; `None` when no epoch is due (aging off, the pool short of
     /// an epoch, or stubbing would not shrink the conversation). `tokens` is the
     /// conversation's count.
     pub fn epoch_decision(&self, messages: &[Message], tokens: usize) -> Option<(EpochDecision, CostReceipt)> {
-        self.epoch_decision_with(messages, tokens, self.counter.as_ref())
+        self.epoch_decision_with(messages, tokens, self.counter.as_ref(), &CompactOptions::default())
     }
 
     /// [`Compactor::epoch_decision`] with the receipt counted by `counter` (a per-call
-    /// override: every count of a plan uses the invocation's counter).
+    /// override: every count of a plan uses the invocation's counter), for a pass run
+    /// with `options`.
     pub(crate) fn epoch_decision_with(
         &self,
         messages: &[Message],
         tokens: usize,
         counter: &dyn TokenCounter,
+        options: &CompactOptions,
     ) -> Option<(EpochDecision, CostReceipt)> {
         if !self.config.age_observations {
             return None;
         }
         let pairs = Pairs::build(messages);
         let layout = plan::layout_with(messages, &pairs, self.config.keep_recent);
+        // The window as the pass will fit it to `max_recent_tokens`: what it shrinks off
+        // is before the cut, and aged by the pass, so the decision must see it too.
+        let (layout, _) = self.fit_recent(messages, &pairs, layout, counter, options);
         let eligible = plan::eligible(messages, &pairs, &layout, self.aging_rules());
         if plan::reclaimable_pool(&eligible) < self.config.epoch_chars() {
             return None;

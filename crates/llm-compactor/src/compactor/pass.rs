@@ -248,13 +248,13 @@ impl Compactor {
             .enumerate()
             .map(|(i, m)| {
                 if i >= layout.recent_start {
-                    counter.count_messages(std::slice::from_ref(m))
+                    count_one(counter, m)
                 } else {
                     0
                 }
             })
             .collect();
-        let mut count_one = |m: &Message| counter.count_messages(std::slice::from_ref(m));
+        let mut count_one = |m: &Message| count_one(counter, m);
         let (layout, truncations) = plan::fit_recent(input, pairs, layout, &tokens, cap, &mut count_one);
         for t in &truncations {
             tracing::warn!(
@@ -401,4 +401,17 @@ fn truncation_elisions(truncations: &[plan::Truncation]) -> Vec<Elision> {
             stub: t.content.clone(),
         })
         .collect()
+}
+
+/// One message's tokens as a conversation of one. An additive counter counts it through
+/// [`TokenCounter::count_some`], so a memo keeps the rest of its cache (a
+/// `count_messages` of one message would leave the memo holding only that message, and
+/// the next count of the conversation would tokenize it all again).
+fn count_one(counter: &dyn TokenCounter, message: &Message) -> usize {
+    let one = std::slice::from_ref(message);
+    if counter.additive() {
+        counter.count_some(one).iter().sum()
+    } else {
+        counter.count_messages(one)
+    }
 }

@@ -9,6 +9,8 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
 use super::{CompactOptions, Compactor};
+use crate::conversation::Conversation;
+use crate::count::TokenCounter;
 use crate::message::Message;
 use crate::plan::{self, CostReceipt, Eligible, Pairs};
 
@@ -88,6 +90,28 @@ impl Compactor {
     pub fn plan(&self, messages: &[Message], options: &CompactOptions) -> PlanReport {
         let counter = options.counter.clone().unwrap_or_else(|| Arc::clone(&self.counter));
         let tokens = counter.count_messages(messages);
+        self.plan_counted(messages, tokens, None, counter, options)
+    }
+
+    /// [`Compactor::plan`] of a [`Conversation`]: its tokens are the counter's
+    /// [`TokenCounter::count_conversation`], and when the conversation was counted by
+    /// that (additive) counter the trim preview is planned over its cached counts
+    /// ([`plan::plan_trim_known`]): no message is counted again.
+    pub fn plan_in(&self, conversation: &Conversation, options: &CompactOptions) -> PlanReport {
+        let counter = options.counter.clone().unwrap_or_else(|| Arc::clone(&self.counter));
+        let tokens = counter.count_conversation(conversation);
+        let known = (counter.additive() && conversation.counted_by(counter.as_ref())).then(|| conversation.counts());
+        self.plan_counted(conversation.messages(), tokens, known, counter, options)
+    }
+
+    fn plan_counted(
+        &self,
+        messages: &[Message],
+        tokens: usize,
+        known: Option<&[usize]>,
+        counter: Arc<dyn TokenCounter>,
+        options: &CompactOptions,
+    ) -> PlanReport {
         let pairs = Pairs::build(messages);
         let layout = plan::layout_with(messages, &pairs, self.config.keep_recent);
         // The window as the pass would fit it to `max_recent_tokens`.
@@ -103,7 +127,7 @@ impl Compactor {
         let epoch = if tokens > trigger {
             None
         } else {
-            self.epoch_decision_with(messages, tokens, counter.as_ref())
+            self.epoch_decision_with(messages, tokens, counter.as_ref(), options)
         };
         let reason = if tokens > trigger {
             NeedReason::OverTrigger
@@ -117,12 +141,17 @@ impl Compactor {
             NeedReason::NotNeeded
         };
         let target = options.target.unwrap_or(self.config.target());
-        let trim =
-            plan::plan_trim_counted(messages, &pairs, &layout, target, tokens, counter.as_ref()).map(|t| TrimPreview {
-                cut_index: t.cut_index,
-                dropped: t.dropped,
-                tokens_after: t.tokens,
-            });
+        let trim = match known {
+            Some(counts) => {
+                plan::choose_trim_known(messages, &pairs, &layout, target, tokens, counter.as_ref(), counts)
+            }
+            None => plan::choose_trim_counted(messages, &pairs, &layout, target, tokens, counter.as_ref()),
+        }
+        .map(|t| TrimPreview {
+            cut_index: t.cut_index,
+            dropped: t.dropped,
+            tokens_after: t.tokens,
+        });
         PlanReport {
             counter: counter.name().to_owned(),
             messages: messages.len(),

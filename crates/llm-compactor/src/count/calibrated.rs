@@ -25,6 +25,12 @@
 //! recorded one computes the message digests of the new messages only, continuing the
 //! saved SHA-256 state; the recorded [`conversation_digest`] is the same value as a
 //! from-scratch computation.
+//!
+//! Over a [`Conversation`] (what `ContextManager` keeps) a round is constant-time in the
+//! conversation's length: the anchor check compares the recorded digest with the
+//! conversation's chained prefix digest (one SHA-256 finalization), the new messages'
+//! counts are the conversation's cached ones, and a bill extends the ledger by the new
+//! messages only.
 
 use std::hash::{BuildHasher, Hasher};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -34,6 +40,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
+use crate::conversation::Conversation;
 use crate::count::fingerprint::hash_message;
 use crate::count::{HeuristicCounter, TokenCounter};
 #[cfg(doc)]
@@ -82,7 +89,7 @@ pub struct CalibratedCounter {
 struct Anchored {
     record: CalibrationRecord,
     /// The fingerprint of each of the `record.messages` recorded messages.
-    fingerprints: Arc<[u64]>,
+    fingerprints: Arc<Vec<u64>>,
     /// SHA-256 fed with the newline-joined digests of those messages (not finalized).
     joined: Sha256,
 }
@@ -137,8 +144,8 @@ impl CalibratedCounter {
     /// The ledger of `messages`: their fingerprints and the SHA-256 state over their
     /// joined digests, continuing `previous` when `messages` extends what it recorded
     /// (only the new messages are digested then).
-    fn ledger(&self, messages: &[Message], previous: Option<&Anchored>) -> (Arc<[u64]>, Sha256) {
-        let fingerprints: Arc<[u64]> = messages.iter().map(|m| self.fingerprint(m)).collect();
+    fn ledger(&self, messages: &[Message], previous: Option<&Anchored>) -> (Arc<Vec<u64>>, Sha256) {
+        let fingerprints: Arc<Vec<u64>> = Arc::new(messages.iter().map(|m| self.fingerprint(m)).collect());
         let (mut joined, from) = match previous {
             Some(p) if fingerprints.starts_with(&p.fingerprints) => (p.joined.clone(), p.fingerprints.len()),
             _ => (Sha256::new(), 0),
@@ -193,6 +200,51 @@ impl CalibratedCounter {
         }
     }
 
+    /// [`CalibratedCounter::record`] of a [`Conversation`]: the record's digest is the
+    /// conversation's chained prefix digest, and when the conversation extends the
+    /// recorded one (checked by that digest) only the new messages are fingerprinted, so
+    /// a round's bill costs its new messages, not the conversation.
+    pub fn record_conversation(&self, conversation: &Conversation, model: &str, billed_prompt_tokens: Option<u64>) {
+        let Some(billed) = billed_prompt_tokens else {
+            return self.record(conversation.messages(), model, None);
+        };
+        let messages = conversation.messages();
+        let previous = self.lock().take();
+        let mut fingerprints = match previous {
+            Some(p)
+                if p.record.messages <= messages.len()
+                    && conversation.prefix_digest(p.record.messages).as_deref() == Some(p.record.digest.as_str()) =>
+            {
+                let from = p.record.messages;
+                let mut fingerprints = Arc::try_unwrap(p.fingerprints).unwrap_or_else(|shared| (*shared).clone());
+                fingerprints.truncate(from);
+                fingerprints
+            }
+            _ => Vec::with_capacity(messages.len()),
+        };
+        let from = fingerprints.len();
+        fingerprints.extend(messages[from..].iter().map(|m| self.fingerprint(m)));
+        let joined = conversation.prefix_state(messages.len()).unwrap_or_default();
+        let digest = hex::encode(joined.clone().finalize());
+        *self.lock() = Some(Anchored {
+            record: CalibrationRecord {
+                messages: messages.len(),
+                billed_prompt_tokens: billed,
+                digest,
+                model: model.to_owned(),
+            },
+            fingerprints: Arc::new(fingerprints),
+            joined,
+        });
+    }
+
+    /// [`CalibratedCounter::record_conversation`] with an optional [`Usage`], as
+    /// [`CalibratedCounter::record_optional_usage`] reads it.
+    pub fn record_conversation_usage(&self, conversation: &Conversation, model: &str, usage: Option<&Usage>) {
+        let billed = usage.and_then(|u| (!u.is_zero()).then_some(u.input_tokens));
+        self.record_conversation(conversation, model, billed);
+    }
+
     /// [`CalibratedCounter::record`] with a [`Usage`]: the billed prompt tokens are
     /// `usage.input_tokens`, which is OpenAI's `prompt_tokens` (cached included) and
     /// Anthropic's `input_tokens + cache_read_input_tokens + cache_creation_input_tokens`.
@@ -243,17 +295,46 @@ impl CalibratedCounter {
         {
             return Some((n, current.billed_prompt_tokens));
         }
+        self.forget_stale(&current, messages.len());
+        None
+    }
+
+    /// [`CalibratedCounter::anchor`] of a conversation: the recorded digest against the
+    /// conversation's chained prefix digest (constant time once the prefix is digested).
+    fn anchor_conversation(&self, conversation: &Conversation) -> Option<(usize, u64)> {
+        let current = self.lock().as_ref()?.record.clone();
+        let n = current.messages;
+        if conversation.prefix_digest(n).as_deref() == Some(current.digest.as_str()) {
+            return Some((n, current.billed_prompt_tokens));
+        }
+        self.forget_stale(&current, conversation.len());
+        None
+    }
+
+    /// Forgets the record `current`, which the conversation of `given` messages no
+    /// longer starts with.
+    fn forget_stale(&self, current: &CalibrationRecord, given: usize) {
         tracing::debug!(
-            recorded = n,
-            given = messages.len(),
+            recorded = current.messages,
+            given,
             "calibrated counter: conversation no longer starts with the billed prefix, record forgotten"
         );
         let mut record = self.lock();
         // Forget only the record we checked: a bill recorded meanwhile is newer news.
-        if record.as_ref().is_some_and(|a| a.record == current) {
+        if record.as_ref().is_some_and(|a| a.record == *current) {
             *record = None;
         }
-        None
+    }
+
+    /// The fallback's tokens of `conversation.messages()[from..]`: the conversation's
+    /// cached counts when this counter counted them (they are the fallback's per-message
+    /// counts) and the fallback is additive.
+    fn fallback_from(&self, conversation: &Conversation, from: usize) -> usize {
+        if self.fallback.additive() && conversation.counted_by(self) {
+            conversation.tokens_in(from..)
+        } else {
+            self.fallback.count_messages(&conversation.messages()[from..])
+        }
     }
 
     fn lock(&self) -> MutexGuard<'_, Option<Anchored>> {
@@ -295,6 +376,23 @@ impl TokenCounter for CalibratedCounter {
         match self.anchor(messages) {
             Some((n, billed)) => saturating_usize(billed).saturating_add(self.fallback.count_messages(&messages[n..])),
             None => self.fallback.count_request(messages, tools, context),
+        }
+    }
+
+    fn count_conversation(&self, conversation: &Conversation) -> usize {
+        match self.anchor_conversation(conversation) {
+            Some((n, billed)) => saturating_usize(billed).saturating_add(self.fallback_from(conversation, n)),
+            None => self.fallback_from(conversation, 0),
+        }
+    }
+
+    fn count_conversation_request(&self, conversation: &Conversation, tools: &[Value], context: &str) -> usize {
+        match self.anchor_conversation(conversation) {
+            Some((n, billed)) => saturating_usize(billed).saturating_add(self.fallback_from(conversation, n)),
+            None if self.fallback.additive() && conversation.counted_by(self) => {
+                conversation.tokens_in(..) + self.fallback.count_request_overhead(tools, context)
+            }
+            None => self.fallback.count_request(conversation.messages(), tools, context),
         }
     }
 

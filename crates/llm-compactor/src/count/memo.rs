@@ -141,7 +141,10 @@ impl<C: TokenCounter> MemoCounter<C> {
     /// holds exactly these messages. The cache is updated in place (stamped entries, and
     /// a sweep only when some entry was not seen), so a round that appends to the last
     /// call's conversation inserts its new messages and evicts nothing.
-    fn remembered_counts(&self, messages: &[Message]) -> Vec<usize> {
+    ///
+    /// With `evict` false (a piece of a conversation, [`TokenCounter::count_some`]) the
+    /// new counts join the cache under the last call's stamp and nothing is evicted.
+    fn remembered_counts(&self, messages: &[Message], evict: bool) -> Vec<usize> {
         let keys: Vec<Key> = messages.iter().map(|m| self.key(m)).collect();
         let mut counts: Vec<Option<usize>> = {
             let cache = self.lock();
@@ -156,8 +159,8 @@ impl<C: TokenCounter> MemoCounter<C> {
             }
         }
         let counts: Vec<usize> = counts.into_iter().map(|c| c.unwrap_or_default()).collect();
-        {
-            let mut cache = self.lock();
+        let mut cache = self.lock();
+        if evict {
             let stamp = self.generation.fetch_add(1, Ordering::Relaxed) + 1;
             let mut seen = 0usize;
             for (key, &count) in keys.iter().zip(&counts) {
@@ -168,7 +171,13 @@ impl<C: TokenCounter> MemoCounter<C> {
             if cache.len() > seen {
                 cache.retain(|_, entry| entry.1 == stamp);
             }
+        } else {
+            let stamp = self.generation.load(Ordering::Relaxed);
+            for (key, &count) in keys.iter().zip(&counts) {
+                cache.entry(*key).or_insert((count, stamp));
+            }
         }
+        drop(cache);
         self.misses.fetch_add(misses, Ordering::Relaxed);
         self.hits.fetch_add(messages.len() as u64 - misses, Ordering::Relaxed);
         counts
@@ -210,14 +219,21 @@ impl<C: TokenCounter> TokenCounter for MemoCounter<C> {
         if !self.inner.additive() {
             return self.inner.count_messages(messages);
         }
-        self.remembered_counts(messages).iter().sum()
+        self.remembered_counts(messages, true).iter().sum()
     }
 
     fn count_each(&self, messages: &[Message]) -> Vec<usize> {
         if !self.inner.additive() {
             return self.inner.count_each(messages);
         }
-        self.remembered_counts(messages)
+        self.remembered_counts(messages, true)
+    }
+
+    fn count_some(&self, messages: &[Message]) -> Vec<usize> {
+        if !self.inner.additive() {
+            return self.inner.count_some(messages);
+        }
+        self.remembered_counts(messages, false)
     }
 
     fn count_request(&self, messages: &[Message], tools: &[Value], context: &str) -> usize {

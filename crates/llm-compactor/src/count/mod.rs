@@ -21,6 +21,7 @@
 
 use serde_json::Value;
 
+use crate::conversation::Conversation;
 use crate::message::Message;
 
 /// Counts tokens of text, messages and whole requests.
@@ -56,6 +57,37 @@ pub trait TokenCounter: Send + Sync {
     /// trim's prefix sums) fills the same cache a whole-conversation count does.
     fn count_each(&self, messages: &[Message]) -> Vec<usize> {
         messages.iter().map(|m| self.count_message(m)).collect()
+    }
+
+    /// Each message's tokens, like [`TokenCounter::count_each`], for a caller that counts
+    /// one piece of a conversation at a time (the hard trim counts from the end only as
+    /// far back as it needs): a memo remembers these counts without forgetting the
+    /// others, where `count_each` leaves it holding exactly the messages of the call.
+    fn count_some(&self, messages: &[Message]) -> Vec<usize> {
+        self.count_each(messages)
+    }
+
+    /// Tokens of a [`Conversation`]. The default reads the conversation's cached counts
+    /// (one subtraction) when this additive counter is the one that counted them
+    /// ([`Conversation::counted_by`]), and counts its messages otherwise. The calibrated
+    /// counter checks its anchor against the conversation's chained prefix digest, in
+    /// constant time per round.
+    fn count_conversation(&self, conversation: &Conversation) -> usize {
+        if self.additive() && conversation.counted_by(self) {
+            conversation.tokens_in(..)
+        } else {
+            self.count_messages(conversation.messages())
+        }
+    }
+
+    /// [`TokenCounter::count_request`] of a [`Conversation`], from its cached counts as
+    /// [`TokenCounter::count_conversation`] does.
+    fn count_conversation_request(&self, conversation: &Conversation, tools: &[Value], context: &str) -> usize {
+        if self.additive() && conversation.counted_by(self) {
+            conversation.tokens_in(..) + self.count_request_overhead(tools, context)
+        } else {
+            self.count_request(conversation.messages(), tools, context)
+        }
     }
 
     /// Tokens of a complete request: the conversation, the tool declarations it carries
@@ -135,6 +167,15 @@ macro_rules! forward_token_counter {
             }
             fn count_each(&self, messages: &[Message]) -> Vec<usize> {
                 (**self).count_each(messages)
+            }
+            fn count_some(&self, messages: &[Message]) -> Vec<usize> {
+                (**self).count_some(messages)
+            }
+            fn count_conversation(&self, conversation: &Conversation) -> usize {
+                (**self).count_conversation(conversation)
+            }
+            fn count_conversation_request(&self, conversation: &Conversation, tools: &[Value], context: &str) -> usize {
+                (**self).count_conversation_request(conversation, tools, context)
             }
             fn count_request(&self, messages: &[Message], tools: &[Value], context: &str) -> usize {
                 (**self).count_request(messages, tools, context)

@@ -23,10 +23,18 @@ pub struct Pairs {
 impl Pairs {
     /// Indexes a conversation in one pass.
     pub fn build(messages: &[Message]) -> Pairs {
+        Pairs::build_from(messages.iter())
+    }
+
+    /// [`Pairs::build`] of a conversation given as message references (a candidate
+    /// output viewed without being assembled).
+    pub(crate) fn build_from<'a>(messages: impl ExactSizeIterator<Item = &'a Message>) -> Pairs {
         let mut asker = vec![None; messages.len()];
         let mut last_answer = vec![None; messages.len()];
-        let mut open: HashMap<&str, (usize, usize)> = HashMap::new();
-        for (i, message) in messages.iter().enumerate() {
+        // foldhash: ids are hashed once per call and result, and SipHash was a visible
+        // part of a hard trim's time; nothing iterates the map, so the seed is irrelevant.
+        let mut open: HashMap<&str, (usize, usize), foldhash::fast::RandomState> = HashMap::default();
+        for (i, message) in messages.enumerate() {
             for (position, call) in message.tool_calls.iter().enumerate() {
                 open.insert(call.id.as_str(), (i, position));
             }

@@ -12,9 +12,38 @@ use super::assemble::{assemble, notice_content, summary_message};
 use super::cut::Layout;
 use super::pairs::Pairs;
 use super::pinned::pinned;
-use super::validate::validate;
+use super::validate::validate_refs;
 use crate::count::TokenCounter;
 use crate::message::Message;
+
+/// A chosen hard trim, not assembled yet: what [`Compactor::plan`](crate::Compactor::plan)
+/// reports, and what [`TrimChoice::assemble`] turns into a [`TrimPlan`] (the one copy a
+/// trim makes).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TrimChoice {
+    /// The last input index dropped (the notice replaces `0..=cut_index`, sticky kept).
+    pub cut_index: usize,
+    /// How many messages are dropped.
+    pub dropped: usize,
+    /// The notice message's whole content.
+    pub notice: String,
+    /// The trimmed conversation's token count.
+    pub tokens: usize,
+}
+
+impl TrimChoice {
+    /// The trimmed conversation of `messages` (the conversation the choice was made on).
+    pub fn assemble(self, messages: &[Message]) -> TrimPlan {
+        let (trimmed, dropped) = assemble(messages, self.cut_index, &self.notice);
+        TrimPlan {
+            cut_index: self.cut_index,
+            dropped,
+            notice: self.notice,
+            messages: trimmed,
+            tokens: self.tokens,
+        }
+    }
+}
 
 /// A planned hard trim.
 #[derive(Clone, Debug, PartialEq)]
@@ -52,19 +81,33 @@ pub fn plan_trim(
 ) -> Option<TrimPlan> {
     let candidates = plan_candidates(messages, pairs, layout)?;
     let pins = pinned(messages, pairs);
-    let mut tokens_of = |c: usize| {
+    let mut tokens_of = |c: usize, _bounded: bool| {
         let dropped = dropped_through(&pins, c);
-        count(&assemble(messages, c, &notice_content(dropped)).0)
+        Some(count(&assemble(messages, c, &notice_content(dropped)).0))
     };
-    search(messages, layout, &pins, &candidates, goal, ceiling, &mut tokens_of)
+    search(
+        messages,
+        pairs,
+        layout,
+        &pins,
+        &candidates,
+        goal,
+        ceiling,
+        &mut tokens_of,
+    )
+    .map(|c| c.assemble(messages))
 }
 
 /// [`plan_trim`] counted by `counter`: the same plan, but with an additive counter
-/// (see [`TokenCounter::additive`]) no candidate is built. Each message is counted once
-/// ([`TokenCounter::count_each`]), a candidate's tokens are prefix-sum arithmetic (the
-/// sticky messages it keeps, its notice, the suffix after its cut) and only the chosen
-/// trim is assembled. A non-additive counter (calibrated, whole-request) counts each
-/// candidate conversation as [`plan_trim`] does.
+/// (see [`TokenCounter::additive`]) no candidate is built and no message the trim will
+/// never keep is counted. A candidate's tokens are prefix-sum arithmetic (the pinned
+/// messages it keeps, its notice, the suffix after its cut); the suffix sums are counted
+/// from the end, in chunks, only as far back as a candidate under test needs, and a
+/// candidate whose suffix alone is already over the goal is rejected without counting the
+/// rest. So a trim that keeps the last 40% of a conversation counts (tokenizes, with a
+/// cold memo) about 40% of it, and only the chosen trim is assembled. A non-additive
+/// counter (calibrated, whole-request) counts each candidate conversation as
+/// [`plan_trim`] does.
 pub fn plan_trim_counted(
     messages: &[Message],
     pairs: &Pairs,
@@ -77,29 +120,177 @@ pub fn plan_trim_counted(
         let mut count = |m: &[Message]| counter.count_messages(m);
         return plan_trim(messages, pairs, layout, goal, ceiling, &mut count);
     }
+    choose_trim_with(messages, pairs, layout, goal, ceiling, counter, None).map(|c| c.assemble(messages))
+}
+
+/// [`plan_trim_counted`]'s choice, not assembled: for a caller that only reports the
+/// trim (a dry run) or assembles it later. With an additive counter nothing is copied at
+/// all (the candidates are validated as views); with another counter the candidates are
+/// built and counted as [`plan_trim`] does.
+pub fn choose_trim_counted(
+    messages: &[Message],
+    pairs: &Pairs,
+    layout: &Layout,
+    goal: usize,
+    ceiling: usize,
+    counter: &dyn TokenCounter,
+) -> Option<TrimChoice> {
+    if !counter.additive() {
+        let candidates = plan_candidates(messages, pairs, layout)?;
+        let pins = pinned(messages, pairs);
+        let mut tokens_of = |c: usize, _bounded: bool| {
+            let dropped = dropped_through(&pins, c);
+            Some(counter.count_messages(&assemble(messages, c, &notice_content(dropped)).0))
+        };
+        return search(
+            messages,
+            pairs,
+            layout,
+            &pins,
+            &candidates,
+            goal,
+            ceiling,
+            &mut tokens_of,
+        );
+    }
+    choose_trim_with(messages, pairs, layout, goal, ceiling, counter, None)
+}
+
+/// [`plan_trim_counted`] over per-message counts already known (`counts[i]` is
+/// `counter.count_message(&messages[i])` for an additive `counter`, as a
+/// [`crate::Conversation`] keeps them): no message is counted at all, only the notices.
+/// Counts of another length than `messages` plan nothing (`None`).
+pub fn plan_trim_known(
+    messages: &[Message],
+    pairs: &Pairs,
+    layout: &Layout,
+    goal: usize,
+    ceiling: usize,
+    counter: &dyn TokenCounter,
+    counts: &[usize],
+) -> Option<TrimPlan> {
+    choose_trim_known(messages, pairs, layout, goal, ceiling, counter, counts).map(|c| c.assemble(messages))
+}
+
+/// [`plan_trim_known`]'s choice, not assembled (see [`choose_trim_counted`]).
+pub fn choose_trim_known(
+    messages: &[Message],
+    pairs: &Pairs,
+    layout: &Layout,
+    goal: usize,
+    ceiling: usize,
+    counter: &dyn TokenCounter,
+    counts: &[usize],
+) -> Option<TrimChoice> {
+    if counts.len() != messages.len() {
+        return None;
+    }
+    choose_trim_with(messages, pairs, layout, goal, ceiling, counter, Some(counts))
+}
+
+fn choose_trim_with(
+    messages: &[Message],
+    pairs: &Pairs,
+    layout: &Layout,
+    goal: usize,
+    ceiling: usize,
+    counter: &dyn TokenCounter,
+    known: Option<&[usize]>,
+) -> Option<TrimChoice> {
     let candidates = plan_candidates(messages, pairs, layout)?;
-    let counts = counter.count_each(messages);
+    let cut = *candidates.last()?;
     let pins = pinned(messages, pairs);
-    // sticky[i]: tokens of the pinned (kept in place) messages in 0..i; suffix[i]: tokens
-    // of i..; dropped[i]: unpinned messages in 0..i.
-    let n = messages.len();
-    let (mut sticky, mut dropped) = (vec![0usize; n + 1], vec![0usize; n + 1]);
-    for (i, &tokens) in counts.iter().enumerate() {
+    // sticky[i]: tokens of the pinned (kept in place) messages in 0..i, for i <= cut + 1
+    // (every candidate keeps them all, so counting them counts what is kept);
+    // dropped[i]: unpinned messages in 0..i.
+    let (mut sticky, mut dropped) = (vec![0usize; cut + 2], vec![0usize; cut + 2]);
+    for i in 0..=cut {
         let keep = pins[i];
-        sticky[i + 1] = sticky[i] + if keep { tokens } else { 0 };
+        let tokens = match (keep, known) {
+            (false, _) => 0,
+            (true, Some(counts)) => counts[i],
+            (true, None) => counter.count_message(&messages[i]),
+        };
+        sticky[i + 1] = sticky[i] + tokens;
         dropped[i + 1] = dropped[i] + usize::from(!keep);
     }
-    let mut suffix = vec![0usize; n + 1];
-    let mut running = 0usize;
-    for (slot, &tokens) in suffix[..n].iter_mut().zip(&counts).rev() {
-        running += tokens;
-        *slot = running;
-    }
-    let mut tokens_of = |c: usize| {
+    let mut suffix = Suffix::new(messages, counter, known);
+    // Over this, a candidate cannot fit (`tokens <= goal && tokens < ceiling`).
+    let limit = ceiling.checked_sub(1).map(|c| c.min(goal));
+    let mut tokens_of = |c: usize, bounded: bool| {
         let notice = summary_message(&notice_content(dropped[c + 1]));
-        sticky[c + 1] + counter.count_message(&notice) + suffix[c + 1]
+        let head = sticky[c + 1] + counter.count_message(&notice);
+        if !bounded {
+            return suffix.from(c + 1, None).map(|s| head + s);
+        }
+        // A bound below what the head alone costs: the candidate is over it already.
+        let room = limit?.checked_sub(head)?;
+        suffix.from(c + 1, Some(room)).map(|s| head + s)
     };
-    search(messages, layout, &pins, &candidates, goal, ceiling, &mut tokens_of)
+    search(
+        messages,
+        pairs,
+        layout,
+        &pins,
+        &candidates,
+        goal,
+        ceiling,
+        &mut tokens_of,
+    )
+}
+
+/// Suffix sums of per-message counts, counted from the end on demand.
+struct Suffix<'a> {
+    messages: &'a [Message],
+    counter: &'a dyn TokenCounter,
+    known: Option<&'a [usize]>,
+    /// `sums[k]`: tokens of the last `k` messages (`sums[0] == 0`).
+    sums: Vec<usize>,
+}
+
+/// Messages counted per step when the suffix grows: big enough that a memo's per-call
+/// overhead is amortized, small enough that little is counted past what is needed.
+const SUFFIX_CHUNK: usize = 32;
+
+impl<'a> Suffix<'a> {
+    fn new(messages: &'a [Message], counter: &'a dyn TokenCounter, known: Option<&'a [usize]>) -> Self {
+        Suffix {
+            messages,
+            counter,
+            known,
+            sums: vec![0],
+        }
+    }
+
+    /// Tokens of `messages[start..]`; `None` as soon as what is counted of it exceeds
+    /// `bound` (the rest is then never counted).
+    fn from(&mut self, start: usize, bound: Option<usize>) -> Option<usize> {
+        let n = self.messages.len();
+        let want = n - start.min(n);
+        while self.sums.len() <= want {
+            let counted = self.sums.len() - 1;
+            let running = self.sums[counted];
+            if bound.is_some_and(|b| running > b) {
+                return None;
+            }
+            let hi = n - counted;
+            let lo = hi.saturating_sub(SUFFIX_CHUNK).max(n - want);
+            let counts: Vec<usize> = match self.known {
+                Some(known) => known[lo..hi].to_vec(),
+                None => self.counter.count_some(&self.messages[lo..hi]),
+            };
+            let mut running = running;
+            for &tokens in counts.iter().rev() {
+                running += tokens;
+                self.sums.push(running);
+            }
+        }
+        let tokens = self.sums[want];
+        match bound {
+            Some(b) if tokens > b => None,
+            _ => Some(tokens),
+        }
+    }
 }
 
 /// The candidates of a plannable layout, or `None` when there is nothing to trim (no
@@ -119,60 +310,76 @@ fn dropped_through(pins: &[bool], c: usize) -> usize {
     pins[..=c].iter().filter(|&&pinned| !pinned).count()
 }
 
-/// The bisection over `candidates` by `tokens_of(candidate)`, then the validator; only
-/// the chosen candidate (and, for unusual pairings, the ones walked to after it) is
-/// assembled.
+/// The bisection over `candidates` by `tokens_of(candidate, bounded)`, then the
+/// validator; nothing is assembled: each candidate is validated as a view (references to
+/// the kept messages and its notice), and the caller assembles the choice.
+/// `tokens_of(c, true)` may answer `None` for a candidate that is certainly over the
+/// goal; `tokens_of(c, false)` is the exact count.
+#[allow(clippy::too_many_arguments)]
 fn search(
     messages: &[Message],
+    pairs: &Pairs,
     layout: &Layout,
     pins: &[bool],
     candidates: &[usize],
     goal: usize,
     ceiling: usize,
-    tokens_of: &mut dyn FnMut(usize) -> usize,
-) -> Option<TrimPlan> {
-    let build = |c: usize, tokens: usize| {
-        let notice = notice_content(dropped_through(pins, c));
-        let (trimmed, dropped) = assemble(messages, c, &notice);
-        TrimPlan {
-            cut_index: c,
-            dropped,
-            notice,
-            messages: trimmed,
-            tokens,
-        }
+    tokens_of: &mut dyn FnMut(usize, bool) -> Option<usize>,
+) -> Option<TrimChoice> {
+    let choose = |c: usize, tokens: usize| {
+        let dropped = dropped_through(pins, c);
+        let notice = notice_content(dropped);
+        let notice_message = summary_message(&notice);
+        let view: Vec<&Message> = messages[..=c]
+            .iter()
+            .zip(pins)
+            .filter(|(_, pinned)| **pinned)
+            .map(|(m, _)| m)
+            .chain(std::iter::once(&notice_message))
+            .chain(&messages[c + 1..])
+            .collect();
+        validate_refs(messages, pairs, &view, layout.recent_start)
+            .is_ok()
+            .then_some(TrimChoice {
+                cut_index: c,
+                dropped,
+                notice,
+                tokens,
+            })
     };
     // Bisection for the first candidate that fits.
     let (mut lo, mut hi) = (0usize, candidates.len());
     let mut found: Option<usize> = None;
     while lo < hi {
         let mid = lo + (hi - lo) / 2;
-        let tokens = tokens_of(candidates[mid]);
-        if tokens <= goal && tokens < ceiling {
-            hi = mid;
-            found = Some(tokens);
-        } else {
-            lo = mid + 1;
+        match tokens_of(candidates[mid], true) {
+            Some(tokens) if tokens <= goal && tokens < ceiling => {
+                hi = mid;
+                found = Some(tokens);
+            }
+            _ => lo = mid + 1,
         }
     }
     // The last `hi = mid` is the final `lo`, so `found` is candidate `lo`'s count.
     let last = candidates.len() - 1;
-    let (first, mut plan) = match found {
-        Some(tokens) => (lo, build(candidates[lo], tokens)),
-        None => (last, build(candidates[last], tokens_of(candidates[last]))),
+    let (first, chosen) = match found {
+        Some(tokens) => (lo, choose(candidates[lo], tokens)),
+        None => (last, choose(candidates[last], exact(tokens_of, candidates[last]))),
     };
-    if validate(messages, &plan.messages, layout.recent_start).is_ok() {
-        return Some(plan);
+    if chosen.is_some() {
+        return chosen;
     }
     // Only a conversation with unusual pairing gets here: walk on to the next candidate
     // that keeps every pair intact.
-    for &c in candidates.iter().skip(first + 1) {
-        plan = build(c, tokens_of(c));
-        if validate(messages, &plan.messages, layout.recent_start).is_ok() {
-            return Some(plan);
-        }
-    }
-    None
+    candidates
+        .iter()
+        .skip(first + 1)
+        .find_map(|&c| choose(c, exact(tokens_of, c)))
+}
+
+/// A candidate's exact tokens (an unbounded count always answers).
+fn exact(tokens_of: &mut dyn FnMut(usize, bool) -> Option<usize>, c: usize) -> usize {
+    tokens_of(c, false).unwrap_or_default()
 }
 
 /// The distinct candidate cut points, increasing, each extended over the results that

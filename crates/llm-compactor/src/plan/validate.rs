@@ -44,20 +44,46 @@ pub enum Violation {
 /// # Errors
 /// The first invariant broken.
 pub fn validate(input: &[Message], output: &[Message], recent_start: usize) -> Result<(), Violation> {
+    validate_refs(
+        input,
+        &Pairs::build(input),
+        &output.iter().collect::<Vec<_>>(),
+        recent_start,
+    )
+}
+
+/// [`validate`] of an output given as message references (a candidate viewed without
+/// being assembled: the hard trim validates its choice before copying anything).
+///
+/// # Errors
+/// The first invariant broken.
+/// `input_pairs` is `Pairs::build(input)`, which the caller already has.
+pub(crate) fn validate_refs(
+    input: &[Message],
+    input_pairs: &Pairs,
+    output: &[&Message],
+    recent_start: usize,
+) -> Result<(), Violation> {
     let recent = input.get(recent_start..).unwrap_or(&[]);
-    if output.len() < recent.len() || output[output.len() - recent.len()..] != *recent {
+    if output.len() < recent.len()
+        || !output[output.len() - recent.len()..]
+            .iter()
+            .zip(recent)
+            .all(|(a, b)| *a == b)
+    {
         return Err(Violation::RecentChanged);
     }
     if !input
         .iter()
         .filter(|m| m.is_sticky())
-        .eq(output.iter().filter(|m| m.is_sticky()))
+        .eq(output.iter().copied().filter(|m| m.is_sticky()))
     {
         return Err(Violation::StickyChanged);
     }
-    let (in_orphans, in_answered) = pairing(input);
-    let (out_pairs, out_answered) = (Pairs::build(output), pairing(output).1);
-    for (index, message) in output.iter().enumerate() {
+    let (in_orphans, in_answered) = pairing(input.iter(), input_pairs);
+    let out_pairs = Pairs::build_from(output.iter().copied());
+    let out_answered = pairing(output.iter().copied(), &out_pairs).1;
+    for (index, message) in output.iter().copied().enumerate() {
         if message.is_tool_result()
             && out_pairs.asker(index).is_none()
             && let Some(id) = message.tool_call_id.as_deref()
@@ -80,12 +106,15 @@ pub fn validate(input: &[Message], output: &[Message], recent_start: usize) -> R
     Ok(())
 }
 
+/// A set of call ids (only asked whether it contains one, so the hasher's seed is
+/// irrelevant to the outcome).
+type Ids<'a> = HashSet<&'a str, foldhash::fast::RandomState>;
+
 /// The ids of orphaned results and the ids of answered calls.
-fn pairing(messages: &[Message]) -> (HashSet<&str>, HashSet<&str>) {
-    let pairs = Pairs::build(messages);
-    let mut orphans = HashSet::new();
-    let mut answered = HashSet::new();
-    for (i, message) in messages.iter().enumerate() {
+fn pairing<'a>(messages: impl Iterator<Item = &'a Message>, pairs: &Pairs) -> (Ids<'a>, Ids<'a>) {
+    let mut orphans = Ids::default();
+    let mut answered = Ids::default();
+    for (i, message) in messages.enumerate() {
         if let Some(id) = message.tool_call_id.as_deref().filter(|_| message.is_tool_result()) {
             if pairs.asker(i).is_some() {
                 answered.insert(id);

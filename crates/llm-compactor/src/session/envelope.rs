@@ -164,11 +164,23 @@ mod tests {
                     id: "m1".into(),
                     stub: "[stub]".into(),
                 }],
+                receipt: None,
             }),
             Record::Compaction(CompactionRecord {
                 dropped: 2,
                 exhausted: false,
                 fallback: true,
+                // A receipt's floats round-trip to the same bytes.
+                receipt: Some(crate::plan::CostReceipt::compute(
+                    &crate::plan::policy::ReceiptInput {
+                        tokens_before: 100,
+                        tokens_after: 10,
+                        cached_prefix_kept: 3,
+                        rounds: 7,
+                        ..Default::default()
+                    },
+                    &crate::plan::CostPolicy::default(),
+                )),
                 replaces_through_id: "m1".into(),
                 summary: "[summary]".into(),
                 tokens_after: 10,

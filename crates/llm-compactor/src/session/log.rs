@@ -255,7 +255,7 @@ impl Session {
     /// An id that is not a message of the conversation ([`SessionError::Rejected`]), or I/O.
     pub fn append_elision(&mut self, items: Vec<ElisionItem>) -> Result<String, SessionError> {
         let id = self.next_id();
-        self.append_elision_with_id(id.clone(), items)?;
+        self.append_elision_with_id(id.clone(), ElisionRecord::new(items))?;
         Ok(id)
     }
 
@@ -265,9 +265,9 @@ impl Session {
         self.append(id, record, sync)
     }
 
-    pub(crate) fn append_elision_with_id(&mut self, id: String, items: Vec<ElisionItem>) -> Result<(), SessionError> {
+    pub(crate) fn append_elision_with_id(&mut self, id: String, elision: ElisionRecord) -> Result<(), SessionError> {
         let sync = self.options.durability != Durability::Never;
-        self.append(id, Record::Elision(ElisionRecord { items }), sync)
+        self.append(id, Record::Elision(elision), sync)
     }
 
     /// Appends a compaction line with a fresh id, which becomes the summary message's id.

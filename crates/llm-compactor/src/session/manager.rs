@@ -24,6 +24,7 @@ use super::error::SessionError;
 use super::log::Session;
 use super::pass::RecordedPass;
 use crate::compactor::{CompactError, CompactOptions, CompactionResult, Compactor};
+use crate::conversation::Conversation;
 use crate::count::{CalibratedCounter, RequestCounter, TokenCounter};
 use crate::message::Message;
 use crate::usage::Usage;
@@ -71,6 +72,13 @@ pub trait UsageRecorder: Send + Sync {
     /// `sent` is the conversation the billed request carried, `usage` what it was billed
     /// (`None` when the response carried no usage), `model` the model that answered.
     fn record_usage(&self, sent: &[Message], usage: Option<&Usage>, model: &str);
+
+    /// [`UsageRecorder::record_usage`] of a [`Conversation`] (what the manager keeps):
+    /// the default reads its messages; the calibrated counter extends its record by the
+    /// new messages only.
+    fn record_conversation_usage(&self, sent: &Conversation, usage: Option<&Usage>, model: &str) {
+        self.record_usage(sent.messages(), usage, model);
+    }
 }
 
 /// The calibrated counter is the recorder an agent loop wants: pass the same `Arc` as the
@@ -78,6 +86,10 @@ pub trait UsageRecorder: Send + Sync {
 impl UsageRecorder for CalibratedCounter {
     fn record_usage(&self, sent: &[Message], usage: Option<&Usage>, model: &str) {
         self.record_optional_usage(sent, model, usage);
+    }
+
+    fn record_conversation_usage(&self, sent: &Conversation, usage: Option<&Usage>, model: &str) {
+        CalibratedCounter::record_conversation_usage(self, sent, model, usage);
     }
 }
 
@@ -199,10 +211,17 @@ impl PreparedRef<'_> {
 }
 
 /// The glue an agent loop calls around each model request.
+///
+/// The manager keeps the conversation as a [`Conversation`] (each message counted once,
+/// prefix digests chained) beside the transcript, and hands out borrows of it, so that a
+/// round where no pass runs costs the round's new messages, not the conversation.
 pub struct ContextManager {
     compactor: Arc<Compactor>,
     counter: Arc<dyn TokenCounter>,
     session: Session,
+    /// The session's messages, with what is known of each (kept equal to
+    /// `session.messages()`: every change to the transcript is mirrored here).
+    conversation: Conversation,
     room: Option<BackendRoom>,
     max_forced: u32,
     forced: u32,
@@ -229,10 +248,12 @@ impl ContextManager {
     /// the compactor proves with) and this session.
     pub fn new(compactor: Arc<Compactor>, session: Session) -> Self {
         let counter = compactor.counter().clone();
+        let conversation = Conversation::from_messages(counter.clone(), session.messages().to_vec());
         ContextManager {
             compactor,
             counter,
             session,
+            conversation,
             room: None,
             max_forced: DEFAULT_MAX_FORCED_COMPACTIONS,
             forced: 0,
@@ -279,7 +300,13 @@ impl ContextManager {
 
     /// The conversation as it stands.
     pub fn messages(&self) -> &[Message] {
-        self.session.messages()
+        self.conversation.messages()
+    }
+
+    /// The conversation as it stands, with each message's cached count and the chained
+    /// prefix digests.
+    pub fn conversation(&self) -> &Conversation {
+        &self.conversation
     }
 
     /// Starts a run: the forced-pass allowance is renewed.
@@ -292,7 +319,8 @@ impl ContextManager {
     /// # Errors
     /// The transcript could not be written.
     pub fn push(&mut self, message: Message) -> Result<&Message, ManagerError> {
-        Ok(self.session.append_message(message)?)
+        let stored = self.session.append_message(message)?.clone();
+        Ok(self.conversation.push(stored))
     }
 
     fn emit(&self, event: ContextEvent) {
@@ -346,19 +374,20 @@ impl ContextManager {
         request: RequestShape<'_>,
         cancel: CancellationToken,
     ) -> Result<PreparedRef<'_>, ManagerError> {
-        let messages = self.session.messages();
         let request_tokens = self.request_tokens(request);
         let room = self.room.map(|r| r.usable(0));
         let reason = if room.is_some_and(|room| request_tokens > room) {
             Some(CompactionReason::Room)
-        } else if self.compactor.needs_compaction(messages) || request_tokens > self.compactor.config().trigger() {
+        } else if self.compactor.needs_compaction_in(&self.conversation)
+            || request_tokens > self.compactor.config().trigger()
+        {
             Some(CompactionReason::Threshold)
         } else {
             None
         };
         let Some(reason) = reason else {
             return Ok(PreparedRef {
-                messages: self.session.messages(),
+                messages: self.conversation.messages(),
                 request_tokens,
                 pass: None,
             });
@@ -372,7 +401,7 @@ impl ContextManager {
     /// The whole request's tokens: the conversation, the tool declarations and the context.
     fn request_tokens(&self, request: RequestShape<'_>) -> usize {
         self.counter
-            .count_request(self.session.messages(), request.tools, request.context)
+            .count_conversation_request(&self.conversation, request.tools, request.context)
     }
 
     /// After the provider rejected a request as longer than its window: forces a pass
@@ -420,8 +449,10 @@ impl ContextManager {
     }
 
     fn prepared(&self, request: RequestShape<'_>, pass: Option<PassReport>) -> PreparedRef<'_> {
-        let messages = self.session.messages();
-        let request_tokens = self.counter.count_request(messages, request.tools, request.context);
+        let messages = self.conversation.messages();
+        let request_tokens =
+            self.counter
+                .count_conversation_request(&self.conversation, request.tools, request.context);
         PreparedRef {
             messages,
             request_tokens,
@@ -444,8 +475,11 @@ impl ContextManager {
             cancel,
             ..CompactOptions::default()
         };
-        let result = self.compactor.compact(self.session.messages(), options).await?;
-        let recorded = self.session.record_result(&result)?;
+        let result = self.compactor.compact(self.conversation.messages(), options).await?;
+        let recorded = self.session.record_result(&result);
+        // The transcript is the truth, whatever part of the pass it holds.
+        self.conversation.replace(self.session.messages().to_vec());
+        let recorded = recorded?;
         self.emit(ContextEvent::CompactionDone {
             reason,
             dropped: result.dropped,
@@ -487,10 +521,11 @@ impl ContextManager {
         new_messages: impl IntoIterator<Item = Message>,
     ) -> Result<(), ManagerError> {
         if let Some(recorder) = &self.recorder {
-            recorder.record_usage(self.session.messages(), usage.as_ref(), model);
+            recorder.record_conversation_usage(&self.conversation, usage.as_ref(), model);
         }
         for message in new_messages {
-            self.session.append_message(message)?;
+            let stored = self.session.append_message(message)?.clone();
+            self.conversation.push(stored);
         }
         Ok(())
     }

@@ -6,7 +6,10 @@
 //! compared with `result.messages`: a result that replay would not rebuild is refused
 //! whole, so the transcript can never drift from the live conversation. Then the repair
 //! line (a broken input made valid), the elision line and the compaction line are
-//! written in that order, as replay expects. When the pass repaired its input, its
+//! written in that order, as replay expects. The pass's cost receipt rides on its last
+//! line: the compaction line when it cut, else the elision line (an elision epoch); replay
+//! never reads it, so the rebuilt conversation is the same with or without it. When the
+//! pass repaired its input, its
 //! indices refer to the repaired conversation: they are turned into ids after the repair
 //! line is applied to a copy.
 
@@ -68,7 +71,18 @@ impl Session {
             recorded.repair_id = Some(id);
         }
         if let Some(id) = elision_id {
-            self.append_elision_with_id(id.clone(), planned.elisions)?;
+            // An elision-only pass (an epoch) carries its receipt here; a pass that also
+            // cut carries it on its compaction line.
+            let receipt = if planned.compaction.is_none() {
+                result.receipt.clone()
+            } else {
+                None
+            };
+            let elision = ElisionRecord {
+                items: planned.elisions,
+                receipt,
+            };
+            self.append_elision_with_id(id.clone(), elision)?;
             recorded.elision_id = Some(id);
         }
         if let (Some(compaction), Some(id)) = (planned.compaction, compaction_id) {
@@ -152,6 +166,7 @@ impl Session {
                 dropped: result.dropped,
                 exhausted: result.exhausted,
                 fallback: result.fallback,
+                receipt: result.receipt.clone(),
                 replaces_through_id: self.id_in(messages, cut, "cut_index")?,
                 summary: result.summary.clone(),
                 tokens_after: result.tokens_after,
@@ -182,9 +197,7 @@ impl Session {
         }
         if !planned.elisions.is_empty() {
             let id = format!("{}#elision-check", compaction_id.unwrap_or("pass"));
-            let record = Record::Elision(ElisionRecord {
-                items: planned.elisions.clone(),
-            });
+            let record = Record::Elision(ElisionRecord::new(planned.elisions.clone()));
             replay.apply(&id, &record).map_err(|e| self.mismatch(e.to_string()))?;
         }
         if let (Some(compaction), Some(id)) = (&planned.compaction, compaction_id) {

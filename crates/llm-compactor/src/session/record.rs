@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::message::Message;
+use crate::plan::CostReceipt;
 use crate::usage::Usage;
 
 /// Envelope type of the first line.
@@ -53,6 +54,11 @@ pub struct CompactionRecord {
     pub exhausted: bool,
     /// True for a hard trim (the summarizer could not produce an accepted summary).
     pub fallback: bool,
+    /// The pass's cost receipt (what it did to the prompt cache and its expected net
+    /// cost); absent in transcripts written before receipts were recorded, and replay
+    /// never reads it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub receipt: Option<CostReceipt>,
     /// The id of the last message the summary replaces: every non-sticky message up to
     /// and including it is gone.
     pub replaces_through_id: String,
@@ -77,10 +83,22 @@ pub struct ElisionItem {
 }
 
 /// The payload of an `elision` line: tool results stubbed in place by one pass.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct ElisionRecord {
     /// The stubbed results, applied in order.
     pub items: Vec<ElisionItem>,
+    /// The cost receipt of an elision-only pass (an elision epoch); a pass that also
+    /// summarized carries its receipt on its compaction line instead. Absent in older
+    /// transcripts; replay never reads it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub receipt: Option<CostReceipt>,
+}
+
+impl ElisionRecord {
+    /// An elision line for these stubs, without a receipt.
+    pub fn new(items: Vec<ElisionItem>) -> Self {
+        ElisionRecord { items, receipt: None }
+    }
 }
 
 /// One synthetic answer of a `repair` line: a tool result for a call that was never

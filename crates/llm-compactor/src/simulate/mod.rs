@@ -35,6 +35,8 @@
 
 pub mod clear_tool_uses;
 mod cost;
+pub mod jetbrains_hybrid;
+pub mod mask_batched;
 pub mod mask_last_n;
 mod memo;
 pub mod none;

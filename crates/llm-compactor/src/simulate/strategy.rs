@@ -79,6 +79,14 @@ pub enum StrategyKind {
     OursSeed,
     /// `mask-last-n`: SWE-agent / JetBrains observation masking, N = 10.
     MaskLastN,
+    /// `mask-last-n-batched`: SWE-agent's masking with its cache-friendly `polling`
+    /// (N = 10, the mask moves every 10 observations).
+    MaskLastNBatched,
+    /// `jetbrains-hybrid`: JetBrains' masking (last 10) plus a summary every 43 turns or
+    /// at 90% of the window.
+    JetBrainsHybrid,
+    /// `jetbrains-hybrid-batched`: the hybrid with the mask moved every 10 observations.
+    JetBrainsHybridBatched,
     /// `clear-tool-uses`: Anthropic context editing with its defaults.
     ClearToolUses,
     /// `clear-tool-uses-scaled`: a variant (ours, not Anthropic's) with the trigger scaled
@@ -90,13 +98,16 @@ pub enum StrategyKind {
 
 impl StrategyKind {
     /// Every strategy, in report order.
-    pub const ALL: [StrategyKind; 9] = [
+    pub const ALL: [StrategyKind; 12] = [
         StrategyKind::None,
         StrategyKind::Ours,
         StrategyKind::OursAging,
         StrategyKind::OursNoAging,
         StrategyKind::OursSeed,
         StrategyKind::MaskLastN,
+        StrategyKind::MaskLastNBatched,
+        StrategyKind::JetBrainsHybrid,
+        StrategyKind::JetBrainsHybridBatched,
         StrategyKind::ClearToolUses,
         StrategyKind::ClearToolUsesScaled,
         StrategyKind::SummarizeAtThreshold,
@@ -111,6 +122,9 @@ impl StrategyKind {
             StrategyKind::OursNoAging => "ours-no-aging",
             StrategyKind::OursSeed => "ours-seed",
             StrategyKind::MaskLastN => "mask-last-n",
+            StrategyKind::MaskLastNBatched => "mask-last-n-batched",
+            StrategyKind::JetBrainsHybrid => "jetbrains-hybrid",
+            StrategyKind::JetBrainsHybridBatched => "jetbrains-hybrid-batched",
             StrategyKind::ClearToolUses => "clear-tool-uses",
             StrategyKind::ClearToolUsesScaled => "clear-tool-uses-scaled",
             StrategyKind::SummarizeAtThreshold => "summarize-at-threshold",
@@ -122,7 +136,9 @@ impl StrategyKind {
     /// # Errors
     /// The engine's configuration is invalid for this window (a zero window).
     pub fn build(self, window: usize, counter: Arc<dyn TokenCounter>) -> Result<Box<dyn Strategy>, SimError> {
-        use crate::simulate::{clear_tool_uses, mask_last_n, none, ours, summarize_at_threshold};
+        use crate::simulate::{
+            clear_tool_uses, jetbrains_hybrid, mask_batched, mask_last_n, none, ours, summarize_at_threshold,
+        };
         Ok(match self {
             StrategyKind::None => Box::new(none::NoManagement::default()),
             StrategyKind::Ours => Box::new(ours::Ours::defaults(window, counter)?),
@@ -130,6 +146,11 @@ impl StrategyKind {
             StrategyKind::OursNoAging => Box::new(ours::Ours::new(window, false, counter)?),
             StrategyKind::OursSeed => Box::new(ours::Ours::seed(window, counter)?),
             StrategyKind::MaskLastN => Box::new(mask_last_n::MaskLastN::new(mask_last_n::DEFAULT_N)),
+            StrategyKind::MaskLastNBatched => Box::new(mask_batched::MaskBatched::defaults()),
+            StrategyKind::JetBrainsHybrid => Box::new(jetbrains_hybrid::JetBrainsHybrid::new(window, counter)),
+            StrategyKind::JetBrainsHybridBatched => {
+                Box::new(jetbrains_hybrid::JetBrainsHybrid::batched(window, counter))
+            }
             StrategyKind::ClearToolUses => Box::new(clear_tool_uses::ClearToolUses::anthropic_defaults()),
             StrategyKind::ClearToolUsesScaled => Box::new(clear_tool_uses::ClearToolUses::scaled(window)),
             StrategyKind::SummarizeAtThreshold => {
@@ -148,7 +169,7 @@ impl fmt::Display for StrategyKind {
 /// A strategy name that the simulator does not know.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error(
-    "unknown strategy {0:?} (expected one of: none, ours, ours-aging, ours-no-aging, ours-seed, mask-last-n, clear-tool-uses, clear-tool-uses-scaled, summarize-at-threshold)"
+    "unknown strategy {0:?} (expected one of: none, ours, ours-aging, ours-no-aging, ours-seed, mask-last-n, mask-last-n-batched, jetbrains-hybrid, jetbrains-hybrid-batched, clear-tool-uses, clear-tool-uses-scaled, summarize-at-threshold)"
 )]
 pub struct UnknownStrategy(pub String);
 

@@ -211,9 +211,15 @@ impl TokenCounter for Chars {
     }
 }
 
-/// A configuration of `budget` tokens keeping the last 3 messages.
+/// A configuration of `budget` tokens keeping the last 3 messages, aging off: these
+/// tests exercise the summarizing path, the spec's default (aging became the library's
+/// default in issue 12; the aging tests turn it on themselves).
 pub fn config(budget: usize) -> CompactorConfig {
-    CompactorConfig::builder(budget).keep_recent(3).build().unwrap()
+    CompactorConfig::builder(budget)
+        .keep_recent(3)
+        .age_observations(false)
+        .build()
+        .unwrap()
 }
 
 /// A heuristic-counting compactor over [`config`], with `summarizer` when given.

@@ -49,6 +49,7 @@ pub fn real_transcript(messages: usize) -> (String, Vec<NewEvent>) {
             dropped: 2,
             exhausted: false,
             fallback: false,
+            receipt: None,
             replaces_through_id: through,
             summary: "Summary: the build was fixed.".to_owned(),
             tokens_after: 10,

@@ -111,6 +111,14 @@ impl HttpBackend {
         self.key.is_some()
     }
 
+    /// The same backend sending `key` instead of its own (`None`: no key). The proxy's
+    /// `--summarizer-key client` summarizes with the key of the request that triggered
+    /// the compaction; the copy lives for that one pass and the key is scrubbed from its
+    /// errors like any other.
+    pub fn with_api_key(&self, key: Option<Secret>) -> HttpBackend {
+        HttpBackend { key, ..self.clone() }
+    }
+
     /// One chat request: `system` as the system instruction, then `messages` (tool calls
     /// and results included), answered with at most `max_output_tokens` tokens.
     ///

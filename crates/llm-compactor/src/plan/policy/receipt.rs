@@ -37,32 +37,35 @@ pub struct ReceiptInput {
 }
 
 /// What one pass did to the prompt cache, and its expected net cost.
+///
+/// Fields are declared in sorted order, so the receipt serializes with sorted keys like
+/// every line of a session transcript (where a pass's receipt is recorded too).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct CostReceipt {
-    /// Tokens before the pass.
-    pub tokens_before: usize,
-    /// Tokens after the pass.
-    pub tokens_after: usize,
     /// Tokens up to the first changed message: still read from the cache next request.
     pub cached_prefix_kept: usize,
-    /// Tokens from the first changed message on: written to the cache again.
-    pub tokens_rewritten: usize,
+    /// Estimated cost of the pass (summarizer included) and the next `rounds` requests.
+    pub cost_with: f64,
+    /// Estimated cost of the next `rounds` requests if the conversation is left as it was.
+    pub cost_without: f64,
+    /// `cost_with - cost_without`: negative when the pass saves money.
+    pub net_cost: f64,
+    /// The pricing preset of the estimate.
+    pub pricing: String,
+    /// The horizon the cost is estimated over, in requests.
+    pub rounds: u32,
     /// The summarizer's input tokens (0 for a pass that did not summarize).
     pub summarizer_input_tokens: u64,
     /// The summarizer's output tokens.
     pub summarizer_output_tokens: u64,
-    /// The horizon the cost is estimated over, in requests.
-    pub rounds: u32,
-    /// The pricing preset of the estimate.
-    pub pricing: String,
     /// The summarizer's price relative to the agent model's.
     pub summarizer_price: f64,
-    /// Estimated cost of the next `rounds` requests if the conversation is left as it was.
-    pub cost_without: f64,
-    /// Estimated cost of the pass (summarizer included) and the next `rounds` requests.
-    pub cost_with: f64,
-    /// `cost_with - cost_without`: negative when the pass saves money.
-    pub net_cost: f64,
+    /// Tokens after the pass.
+    pub tokens_after: usize,
+    /// Tokens before the pass.
+    pub tokens_before: usize,
+    /// Tokens from the first changed message on: written to the cache again.
+    pub tokens_rewritten: usize,
 }
 
 impl CostReceipt {
