@@ -110,23 +110,27 @@ pub fn plan_repairs(messages: &[Message]) -> Result<Vec<Repair>, RepairError> {
         open.extend(own);
     }
     let pairs = Pairs::build(messages);
-    let mut repairs = Vec::new();
+    let dropped = orphans(messages, &pairs);
+    let mut repairs: Vec<Repair> = dropped
+        .iter()
+        .map(|&index| Repair::DroppedOrphan {
+            index,
+            message: messages[index].clone(),
+        })
+        .collect();
     let mut answered: HashSet<&str> = HashSet::new();
     for (index, message) in messages.iter().enumerate() {
-        if message.is_tool_result() {
-            match (pairs.asker(index), message.tool_call_id.as_deref()) {
-                (Some(_), Some(id)) => {
-                    answered.insert(id);
-                }
-                _ => repairs.push(Repair::DroppedOrphan {
-                    index,
-                    message: message.clone(),
-                }),
-            }
+        if message.is_tool_result()
+            && !dropped.contains(&index)
+            && let Some(id) = message.tool_call_id.as_deref()
+        {
+            answered.insert(id);
         }
     }
     for (turn, message) in messages.iter().enumerate() {
-        if message.tool_calls.is_empty() {
+        // A dropped orphan takes its own calls with it: answering them would leave
+        // answers with no call (fuzz-found: a tool result that also carries calls).
+        if message.tool_calls.is_empty() || dropped.contains(&turn) {
             continue;
         }
         let after = pairs.last_answer(turn).unwrap_or(turn);
@@ -149,6 +153,31 @@ pub fn plan_repairs(messages: &[Message]) -> Result<Vec<Repair>, RepairError> {
         Repair::SyntheticAnswer { after, .. } => (*after, 1),
     });
     Ok(repairs)
+}
+
+/// The tool results no provider would accept: those answering no call, then (to a fixed
+/// point) those answering a call of a result dropped before them, since a result that
+/// also carries calls leaves with them.
+fn orphans(messages: &[Message], pairs: &Pairs) -> std::collections::BTreeSet<usize> {
+    let mut dropped = std::collections::BTreeSet::new();
+    loop {
+        let before = dropped.len();
+        for (index, message) in messages.iter().enumerate() {
+            if !message.is_tool_result() || dropped.contains(&index) {
+                continue;
+            }
+            let asked = match (pairs.asker(index), message.tool_call_id.as_deref()) {
+                (Some(asker), Some(_)) => !dropped.contains(&asker),
+                _ => false,
+            };
+            if !asked {
+                dropped.insert(index);
+            }
+        }
+        if dropped.len() == before {
+            return dropped;
+        }
+    }
 }
 
 /// `messages` with `repairs` applied: orphans removed, synthetic answers inserted after
@@ -186,4 +215,29 @@ pub fn apply_repairs(messages: &[Message], repairs: &[Repair]) -> Vec<Message> {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::message::{Role, ToolCall};
+
+    /// Regression (fuzz-found): a tool result that answers nothing but carries calls of its
+    /// own was dropped while its calls got synthetic answers, which were then orphans.
+    #[test]
+    fn an_orphan_result_that_carries_calls_takes_them_with_it() {
+        let mut caller_result = Message::tool("nobody", "out");
+        caller_result.tool_calls = vec![ToolCall::new("a", "ls", "{}")];
+        let mut answer = Message::tool("a", "answer to a");
+        answer.role = Role::Tool;
+        let messages = vec![Message::user("go"), caller_result, answer, Message::user("next")];
+        let repairs = plan_repairs(&messages).unwrap();
+        let repaired = apply_repairs(&messages, &repairs);
+        assert_eq!(repaired.len(), 2, "{repaired:?}");
+        assert!(repaired.iter().all(|m| !m.is_tool_result()), "{repaired:?}");
+        assert!(
+            repairs.iter().all(|r| matches!(r, Repair::DroppedOrphan { .. })),
+            "{repairs:?}"
+        );
+    }
 }
