@@ -10,10 +10,9 @@ mod engine_support;
 use std::path::Path;
 use std::sync::Arc;
 
-use engine_support::{Scripted, reply};
+use engine_support::{Scripted, provider_valid, reply};
 use llm_compactor::count::HeuristicCounter;
 use llm_compactor::format::{Document, Format, detect, openhands};
-use llm_compactor::plan::Pairs;
 use llm_compactor::session::Transcript;
 use llm_compactor::{CompactError, CompactOptions, Compactor, CompactorConfig, Message};
 use proptest::prelude::*;
@@ -157,30 +156,6 @@ fn document() -> impl Strategy<Value = Value> {
         prop::collection::vec(any_json(), 0..6).prop_map(|h| json!({"history": h})),
         any_json(),
     ]
-}
-
-/// No orphan result and no unanswered call, except the calls of a trailing turn that
-/// only its own answers follow (pending): what a provider accepts.
-fn provider_valid(messages: &[Message]) -> Result<(), String> {
-    let pairs = Pairs::build(messages);
-    let mut answered = std::collections::HashSet::new();
-    for (i, m) in messages.iter().enumerate() {
-        if m.is_tool_result() {
-            if pairs.asker(i).is_none() {
-                return Err(format!("message {i}: orphan result"));
-            }
-            answered.insert(m.tool_call_id.clone().unwrap_or_default());
-        }
-    }
-    for (i, m) in messages.iter().enumerate() {
-        let pending = messages[i + 1..].iter().all(Message::is_tool_result);
-        for call in &m.tool_calls {
-            if !pending && !answered.contains(&call.id) {
-                return Err(format!("message {i}: call {} unanswered", call.id));
-            }
-        }
-    }
-    Ok(())
 }
 
 /// `compact` on what an importer or the loader accepted, with a summarizer and without

@@ -8,81 +8,20 @@ mod session_support;
 
 use std::sync::{Arc, Mutex};
 
-use engine_support::{Scripted, reply, truncated};
+use engine_support::{Scripted, provider_valid, reply, run, truncated};
 use llm_compactor::compactor::{CompactionEvent, TRUNCATED_MARKER};
 use llm_compactor::count::{HeuristicCounter, TokenCounter};
 use llm_compactor::message::{Content, Message, Part, ToolCall};
 use llm_compactor::plan::{self, AgingRules, Pairs, Repair, SYNTHETIC_ANSWER};
-use llm_compactor::session::{Session, Transcript};
+use llm_compactor::session::Session;
 use llm_compactor::summarize::{REASONING_OMITTED, is_role_header, render_message, render_transcript};
-use llm_compactor::{CompactError, CompactOptions, CompactionResult, Compactor, CompactorConfig};
+use llm_compactor::{CompactError, CompactOptions, Compactor, CompactorConfig};
 use proptest::prelude::*;
 use serde_json::json;
-use session_support::{bytes_of, fixed_options};
-
-fn run(compactor: &Compactor, input: &[Message]) -> Result<CompactionResult, CompactError> {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_time()
-        .start_paused(true)
-        .build()
-        .unwrap();
-    rt.block_on(compactor.compact(input, CompactOptions::default()))
-}
+use session_support::{assert_pass_replays, fixed_options};
 
 fn ask(id: &str, tool: &str) -> Message {
     Message::assistant(format!("calling {tool}")).with_tool_calls(vec![ToolCall::new(id, tool, "{}")])
-}
-
-/// No orphan result and no unanswered call, except the calls of a trailing turn that
-/// only its own answers follow (pending): what a provider accepts.
-fn provider_valid(messages: &[Message]) -> Result<(), String> {
-    let pairs = Pairs::build(messages);
-    let mut answered = std::collections::HashSet::new();
-    for (i, m) in messages.iter().enumerate() {
-        if m.is_tool_result() {
-            if pairs.asker(i).is_none() {
-                return Err(format!("message {i}: orphan result"));
-            }
-            answered.insert(m.tool_call_id.clone().unwrap_or_default());
-        }
-    }
-    for (i, m) in messages.iter().enumerate() {
-        let pending = messages[i + 1..].iter().all(Message::is_tool_result);
-        for call in &m.tool_calls {
-            if !pending && !answered.contains(&call.id) {
-                return Err(format!("message {i}: call {} unanswered", call.id));
-            }
-        }
-    }
-    Ok(())
-}
-
-fn session_replays(input: &[Message], result: &CompactionResult) {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("s.jsonl");
-    let mut session = Session::create(&path, fixed_options()).unwrap();
-    for m in input {
-        session.append_message(m.clone()).unwrap();
-    }
-    session.record_result(result).expect("the pass is recordable");
-    let live: Vec<Message> = session.messages().to_vec();
-    let strip = |ms: &[Message]| -> Vec<Message> {
-        ms.iter()
-            .map(|m| {
-                let mut m = m.clone();
-                m.id = None;
-                m
-            })
-            .collect()
-    };
-    assert_eq!(bytes_of(&strip(&live)), bytes_of(&strip(&result.messages)));
-    drop(session);
-    let transcript = Transcript::read(&path).unwrap();
-    assert_eq!(
-        bytes_of(transcript.messages()),
-        bytes_of(&live),
-        "replay is byte-identical"
-    );
 }
 
 // ---- item 13: broken input ----
@@ -112,7 +51,7 @@ fn orphan_results_are_dropped_and_listed_and_unanswered_calls_answered() {
     assert_eq!(result.messages[3].tool_call_id.as_deref(), Some("a"));
     assert_eq!(result.messages[3].text(), SYNTHETIC_ANSWER);
     assert_eq!(result.messages.len(), input.len());
-    session_replays(&input, &result);
+    assert_pass_replays(&input, &result);
 }
 
 #[test]
@@ -177,7 +116,7 @@ fn an_orphan_in_the_middle_of_a_summarized_pass_is_repaired_and_replays() {
     provider_valid(&result.messages).unwrap();
     assert_eq!(result.repairs.len(), 1);
     assert!(result.cut_index > 0 && !result.fallback);
-    session_replays(&input, &result);
+    assert_pass_replays(&input, &result);
 }
 
 // ---- item 14: truncated summary ----
@@ -296,7 +235,7 @@ fn stubs_summarized_by_the_same_pass_are_reported_and_recorded() {
     assert!(result.cut_index >= 0 && !result.fallback, "{result:?}");
     assert!(!result.elisions.is_empty(), "the stubs of the pass are reported");
     assert!(result.elisions.iter().all(|e| !result.survived(e)));
-    session_replays(&input, &result);
+    assert_pass_replays(&input, &result);
     // And the transcript has the elision line before the compaction line.
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("t.jsonl");
@@ -326,7 +265,7 @@ fn stubs_of_a_trimmed_pass_report_whether_they_survived() {
         let kept = result.messages.iter().any(|m| m.text() == e.stub);
         assert!(!result.survived(e) || kept);
     }
-    session_replays(&input, &result);
+    assert_pass_replays(&input, &result);
 }
 
 // ---- items 17 and 18: the summarizer's transcript ----
@@ -436,7 +375,7 @@ fn a_sticky_turn_keeps_its_answers_and_the_pass_makes_progress() {
             .unwrap();
         assert_eq!(result.messages[at + 1].text(), "the plan: step 1, step 2");
         provider_valid(&result.messages).unwrap();
-        session_replays(&input, &result);
+        assert_pass_replays(&input, &result);
     }
 }
 
@@ -465,7 +404,7 @@ fn one_huge_recent_result_is_cut_head_and_tail_and_the_pass_fits() {
     let user = result.messages.iter().rev().find(|m| m.text() == "read the log");
     assert!(user.is_some(), "the newest user message is untouched");
     provider_valid(&result.messages).unwrap();
-    session_replays(&input, &result);
+    assert_pass_replays(&input, &result);
 }
 
 #[test]
@@ -487,150 +426,7 @@ fn the_recent_window_shrinks_before_anything_is_cut() {
         result.cut_index
     );
     provider_valid(&result.messages).unwrap();
-    session_replays(&input, &result);
-}
-
-// ---- the property suite: arbitrary, possibly broken, structured conversations ----
-
-#[derive(Clone, Debug)]
-enum Step {
-    User(usize),
-    Assistant(usize),
-    /// A turn with `calls` calls, of which `answered` (a bit mask) get answers of
-    /// `size` chars; `sticky` pins it; `failed` marks the answers as failed.
-    Turn {
-        calls: usize,
-        answered: u8,
-        size: usize,
-        sticky: bool,
-        failed: bool,
-        tool: u8,
-    },
-    Orphan(usize),
-    /// Reuses the previous call id (a duplicate id).
-    Duplicate,
-    Sticky(usize),
-}
-
-fn step() -> impl Strategy<Value = Step> {
-    prop_oneof![
-        3 => (1usize..300).prop_map(Step::User),
-        2 => (0usize..300).prop_map(Step::Assistant),
-        6 => (1usize..4, any::<u8>(), prop_oneof![0usize..200, 1000usize..5000, 20_000usize..60_000], prop::bool::weighted(0.1), prop::bool::weighted(0.2), 0u8..3)
-            .prop_map(|(calls, answered, size, sticky, failed, tool)| Step::Turn { calls, answered, size, sticky, failed, tool }),
-        1 => (0usize..200).prop_map(Step::Orphan),
-        1 => Just(Step::Duplicate),
-        1 => (1usize..100).prop_map(Step::Sticky),
-    ]
-}
-
-fn build(steps: &[Step]) -> (Vec<Message>, bool) {
-    let mut out = vec![Message::system("rules")];
-    let mut next = 0usize;
-    let mut duplicate = false;
-    let mut last_id: Option<String> = None;
-    for s in steps {
-        match s {
-            Step::User(n) => out.push(Message::user("u".repeat(*n))),
-            Step::Assistant(n) => out.push(Message::assistant("a".repeat(*n))),
-            Step::Turn {
-                calls,
-                answered,
-                size,
-                sticky,
-                failed,
-                tool,
-            } => {
-                let ids: Vec<String> = (0..*calls)
-                    .map(|_| {
-                        next += 1;
-                        format!("c{next}")
-                    })
-                    .collect();
-                let calls: Vec<ToolCall> = ids
-                    .iter()
-                    .map(|id| ToolCall::new(id.clone(), format!("t{tool}"), "{}"))
-                    .collect();
-                let mut turn = Message::assistant("").with_tool_calls(calls);
-                if *sticky {
-                    turn = turn.sticky();
-                }
-                out.push(turn);
-                for (k, id) in ids.iter().enumerate() {
-                    if answered & (1 << k) != 0 {
-                        let mut m = Message::tool(id.clone(), "r".repeat(*size));
-                        if *failed {
-                            m.extras.insert("is_error".into(), json!(true));
-                        }
-                        out.push(m);
-                    }
-                }
-                last_id = ids.last().cloned();
-            }
-            Step::Orphan(n) => out.push(Message::tool(format!("ghost{}", out.len()), "o".repeat(*n))),
-            Step::Duplicate => {
-                // An id reused after it was answered is fine; twice in one turn is not.
-                if let Some(id) = &last_id {
-                    out.push(Message::assistant("").with_tool_calls(vec![ToolCall::new(id.clone(), "t0", "{}")]));
-                    out.push(Message::tool(id.clone(), "reused"));
-                }
-                next += 1;
-                let id = format!("c{next}");
-                duplicate = true;
-                out.push(Message::assistant("").with_tool_calls(vec![
-                    ToolCall::new(id.clone(), "t0", "{}"),
-                    ToolCall::new(id.clone(), "t1", "{}"),
-                ]));
-                out.push(Message::tool(id, "dup"));
-            }
-            Step::Sticky(n) => out.push(Message::user("s".repeat(*n)).sticky()),
-        }
-    }
-    (out, duplicate)
-}
-
-proptest! {
-    #![proptest_config(ProptestConfig { cases: 96, ..ProptestConfig::default() })]
-    #[test]
-    fn compact_never_panics_and_never_hands_back_a_broken_conversation(
-        steps in prop::collection::vec(step(), 0..24),
-        budget in 200usize..20_000,
-        keep_recent in 0usize..8,
-        aging in any::<bool>(),
-        summarizer in 0u8..3,
-        record in prop::bool::weighted(0.25),
-    ) {
-        let (input, duplicate) = build(&steps);
-        let config = CompactorConfig::builder(budget)
-            .keep_recent(keep_recent)
-            .age_observations(aging)
-            .age_min_chars(500)
-            .age_reclaim_min(2_000)
-            .build()
-            .unwrap();
-        let mut compactor = Compactor::new(config, Arc::new(HeuristicCounter));
-        match summarizer {
-            1 => compactor = compactor.with_summarizer(Scripted::always(reply("A short summary."))),
-            2 => compactor = compactor.with_summarizer(Scripted::always(truncated("cut short"))),
-            _ => {}
-        }
-        match run(&compactor, &input) {
-            Err(CompactError::InvalidInput { .. }) => prop_assert!(duplicate, "refused without a duplicate id"),
-            Err(other) => prop_assert!(false, "unexpected error {other}"),
-            Ok(result) => {
-                prop_assert!(!duplicate, "a duplicate id was accepted");
-                if let Err(problem) = provider_valid(&result.messages) {
-                    prop_assert!(false, "{problem}");
-                }
-                let sticky_in: Vec<&Message> = input.iter().filter(|m| m.is_sticky()).collect();
-                let sticky_out: Vec<&Message> = result.messages.iter().filter(|m| m.is_sticky()).collect();
-                prop_assert_eq!(sticky_in, sticky_out);
-                if record {
-                    session_replays(&input, &result);
-                }
-            }
-        }
-    }
+    assert_pass_replays(&input, &result);
 }
 
 // ---- item 22, continued: the decision sees the window the pass will use ----

@@ -292,3 +292,37 @@ pub async fn compact_once(config: CompactorConfig, summarizer: Arc<Scripted>, in
         .await
         .unwrap()
 }
+
+/// No orphan result and no unanswered call, except the calls of a trailing turn that
+/// only its own answers follow (pending): what a provider accepts.
+pub fn provider_valid(messages: &[Message]) -> Result<(), String> {
+    let pairs = plan::Pairs::build(messages);
+    let mut answered = std::collections::HashSet::new();
+    for (i, m) in messages.iter().enumerate() {
+        if m.is_tool_result() {
+            if pairs.asker(i).is_none() {
+                return Err(format!("message {i}: orphan result"));
+            }
+            answered.insert(m.tool_call_id.clone().unwrap_or_default());
+        }
+    }
+    for (i, m) in messages.iter().enumerate() {
+        let pending = messages[i + 1..].iter().all(Message::is_tool_result);
+        for call in &m.tool_calls {
+            if !pending && !answered.contains(&call.id) {
+                return Err(format!("message {i}: call {} unanswered", call.id));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `compact` on a current-thread runtime with a paused clock (retries back off instantly).
+pub fn run(compactor: &Compactor, input: &[Message]) -> Result<CompactionResult, llm_compactor::CompactError> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .start_paused(true)
+        .build()
+        .unwrap();
+    rt.block_on(compactor.compact(input, CompactOptions::default()))
+}

@@ -93,3 +93,33 @@ pub fn bytes_of(messages: &[Message]) -> String {
 pub fn file_bytes(path: &Path) -> Vec<u8> {
     std::fs::read(path).expect("read transcript")
 }
+
+/// Records `input` and the pass in a fresh session: the live messages equal the result
+/// (ids aside), and replaying the transcript rebuilds them byte for byte.
+pub fn assert_pass_replays(input: &[Message], result: &CompactionResult) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.jsonl");
+    let mut session = llm_compactor::session::Session::create(&path, fixed_options()).unwrap();
+    for m in input {
+        session.append_message(m.clone()).unwrap();
+    }
+    session.record_result(result).expect("the pass is recordable");
+    let live: Vec<Message> = session.messages().to_vec();
+    let strip = |ms: &[Message]| -> Vec<Message> {
+        ms.iter()
+            .map(|m| {
+                let mut m = m.clone();
+                m.id = None;
+                m
+            })
+            .collect()
+    };
+    assert_eq!(bytes_of(&strip(&live)), bytes_of(&strip(&result.messages)));
+    drop(session);
+    let transcript = llm_compactor::session::Transcript::read(&path).unwrap();
+    assert_eq!(
+        bytes_of(transcript.messages()),
+        bytes_of(&live),
+        "replay is byte-identical"
+    );
+}
