@@ -38,6 +38,7 @@ use std::time::{Duration, Instant};
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use llm_compactor::count::{BpeCounter, CalibratedCounter, MemoCounter, TokenCounter};
+use llm_compactor::plan::CostPolicy;
 use llm_compactor::session::{ContextManager, RequestShape, Session, SessionOptions};
 use llm_compactor::{Compactor, CompactorConfig, Conversation, Message, Usage};
 use tokio_util::sync::CancellationToken;
@@ -166,6 +167,40 @@ fn growing(group: &mut criterion::BenchmarkGroup<'_, criterion::measurement::Wal
             for _ in 0..iterations {
                 if conversation.len() + 2 > long.len() {
                     conversation.truncate(start);
+                }
+                let k = conversation.len();
+                let (a, c) = (long[k].clone(), long[k + 1].clone());
+                let begin = Instant::now();
+                conversation.push(a);
+                conversation.push(c);
+                black_box(compactor.needs_compaction_in(&conversation));
+                elapsed += begin.elapsed();
+            }
+            elapsed
+        })
+    });
+    // The same with aging on (the default) and an epoch that is due every round: the
+    // epoch decision read from the conversation's aging index.
+    let aging = CompactorConfig {
+        age_observations: true,
+        cost_policy: CostPolicy {
+            epoch_ratio: None,
+            ..CostPolicy::default()
+        },
+        ..config.clone()
+    };
+    let counter: Arc<dyn TokenCounter> = Arc::new(plain);
+    let compactor = Compactor::new(aging, counter.clone());
+    let mut conversation = Conversation::from_messages(counter, long[..start].to_vec());
+    black_box(compactor.needs_compaction_in(&conversation));
+    group.bench_function("conversation_needs_compaction_aging", |b| {
+        b.iter_custom(|iterations| {
+            let mut elapsed = Duration::ZERO;
+            for _ in 0..iterations {
+                if conversation.len() + 2 > long.len() {
+                    conversation.truncate(start);
+                    // The index is rebuilt after a truncation: not part of a round.
+                    black_box(compactor.needs_compaction_in(&conversation));
                 }
                 let k = conversation.len();
                 let (a, c) = (long[k].clone(), long[k + 1].clone());

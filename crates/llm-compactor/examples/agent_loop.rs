@@ -387,17 +387,25 @@ pub async fn run_agent(config: &AgentConfig) -> Result<AgentOutcome, AgentError>
     let rounds = AtomicUsize::new(0);
     let mut answer = String::new();
     while rounds.load(Ordering::Relaxed) < config.max_rounds {
-        let mut prepared = manager.prepare(shape, cancel.clone()).await?;
+        // Borrowed: the manager keeps the one conversation, a round copies nothing but
+        // the wire form it sends.
+        let mut wire: Vec<Value> = manager
+            .prepare_borrowed(shape, cancel.clone())
+            .await?
+            .messages
+            .iter()
+            .map(to_openai)
+            .collect();
         let reply = loop {
             rounds.fetch_add(1, Ordering::Relaxed);
-            let wire: Vec<Value> = prepared.messages.iter().map(to_openai).collect();
             match client
                 .complete(&wire, &tools, Some(config.completion_reserve as u32))
                 .await
             {
                 Ok(reply) => break reply,
                 Err(e) if e.context_length_exceeded => {
-                    prepared = manager.on_context_length_exceeded(shape, cancel.clone()).await?;
+                    let prepared = manager.on_context_length_exceeded(shape, cancel.clone()).await?;
+                    wire = prepared.messages.iter().map(to_openai).collect();
                 }
                 Err(e) => return Err(AgentError::Chat(e)),
             }

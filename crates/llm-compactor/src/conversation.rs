@@ -29,6 +29,7 @@ use sha2::{Digest, Sha256};
 
 use crate::count::TokenCounter;
 use crate::message::{Message, message_digest};
+use crate::plan::AgingIndex;
 
 /// A conversation with each message's token count and the chained digest of its
 /// prefixes, extended as it grows.
@@ -61,6 +62,9 @@ pub struct Conversation {
     /// `chain[i]`: SHA-256 fed with the newline-joined digests of `messages[..i]`, not
     /// finalized; computed up to the longest prefix asked for.
     chain: Mutex<Vec<Sha256>>,
+    /// What the elision epoch decision knows of each message, extended lazily (a loop
+    /// with aging off never builds it); reset by anything but an append.
+    aging: Mutex<AgingIndex>,
 }
 
 impl std::fmt::Debug for Conversation {
@@ -81,6 +85,7 @@ impl Clone for Conversation {
             counts: self.counts.clone(),
             sums: self.sums.clone(),
             chain: Mutex::new(self.chain().clone()),
+            aging: Mutex::new(lock(&self.aging).clone()),
         }
     }
 }
@@ -95,6 +100,7 @@ impl Conversation {
             counts: Vec::new(),
             sums: vec![0],
             chain: Mutex::new(vec![Sha256::new()]),
+            aging: Mutex::new(AgingIndex::default()),
         }
     }
 
@@ -192,6 +198,10 @@ impl Conversation {
         self.counts.truncate(len);
         self.sums.truncate(len + 1);
         self.chain_mut().truncate(len + 1);
+        // Pairs and answers of the dropped messages are spread through the index: it
+        // is rebuilt on the next question (a truncation follows a compaction, which is
+        // linear anyway).
+        *self.aging.get_mut().unwrap_or_else(|poisoned| poisoned.into_inner()) = AgingIndex::default();
     }
 
     /// Replaces the whole conversation (after a compaction). What is known of the
@@ -239,16 +249,29 @@ impl Conversation {
         Some(chain[n].clone())
     }
 
+    /// Runs `f` on the aging index, first extended to every message.
+    pub(crate) fn with_aging_index<R>(&self, f: impl FnOnce(&mut AgingIndex) -> R) -> R {
+        let mut index = lock(&self.aging);
+        index.extend(&self.messages);
+        f(&mut index)
+    }
+
     fn chain(&self) -> MutexGuard<'_, Vec<Sha256>> {
-        self.chain.lock().unwrap_or_else(|poisoned| {
-            self.chain.clear_poison();
-            poisoned.into_inner()
-        })
+        lock(&self.chain)
     }
 
     fn chain_mut(&mut self) -> &mut Vec<Sha256> {
         self.chain.get_mut().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
+}
+
+/// The mutex's value, poisoned or not: what it guards is a cache that every method
+/// leaves consistent between its steps, and a panic elsewhere must not disable it.
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|poisoned| {
+        mutex.clear_poison();
+        poisoned.into_inner()
+    })
 }
 
 #[cfg(test)]

@@ -10,6 +10,7 @@
 mod backoff;
 mod calls;
 mod config;
+mod epoch;
 mod events;
 mod hooks;
 mod ledger;
@@ -32,8 +33,7 @@ pub use result::{Attempt, AttemptKind, AttemptOutcome, CompactionResult, Elision
 pub use summary::TRUNCATED_MARKER;
 
 use crate::count::TokenCounter;
-use crate::message::Message;
-use crate::plan::{self, AgingRules, CostReceipt, EpochDecision, Pairs};
+use crate::plan::AgingRules;
 use crate::summarize::{Prompts, Summarizer};
 
 /// A compaction that could not even start: invalid input. A failing summarizer is NOT an
@@ -232,83 +232,6 @@ impl Compactor {
             min_chars: self.config.age_min_chars,
             reclaim_min: self.config.epoch_chars(),
         }
-    }
-
-    /// True when a pass should run now: the conversation is over the trigger (strictly),
-    /// or, with aging on, the eligible results (before the recent window as the pass fits
-    /// it to `max_recent_tokens`) add up to a whole epoch
-    /// ([`CompactorConfig::epoch_chars`]) and that epoch pays for the cache write it
-    /// causes ([`Compactor::epoch_decision`]).
-    pub fn needs_compaction(&self, messages: &[Message]) -> bool {
-        let tokens = self.counter.count_messages(messages);
-        if tokens > self.config.trigger() {
-            return true;
-        }
-        self.epoch_decision(messages, tokens)
-            .is_some_and(|(decision, _)| decision.runs())
-    }
-
-    /// [`Compactor::needs_compaction`] of a [`crate::Conversation`]: its tokens are the
-    /// counter's [`TokenCounter::count_conversation`] (cached counts, the calibrated
-    /// anchor checked by prefix digest), so with aging off a round costs nothing that
-    /// grows with the conversation. With aging on, the epoch check still reads the
-    /// conversation's results.
-    pub fn needs_compaction_in(&self, conversation: &crate::Conversation) -> bool {
-        let tokens = self.counter.count_conversation(conversation);
-        if tokens > self.config.trigger() {
-            return true;
-        }
-        self.epoch_decision(conversation.messages(), tokens)
-            .is_some_and(|(decision, _)| decision.runs())
-    }
-
-    /// The cost policy's decision on the elision epoch due below the trigger, and the
-    /// receipt it was made on; `None` when no epoch is due (aging off, the pool short of
-    /// an epoch, or stubbing would not shrink the conversation). `tokens` is the
-    /// conversation's count.
-    pub fn epoch_decision(&self, messages: &[Message], tokens: usize) -> Option<(EpochDecision, CostReceipt)> {
-        self.epoch_decision_with(messages, tokens, self.counter.as_ref(), &CompactOptions::default())
-    }
-
-    /// [`Compactor::epoch_decision`] with the receipt counted by `counter` (a per-call
-    /// override: every count of a plan uses the invocation's counter), for a pass run
-    /// with `options`.
-    pub(crate) fn epoch_decision_with(
-        &self,
-        messages: &[Message],
-        tokens: usize,
-        counter: &dyn TokenCounter,
-        options: &CompactOptions,
-    ) -> Option<(EpochDecision, CostReceipt)> {
-        if !self.config.age_observations {
-            return None;
-        }
-        let pairs = Pairs::build(messages);
-        let layout = plan::layout_with(messages, &pairs, self.config.keep_recent);
-        // The window as the pass will fit it to `max_recent_tokens`: what it shrinks off
-        // is before the cut, and aged by the pass, so the decision must see it too.
-        let (layout, _) = self.fit_recent(messages, &pairs, layout, counter, options);
-        let eligible = plan::eligible(messages, &pairs, &layout, self.aging_rules());
-        if plan::reclaimable_pool(&eligible) < self.config.epoch_chars() {
-            return None;
-        }
-        let elisions: Vec<Elision> = eligible
-            .into_iter()
-            .map(|e| Elision {
-                index: e.index,
-                stub: e.stub,
-            })
-            .collect();
-        let aged = plan::apply_elisions(messages, &elisions);
-        let policy = &self.config.cost_policy;
-        let rounds = plan::policy::horizon(policy, messages, tokens, self.config.trigger());
-        let receipt = CostReceipt::of_pass(messages, &aged, counter, (0, 0), rounds, policy);
-        if receipt.tokens_after >= receipt.tokens_before {
-            return None;
-        }
-        let decision = plan::policy::decide_epoch(&receipt, policy);
-        tracing::debug!(?decision, net_cost = receipt.net_cost, rounds, "epoch decision");
-        Some((decision, receipt))
     }
 
     fn next_round(&self) -> u64 {

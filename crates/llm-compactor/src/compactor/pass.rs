@@ -241,8 +241,6 @@ impl Compactor {
         counter: &dyn TokenCounter,
         options: &CompactOptions,
     ) -> (Layout, Vec<plan::Truncation>) {
-        let goal = options.target.unwrap_or(self.config.target());
-        let cap = self.config.recent_cap(goal);
         let tokens: Vec<usize> = input
             .iter()
             .enumerate()
@@ -254,8 +252,24 @@ impl Compactor {
                 }
             })
             .collect();
+        self.fit_recent_counted(input, pairs, layout, &tokens, counter, options)
+    }
+
+    /// [`Compactor::fit_recent`] with each message's tokens known (`tokens[i]` for every
+    /// `i` from the window's start on).
+    pub(crate) fn fit_recent_counted(
+        &self,
+        input: &[Message],
+        pairs: &Pairs,
+        layout: Layout,
+        tokens: &[usize],
+        counter: &dyn TokenCounter,
+        options: &CompactOptions,
+    ) -> (Layout, Vec<plan::Truncation>) {
+        let goal = options.target.unwrap_or(self.config.target());
+        let cap = self.config.recent_cap(goal);
         let mut count_one = |m: &Message| count_one(counter, m);
-        let (layout, truncations) = plan::fit_recent(input, pairs, layout, &tokens, cap, &mut count_one);
+        let (layout, truncations) = plan::fit_recent(input, pairs, layout, tokens, cap, &mut count_one);
         for t in &truncations {
             tracing::warn!(
                 index = t.index,

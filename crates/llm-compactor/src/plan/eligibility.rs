@@ -18,7 +18,7 @@
 //! than the content (a tiny duplicate), so an elision always reclaims something and an
 //! elision-only pass is a proven shrink.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 
 use serde::{Deserialize, Serialize};
 
@@ -26,7 +26,7 @@ use super::cut::Layout;
 use super::failed::is_failed_result;
 use super::identity::call_identity;
 use super::pairs::Pairs;
-use super::stub::{is_stub, stub_text};
+use super::stub::{is_stub, stub_chars, stub_text};
 use crate::message::Message;
 
 /// The two numbers aging is governed by.
@@ -65,46 +65,129 @@ pub struct Eligible {
 
 /// Every eligible tool result of `messages` under `layout`, in index order.
 pub fn eligible(messages: &[Message], pairs: &Pairs, layout: &Layout, rules: AgingRules) -> Vec<Eligible> {
-    let Some(cut) = layout.cut else { return Vec::new() };
+    if layout.cut.is_none() {
+        return Vec::new();
+    }
     // Chars of all content after each index.
     let mut after = vec![0usize; messages.len() + 1];
     for i in (0..messages.len()).rev() {
         after[i] = after[i + 1] + messages[i].content.chars();
     }
-    // Per identity, walking from the newest answer back: whether a newer answer that
-    // did not fail exists (then this one is superseded), and which answer is protected
-    // (the newest good one, or the newest when every answer failed).
-    let identities: Vec<Option<String>> = (0..messages.len())
-        .map(|i| pairs.call(messages, i).map(|c| call_identity(&c.name, &c.arguments)))
-        .collect();
-    let failed: Vec<bool> = messages.iter().map(is_failed_result).collect();
-    let mut answers: HashMap<&str, usize> = HashMap::new();
-    for identity in identities.iter().flatten() {
-        *answers.entry(identity.as_str()).or_insert(0) += 1;
+    let mut answers = Answers::default();
+    for i in 0..messages.len() {
+        answers.push(i, pairs, messages);
     }
-    let mut newer_good: HashMap<&str, usize> = HashMap::new();
-    let mut newest: HashSet<&str> = HashSet::new();
-    let mut superseded = vec![false; messages.len()];
-    let mut protected = vec![false; messages.len()];
-    for i in (0..messages.len()).rev() {
-        let Some(identity) = identities[i].as_deref() else {
-            continue;
-        };
-        if answers.get(identity).is_none_or(|&count| count < 2) {
-            continue;
-        }
-        let is_newest = newest.insert(identity);
-        match newer_good.get(identity) {
-            Some(_) => superseded[i] = true,
-            None => {
-                // The newest good copy (or the newest copy, failed or not) is protected.
-                protected[i] = !failed[i] || is_newest;
-                if !failed[i] {
-                    newer_good.insert(identity, i);
+    let facts = Facts {
+        chars: &|i| messages[i].content.chars(),
+        chars_after: &|i| after[i + 1],
+        answers: &answers,
+    };
+    eligible_in(messages, pairs, layout, rules, &facts)
+        .into_iter()
+        .map(|found| found.with_stub(messages, pairs))
+        .collect()
+}
+
+/// The answers of every repeated call: per message its call identity (interned) and
+/// whether it failed, per identity how often it was answered, its newest answer and its
+/// newest answer that did not fail. Built one message at a time, so a growing
+/// conversation ([`super::AgingIndex`]) extends it instead of recomputing it.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Answers {
+    ids: HashMap<String, u32>,
+    /// Per message: its call's interned identity (results that answer a call only).
+    identity: Vec<Option<u32>>,
+    /// Per message: a failed tool result.
+    failed: Vec<bool>,
+    /// Per identity: (answers, newest answer, newest answer that did not fail).
+    per_identity: Vec<(usize, usize, Option<usize>)>,
+}
+
+impl Answers {
+    /// Indexes message `i` (the next one) of `messages`, paired by `pairs`.
+    pub(crate) fn push(&mut self, i: usize, pairs: &Pairs, messages: &[Message]) {
+        debug_assert_eq!(i, self.identity.len());
+        let failed = is_failed_result(&messages[i]);
+        let identity = pairs
+            .call(messages, i)
+            .map(|c| call_identity(&c.name, &c.arguments))
+            .map(|identity| {
+                let next = self.ids.len() as u32;
+                let id = *self.ids.entry(identity).or_insert(next);
+                if id as usize == self.per_identity.len() {
+                    self.per_identity.push((0, i, None));
                 }
-            }
+                let entry = &mut self.per_identity[id as usize];
+                entry.0 += 1;
+                entry.1 = i;
+                if !failed {
+                    entry.2 = Some(i);
+                }
+                id
+            });
+        self.identity.push(identity);
+        self.failed.push(failed);
+    }
+
+    /// The repeated call's state of the answer at `i`: `None` when its call was answered
+    /// once (or it answers none); else whether a newer answer that did not fail
+    /// supersedes it, and whether it is the protected copy (the newest good one, or the
+    /// newest when every answer failed).
+    fn repeated(&self, i: usize) -> Option<(bool, bool)> {
+        let id = self.identity.get(i).copied().flatten()?;
+        let (count, newest, newest_good) = self.per_identity[id as usize];
+        if count < 2 {
+            return None;
+        }
+        let superseded = newest_good.is_some_and(|good| good > i);
+        let protected = !superseded && (!self.failed[i] || newest == i);
+        Some((superseded, protected))
+    }
+}
+
+/// What eligibility reads of each message, however it was computed.
+pub(crate) struct Facts<'a> {
+    /// Content chars of message `i`.
+    pub(crate) chars: &'a dyn Fn(usize) -> usize,
+    /// Content chars of every message after `i`.
+    pub(crate) chars_after: &'a dyn Fn(usize) -> usize,
+    /// The answers of repeated calls.
+    pub(crate) answers: &'a Answers,
+}
+
+/// An eligible result before its stub is written.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Found {
+    pub(crate) index: usize,
+    pub(crate) chars: usize,
+    pub(crate) reason: EligibleReason,
+}
+
+impl Found {
+    /// The eligible result with its tool's name and stub.
+    pub(crate) fn with_stub(self, messages: &[Message], pairs: &Pairs) -> Eligible {
+        let tool = pairs.call(messages, self.index).map(|c| c.name.clone());
+        let stub = stub_text(self.chars, tool.as_deref());
+        Eligible {
+            index: self.index,
+            chars: self.chars,
+            tool,
+            reason: self.reason,
+            stub,
         }
     }
+}
+
+/// The eligible results of `messages` under `layout`, from `facts`: the one rule, for
+/// the slice API and the incremental index alike.
+pub(crate) fn eligible_in(
+    messages: &[Message],
+    pairs: &Pairs,
+    layout: &Layout,
+    rules: AgingRules,
+    facts: &Facts<'_>,
+) -> Vec<Found> {
+    let Some(cut) = layout.cut else { return Vec::new() };
     let mut out = Vec::new();
     for &i in &layout.middle {
         // A layout of another conversation is ignored where it does not fit this one.
@@ -112,15 +195,16 @@ pub fn eligible(messages: &[Message], pairs: &Pairs, layout: &Layout, rules: Agi
         if i > cut || !message.is_tool_result() || message.is_sticky() || is_stub(&message.content) {
             continue;
         }
+        let repeated = facts.answers.repeated(i);
         // The protected answer of a repeated call is kept, whatever its size or age:
         // the model re-ran the call because it needed those bytes. An older copy is
         // dead weight only when a newer answer that did not fail replaces it.
-        if protected[i] {
+        if repeated.is_some_and(|(_, protected)| protected) {
             continue;
         }
-        let duplicate = superseded[i];
-        let chars = message.content.chars();
-        let aged = chars > rules.min_chars && after[i + 1] >= rules.reclaim_min;
+        let duplicate = repeated.is_some_and(|(superseded, _)| superseded);
+        let chars = (facts.chars)(i);
+        let aged = chars > rules.min_chars && (facts.chars_after)(i) >= rules.reclaim_min;
         let reason = if duplicate {
             EligibleReason::Duplicate
         } else if aged {
@@ -128,17 +212,14 @@ pub fn eligible(messages: &[Message], pairs: &Pairs, layout: &Layout, rules: Agi
         } else {
             continue;
         };
-        let tool = pairs.call(messages, i).map(|c| c.name.clone());
-        let stub = stub_text(chars, tool.as_deref());
-        if stub.chars().count() >= chars {
+        let tool = pairs.call(messages, i).map(|c| c.name.as_str());
+        if stub_chars(chars, tool) >= chars {
             continue;
         }
-        out.push(Eligible {
+        out.push(Found {
             index: i,
             chars,
-            tool,
             reason,
-            stub,
         });
     }
     out

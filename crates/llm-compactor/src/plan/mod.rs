@@ -8,6 +8,7 @@
 //! [`crate::compactor`] stay thin, lets a session replay reproduce a pass byte for byte,
 //! and lets `compactor plan` show what a pass would do without doing it.
 
+mod aging_index;
 mod assemble;
 mod cut;
 mod eligibility;
@@ -26,6 +27,7 @@ mod stub;
 mod trim;
 mod validate;
 
+pub use aging_index::AgingIndex;
 pub use assemble::{SUMMARY_HEADER, apply_elisions, assemble, notice_content, summary_content, summary_message};
 pub use cut::{Layout, layout, layout_with};
 pub use eligibility::{AgingRules, Eligible, EligibleReason, eligible, reclaimable_pool};

@@ -66,3 +66,61 @@ impl Pairs {
         self.last_answer.get(index).copied().flatten()
     }
 }
+
+/// [`Pairs`] of a growing conversation, extended one message at a time (the same
+/// joins [`Pairs::build`] makes: nearest preceding asking turn).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct PairsBuilder {
+    pairs: Pairs,
+    /// Each call id's newest asking turn and position.
+    open: HashMap<String, (usize, usize), foldhash::fast::FixedState>,
+}
+
+impl PairsBuilder {
+    /// Indexes the next message.
+    pub(crate) fn push(&mut self, message: &Message) {
+        let i = self.pairs.asker.len();
+        self.pairs.asker.push(None);
+        self.pairs.last_answer.push(None);
+        for (position, call) in message.tool_calls.iter().enumerate() {
+            self.open.insert(call.id.clone(), (i, position));
+        }
+        if message.is_tool_result()
+            && let Some(id) = message.tool_call_id.as_deref()
+            && let Some(&(turn, position)) = self.open.get(id)
+            && turn < i
+        {
+            self.pairs.asker[i] = Some((turn, position));
+            self.pairs.last_answer[turn] = Some(i);
+        }
+    }
+
+    /// The pairs of the messages pushed so far.
+    pub(crate) fn pairs(&self) -> &Pairs {
+        &self.pairs
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_builder_joins_as_build_does() {
+        use crate::message::ToolCall;
+        let messages = vec![
+            Message::assistant("")
+                .with_tool_calls(vec![ToolCall::new("a", "ls", "{}"), ToolCall::new("b", "ls", "[]")]),
+            Message::tool("b", "y"),
+            Message::tool("zz", "orphan"),
+            Message::assistant("").with_tool_calls(vec![ToolCall::new("a", "cat", "{}")]),
+            Message::tool("a", "x"),
+        ];
+        let mut builder = PairsBuilder::default();
+        for m in &messages {
+            builder.push(m);
+        }
+        assert_eq!(builder.pairs(), &Pairs::build(&messages));
+        assert_eq!(builder.pairs().asker(4), Some(3));
+    }
+}

@@ -29,6 +29,16 @@ pub fn stub_text(chars: usize, tool: Option<&str>) -> String {
     }
 }
 
+/// The length in chars of [`stub_text`]`(chars, tool)`, without writing it.
+pub(crate) fn stub_chars(chars: usize, tool: Option<&str>) -> usize {
+    let digits = chars.checked_ilog10().map_or(1, |log| log as usize + 1);
+    let name = match tool {
+        Some(name) if !name.is_empty() => 1 + name.chars().count(),
+        _ => 0,
+    };
+    PREFIX.len() + digits + "-char".len() + name + SUFFIX.len()
+}
+
 /// True when `content` is already a stub (of any size and tool).
 ///
 /// ```
@@ -46,4 +56,22 @@ pub fn is_stub(content: &Content) -> bool {
         return false;
     };
     !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stub_chars_is_the_length_of_the_stub() {
+        for chars in [0, 1, 9, 10, 99, 100, 41_062, usize::MAX] {
+            for tool in [None, Some(""), Some("bash"), Some("lire_fichier_é")] {
+                assert_eq!(
+                    stub_chars(chars, tool),
+                    stub_text(chars, tool).chars().count(),
+                    "{chars} {tool:?}"
+                );
+            }
+        }
+    }
 }

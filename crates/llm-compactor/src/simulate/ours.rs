@@ -11,6 +11,7 @@
 
 use std::sync::Arc;
 
+use crate::Conversation;
 use crate::compactor::{CompactOptions, Compactor, CompactorConfig};
 use crate::count::TokenCounter;
 use crate::message::Message;
@@ -25,9 +26,9 @@ pub struct Ours {
     name: &'static str,
     compactor: Compactor,
     runtime: tokio::runtime::Runtime,
-    conversation: Vec<Message>,
-    /// Tokens of `conversation` by the compactor's counter, kept up to date.
-    tokens: usize,
+    /// The conversation, counted by the compactor's counter (each message once) and
+    /// indexed for the epoch decision as it grows: a round costs its new messages.
+    conversation: Conversation,
 }
 
 impl std::fmt::Debug for Ours {
@@ -89,6 +90,7 @@ impl Ours {
         counter: Arc<dyn TokenCounter>,
     ) -> Result<Self, SimError> {
         let summarizer = Arc::new(StandIn::new(counter.clone()));
+        let conversation = Conversation::new(counter.clone());
         let compactor = Compactor::new(config, counter).with_summarizer(summarizer);
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_time()
@@ -98,8 +100,7 @@ impl Ours {
             name,
             compactor,
             runtime,
-            conversation: Vec::new(),
-            tokens: 0,
+            conversation,
         })
     }
 }
@@ -110,23 +111,15 @@ impl Strategy for Ours {
     }
 
     fn prepare(&mut self, appended: &[Message], _env: &Env<'_>) -> Result<Step, SimError> {
-        self.conversation.extend_from_slice(appended);
-        self.tokens += self.compactor.counter().count_messages(appended);
+        self.conversation.extend(appended.iter().cloned());
         let mut step = Step::default();
-        // `needs_compaction`, with the running count instead of a recount of the whole
-        // conversation every round (the same decision; a replay stays linear).
-        let over = self.tokens > self.compactor.config().trigger();
-        if !over
-            && !self
-                .compactor
-                .epoch_decision(&self.conversation, self.tokens)
-                .is_some_and(|(decision, _)| decision.runs())
-        {
+        if !self.compactor.needs_compaction_in(&self.conversation) {
             return Ok(step);
         }
-        let result = self
-            .runtime
-            .block_on(self.compactor.compact(&self.conversation, CompactOptions::default()))?;
+        let result = self.runtime.block_on(
+            self.compactor
+                .compact(self.conversation.messages(), CompactOptions::default()),
+        )?;
         step.summarizer_calls = result.attempts.len() as u32;
         step.summarizer = Tokens {
             uncached: result.usage.input_tokens,
@@ -139,14 +132,13 @@ impl Strategy for Ours {
             step.compactions = 1;
         }
         if !result.is_noop() {
-            step.rewrote_from = Some(shared_prefix_len(&self.conversation, &result.messages));
+            step.rewrote_from = Some(shared_prefix_len(self.conversation.messages(), &result.messages));
+            self.conversation.replace(result.messages);
         }
-        self.tokens = result.tokens_after;
-        self.conversation = result.messages;
         Ok(step)
     }
 
     fn conversation(&self) -> &[Message] {
-        &self.conversation
+        self.conversation.messages()
     }
 }

@@ -110,12 +110,19 @@ pub fn growth_per_round(messages: &[Message], tokens: usize) -> usize {
     tokens / turns.max(1)
 }
 
+/// [`horizon`] of a conversation of `tokens` with `assistant_turns` assistant turns
+/// (what [`growth_per_round`] reads of the messages), for a caller that keeps the count.
+pub fn horizon_of_turns(policy: &CostPolicy, assistant_turns: usize, tokens: usize, trigger: usize) -> u32 {
+    let growth = tokens / assistant_turns.max(1);
+    rounds_until(trigger, tokens, growth).min(policy.expected_remaining_rounds)
+}
+
 /// The horizon of an optional epoch: the requests it would serve before the conversation,
 /// left alone, reaches the trigger (after which a compaction rewrites the cache anyway),
 /// capped by [`CostPolicy::expected_remaining_rounds`].
 pub fn horizon(policy: &CostPolicy, messages: &[Message], tokens: usize, trigger: usize) -> u32 {
-    let growth = growth_per_round(messages, tokens);
-    rounds_until(trigger, tokens, growth).min(policy.expected_remaining_rounds)
+    let turns = messages.iter().filter(|m| m.role == Role::Assistant).count();
+    horizon_of_turns(policy, turns, tokens, trigger)
 }
 
 #[cfg(test)]

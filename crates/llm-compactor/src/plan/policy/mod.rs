@@ -17,7 +17,8 @@ mod gate;
 mod receipt;
 
 pub use gate::{
-    EpochDecision, TriggerAction, choose_at_trigger, decide_epoch, growth_per_round, horizon, rounds_until,
+    EpochDecision, TriggerAction, choose_at_trigger, decide_epoch, growth_per_round, horizon, horizon_of_turns,
+    rounds_until,
 };
 pub use receipt::{CostReceipt, ReceiptInput};
 

@@ -1,0 +1,154 @@
+//! Whether a pass should run now, and the cost policy's decision on an elision epoch
+//! below the trigger.
+//!
+//! The question is asked before every request of an agent loop, so its cost is the
+//! loop's per-round overhead. Over the trigger the answer is one comparison. Below it,
+//! with aging on, the answer needs the eligible results and what stubbing them would
+//! cost and save: asked of a slice that is work proportional to the conversation every
+//! round; asked of a [`Conversation`] it reads the conversation's
+//! [`crate::plan::AgingIndex`] (each message learned once) and counts only the stubs of
+//! newly eligible results. Both paths take the same decision: the rule lives once, in
+//! the planning core.
+
+use super::{CompactOptions, Compactor};
+use crate::conversation::Conversation;
+use crate::count::TokenCounter;
+use crate::message::Message;
+use crate::plan::policy::{ReceiptInput, horizon_of_turns};
+use crate::plan::{self, CostReceipt, Elision, EpochDecision, Pairs};
+
+impl Compactor {
+    /// True when a pass should run now: the conversation is over the trigger (strictly),
+    /// or, with aging on, the eligible results (before the recent window as the pass fits
+    /// it to `max_recent_tokens`) add up to a whole epoch
+    /// ([`CompactorConfig::epoch_chars`]) and that epoch pays for the cache write it
+    /// causes ([`Compactor::epoch_decision`]).
+    pub fn needs_compaction(&self, messages: &[Message]) -> bool {
+        let tokens = self.counter.count_messages(messages);
+        if tokens > self.config.trigger() {
+            return true;
+        }
+        self.epoch_decision(messages, tokens)
+            .is_some_and(|(decision, _)| decision.runs())
+    }
+
+    /// [`Compactor::needs_compaction`] of a [`Conversation`]: its tokens are the
+    /// counter's [`TokenCounter::count_conversation`] (cached counts, the calibrated
+    /// anchor checked by prefix digest), and with aging on the epoch check reads the
+    /// conversation's aging index ([`Compactor::epoch_decision_in`]), so a round costs
+    /// its new messages, not the conversation.
+    pub fn needs_compaction_in(&self, conversation: &Conversation) -> bool {
+        let tokens = self.counter.count_conversation(conversation);
+        if tokens > self.config.trigger() {
+            return true;
+        }
+        self.epoch_decision_in(conversation, tokens)
+            .is_some_and(|(decision, _)| decision.runs())
+    }
+
+    /// [`Compactor::epoch_decision`] of a [`Conversation`], the same decision and receipt:
+    /// read from the conversation's aging index when the conversation is counted by this
+    /// compactor's counter and that counter is additive (each message's facts learned
+    /// once, the receipt from the cached counts and the stubs' counts); else the slice
+    /// path.
+    pub fn epoch_decision_in(
+        &self,
+        conversation: &Conversation,
+        tokens: usize,
+    ) -> Option<(EpochDecision, CostReceipt)> {
+        if !self.config.age_observations {
+            return None;
+        }
+        let counter = self.counter.as_ref();
+        if !(counter.additive() && conversation.counted_by(counter)) {
+            return self.epoch_decision(conversation.messages(), tokens);
+        }
+        let messages = conversation.messages();
+        let counts = conversation.counts();
+        let options = CompactOptions::default();
+        conversation.with_aging_index(|index| {
+            let layout = plan::layout_with(messages, index.pairs(), self.config.keep_recent);
+            let (layout, _) = self.fit_recent_counted(messages, index.pairs(), layout, counts, counter, &options);
+            let found = index.eligible(messages, &layout, self.aging_rules());
+            let pool: usize = found.iter().map(|f| f.chars).sum();
+            if pool < self.config.epoch_chars() {
+                return None;
+            }
+            // The receipt `CostReceipt::of_pass` would write for the stubbed copy: the
+            // cache is kept up to the first stub; each stub changes its message's count.
+            let first = found.first()?.index;
+            let before = conversation.tokens_in(..);
+            let mut after = before;
+            for f in &found {
+                after = after - counts[f.index] + index.stub_tokens(messages, f, counter);
+            }
+            if after >= before {
+                return None;
+            }
+            let policy = &self.config.cost_policy;
+            let rounds = horizon_of_turns(policy, index.assistant_turns(), tokens, self.config.trigger());
+            let receipt = CostReceipt::compute(
+                &ReceiptInput {
+                    tokens_before: before,
+                    tokens_after: after,
+                    cached_prefix_kept: conversation.tokens_in(..first),
+                    rounds,
+                    ..ReceiptInput::default()
+                },
+                policy,
+            );
+            let decision = plan::policy::decide_epoch(&receipt, policy);
+            tracing::debug!(?decision, net_cost = receipt.net_cost, rounds, "epoch decision");
+            Some((decision, receipt))
+        })
+    }
+
+    /// The cost policy's decision on the elision epoch due below the trigger, and the
+    /// receipt it was made on; `None` when no epoch is due (aging off, the pool short of
+    /// an epoch, or stubbing would not shrink the conversation). `tokens` is the
+    /// conversation's count.
+    pub fn epoch_decision(&self, messages: &[Message], tokens: usize) -> Option<(EpochDecision, CostReceipt)> {
+        self.epoch_decision_with(messages, tokens, self.counter.as_ref(), &CompactOptions::default())
+    }
+
+    /// [`Compactor::epoch_decision`] with the receipt counted by `counter` (a per-call
+    /// override: every count of a plan uses the invocation's counter), for a pass run
+    /// with `options`.
+    pub(crate) fn epoch_decision_with(
+        &self,
+        messages: &[Message],
+        tokens: usize,
+        counter: &dyn TokenCounter,
+        options: &CompactOptions,
+    ) -> Option<(EpochDecision, CostReceipt)> {
+        if !self.config.age_observations {
+            return None;
+        }
+        let pairs = Pairs::build(messages);
+        let layout = plan::layout_with(messages, &pairs, self.config.keep_recent);
+        // The window as the pass will fit it to `max_recent_tokens`: what it shrinks off
+        // is before the cut, and aged by the pass, so the decision must see it too.
+        let (layout, _) = self.fit_recent(messages, &pairs, layout, counter, options);
+        let eligible = plan::eligible(messages, &pairs, &layout, self.aging_rules());
+        if plan::reclaimable_pool(&eligible) < self.config.epoch_chars() {
+            return None;
+        }
+        let elisions: Vec<Elision> = eligible
+            .into_iter()
+            .map(|e| Elision {
+                index: e.index,
+                stub: e.stub,
+            })
+            .collect();
+        let aged = plan::apply_elisions(messages, &elisions);
+        let policy = &self.config.cost_policy;
+        let rounds = plan::policy::horizon(policy, messages, tokens, self.config.trigger());
+        let receipt = CostReceipt::of_pass(messages, &aged, counter, (0, 0), rounds, policy);
+        if receipt.tokens_after >= receipt.tokens_before {
+            return None;
+        }
+        let decision = plan::policy::decide_epoch(&receipt, policy);
+        tracing::debug!(?decision, net_cost = receipt.net_cost, rounds, "epoch decision");
+        Some((decision, receipt))
+    }
+}
