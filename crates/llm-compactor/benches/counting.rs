@@ -125,12 +125,42 @@ fn throughput(c: &mut Criterion) {
         ours_mbs / tiktoken_mbs
     );
 
+    // The map of piece counts (`count/bpe_pieces.rs`) against the dependency's own
+    // `count` on the same text: once on a fresh thread (the map empty, as in a new
+    // process), and warm.
+    let alone = bpe_openai::o200k_base();
+    assert_eq!(ours.count_text(&text), alone.count(text.as_str()));
+    let fresh = std::thread::scope(|scope| {
+        scope
+            .spawn(|| {
+                let start = Instant::now();
+                black_box(ours.count_text(&text));
+                start.elapsed()
+            })
+            .join()
+            .expect("the counting thread")
+    });
+    let alone_time = time_it(3, || alone.count(text.as_str()));
+    let warm_time = time_it(3, || ours.count_text(&text));
+    let alone_mbs = mb_per_s(text.len(), alone_time, 3);
+    println!(
+        "piece counts remembered: fresh thread {:.1} MB/s ({:.2}x bpe-openai's count), warm {:.1} MB/s ({:.2}x); \
+         bpe-openai's count alone {alone_mbs:.1} MB/s\n",
+        mb_per_s(text.len(), fresh, 1),
+        mb_per_s(text.len(), fresh, 1) / alone_mbs,
+        mb_per_s(text.len(), warm_time, 3),
+        mb_per_s(text.len(), warm_time, 3) / alone_mbs,
+    );
+
     let sample: String = text.chars().take(1_000_000).collect();
     let mut group = c.benchmark_group("o200k_throughput");
     group.throughput(Throughput::Bytes(sample.len() as u64));
     group.bench_function("ours_bpe_openai", |b| b.iter(|| ours.count_text(black_box(&sample))));
     group.bench_function("tiktoken_rs", |b| {
         b.iter(|| tiktoken.encode_ordinary(black_box(&sample)).len())
+    });
+    group.bench_function("bpe_openai_count_alone", |b| {
+        b.iter(|| alone.count(black_box(sample.as_str())))
     });
     group.finish();
 }

@@ -130,7 +130,21 @@ fn real_9898(c: &mut Criterion) {
     group.bench_function("hard_trim_heuristic", |b| {
         b.iter(|| black_box(trim(&HeuristicCounter, goal)))
     });
+    // Cold as in a fresh process: a new memo, and a new thread, whose map of piece
+    // counts (`count/bpe_pieces.rs`, per thread) starts empty.
     group.bench_function("hard_trim_o200k_cold_memo", |b| {
+        b.iter(|| {
+            std::thread::scope(|scope| {
+                scope
+                    .spawn(|| black_box(trim(&MemoCounter::new(BpeCounter::o200k()), o200k_goal)))
+                    .join()
+                    .expect("the trim thread")
+            })
+        })
+    });
+    // A new memo on a thread that has counted before (a long-lived server): the piece
+    // counts are warm.
+    group.bench_function("hard_trim_o200k_cold_memo_warm_pieces", |b| {
         b.iter(|| black_box(trim(&MemoCounter::new(BpeCounter::o200k()), o200k_goal)))
     });
     // Where a heuristic trim's time goes: each part alone.
@@ -175,11 +189,18 @@ fn real_9898(c: &mut Criterion) {
     };
     group.bench_function("plan_o200k_cold_memo", |b| {
         b.iter(|| {
-            let compactor = Compactor::new(
-                config.clone(),
-                std::sync::Arc::new(MemoCounter::new(BpeCounter::o200k())),
-            );
-            black_box(compactor.plan(&messages, &o200k_options).trim.map(|t| t.tokens_after))
+            std::thread::scope(|scope| {
+                scope
+                    .spawn(|| {
+                        let compactor = Compactor::new(
+                            config.clone(),
+                            std::sync::Arc::new(MemoCounter::new(BpeCounter::o200k())),
+                        );
+                        black_box(compactor.plan(&messages, &o200k_options).trim.map(|t| t.tokens_after))
+                    })
+                    .join()
+                    .expect("the plan thread")
+            })
         })
     });
     // The old algorithm (every bisection candidate assembled and counted), as the

@@ -3,6 +3,8 @@
 //! Tokenization is `bpe-openai`'s (GitHub's linear-time BPE, whose encodings are tested
 //! identical to tiktoken's and which runs about twice as fast as `tiktoken-rs`); we never
 //! hand-write BPE. The framing of messages and requests is [`super::framing`]'s rule.
+//! Counting goes piece by piece with the counts of short pieces remembered per thread
+//! (`bpe_pieces.rs`: the same counts, without an encoder run per repeated word).
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -87,7 +89,7 @@ impl TokenCounter for BpeCounter {
         if text.is_empty() {
             return 0;
         }
-        self.encoding.tokenizer().count(text)
+        super::bpe_pieces::count_text(self.encoding, text)
     }
 
     fn count_message(&self, message: &Message) -> usize {

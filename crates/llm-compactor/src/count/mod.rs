@@ -132,6 +132,8 @@ impl std::fmt::Debug for dyn TokenCounter {
 
 #[cfg(feature = "bpe")]
 mod bpe;
+#[cfg(feature = "bpe")]
+mod bpe_pieces;
 mod by_name;
 mod calibrated;
 mod fingerprint;
