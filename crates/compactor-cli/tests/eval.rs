@@ -167,3 +167,35 @@ fn the_recall_of_the_probes_that_fit_the_cap_is_reported() {
     assert_eq!(off["total"]["fit_probes"], 0, "{off}");
     assert!(off["total"]["fit_recall"].is_null(), "{off}");
 }
+
+#[test]
+fn aging_does_not_turn_the_scored_pass_into_an_elision_epoch() {
+    // Results fat enough for a whole epoch (the default budget's 49k chars) and a
+    // conversation far under the target: with aging on the pass would stub them and
+    // write no summary, so there would be nothing to score.
+    let mut m = vec![
+        json!({"role": "system", "content": "You are a coding agent."}),
+        json!({"role": "user", "content": "Please fix the crash in src/parser.py"}),
+    ];
+    for i in 0..8 {
+        m.push(json!({"role": "assistant", "content": "", "tool_calls": [
+            {"id": format!("c{i}"), "type": "function", "function": {"name": "bash",
+             "arguments": json!({"command": format!("cat src/mod_{i}.py")}).to_string()}}
+        ]}));
+        m.push(
+            json!({"role": "tool", "tool_call_id": format!("c{i}"), "content": format!("line {i}\n").repeat(1_500)}),
+        );
+    }
+    m.push(json!({"role": "user", "content": "Keep going"}));
+    m.push(json!({"role": "assistant", "content": "Working."}));
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("fat.json");
+    std::fs::write(&path, Value::Array(m).to_string()).unwrap();
+    let path = path.to_str().unwrap();
+    let scored = eval(path, &["--summarizer", "ledger"]);
+    assert_eq!(scored["files"][0]["outcome"], "ledger", "{scored}");
+    assert!(scored["total"]["recall"].as_f64().unwrap() > 0.9, "{scored}");
+    // Asked for, aging is on: the epoch, and nothing to score.
+    let aged = eval(path, &["--summarizer", "ledger", "--age-observations=true"]);
+    assert_eq!(aged["files"][0]["outcome"], "aged", "{aged}");
+}

@@ -21,7 +21,8 @@ use crate::error::CliError;
 use crate::io;
 
 /// Score summaries: recall of probes from the replaced middle, hallucinated identifiers,
-/// compression and time, per file and in total.
+/// compression and time, per file and in total. Aging is off unless
+/// `--age-observations` is given (an elision epoch writes no summary to score).
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// Conversation files (any format `compact` reads).
@@ -70,7 +71,11 @@ pub struct FileScore {
 }
 
 /// Runs the command.
-pub fn run(args: Args) -> Result<(), CliError> {
+pub fn run(mut args: Args) -> Result<(), CliError> {
+    // The eval scores summaries: with aging on (the engine's default), a pass over a
+    // real run under its trigger is usually an elision epoch with no summary at all, and
+    // the score would measure nothing. Aging is off here unless asked for.
+    args.opts.age_observations.get_or_insert(false);
     let (compactor, _counter) = args.opts.compactor(false)?;
     let name = compactor
         .summarizer()

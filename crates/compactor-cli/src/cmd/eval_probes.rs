@@ -71,7 +71,8 @@ fn start(text: &str, n: usize) -> String {
 
 fn is_pathlike(token: &str) -> bool {
     let len = token.chars().count();
-    if !(4..=160).contains(&len) || token.starts_with('-') || token.contains("://") {
+    // A device (`/dev/null` of a redirect) is not a file the agent worked on.
+    if !(4..=160).contains(&len) || token.starts_with('-') || token.contains("://") || token.starts_with("/dev/") {
         return false;
     }
     if !token
@@ -133,6 +134,59 @@ fn commands_of(message: &Message) -> Vec<String> {
     out
 }
 
+/// The part of a command that is the agent's action: every line but a heredoc's body,
+/// which is file content (a script, a patch) rather than something the agent ran, so a
+/// path-like token in it (`1e9/60/60`, a URL's tail) is not a path the agent acted on.
+/// The headers of a unified diff in a body are kept, as the files the patch changes
+/// (without git's `a/` and `b/` prefixes).
+fn action_text(command: &str) -> String {
+    let mut out = String::new();
+    let mut end: Option<&str> = None;
+    for line in command.lines() {
+        if let Some(word) = end {
+            if line.trim() == word {
+                end = None;
+            } else if let Some(path) = diff_header(line) {
+                out.push_str(path);
+                out.push('\n');
+            }
+            continue;
+        }
+        out.push_str(line);
+        out.push('\n');
+        if let Some(pos) = line.find("<<") {
+            let word = line[pos + 2..].trim_start_matches('-').trim_start();
+            let word = word
+                .split(|c: char| c.is_whitespace() || c == '>' || c == ';')
+                .next()
+                .unwrap_or("")
+                .trim_matches(|c| c == '\'' || c == '"');
+            if !word.is_empty() {
+                end = Some(word);
+            }
+        }
+    }
+    out
+}
+
+/// The file a unified diff header names, without git's `a/` or `b/` prefix.
+fn diff_header(line: &str) -> Option<&str> {
+    let named = match line.strip_prefix("diff --git ") {
+        Some(rest) => rest.split_whitespace().next()?,
+        None => line
+            .strip_prefix("--- ")
+            .or_else(|| line.strip_prefix("+++ "))?
+            .split('\t')
+            .next()?
+            .trim(),
+    };
+    let path = named
+        .strip_prefix("a/")
+        .or_else(|| named.strip_prefix("b/"))
+        .unwrap_or(named);
+    (path != "/dev/null").then_some(path)
+}
+
 fn is_observation(text: &str) -> bool {
     let t = text.trim_start();
     t.starts_with("<returncode>") || t.starts_with("<output>")
@@ -163,7 +217,8 @@ pub fn draw(messages: &[Message], middle: &[usize]) -> Vec<Probe> {
                             push(ProbeKind::Command, start(first, PROBE_CHARS), &mut found);
                         }
                     }
-                    for token in command.split(|c: char| c.is_whitespace() || "'\"`;|&()<>=,:".contains(c)) {
+                    let action = action_text(&command);
+                    for token in action.split(|c: char| c.is_whitespace() || "'\"`;|&()<>=,:".contains(c)) {
                         if is_pathlike(token) {
                             push(ProbeKind::Path, token.to_owned(), &mut found);
                         }
@@ -218,9 +273,11 @@ fn errors(text: &str, found: &mut Vec<Probe>, push: &mut impl FnMut(ProbeKind, S
             continue;
         }
         let head = line.split(':').next().unwrap_or("");
+        // An exception's name (`ValueError`, `pkg.CustomError`), not a string literal
+        // that contains one (`"TypeError: ..."` in printed source code).
         if (head.ends_with("Error") || head.ends_with("Exception"))
             && head.len() > 5
-            && !head.contains(' ')
+            && head.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.')
             && line.len() > head.len()
         {
             push(ProbeKind::Error, start(line, PROBE_CHARS), found);
@@ -252,5 +309,44 @@ mod tests {
         assert!(texts.contains(&(ProbeKind::Error, "KeyError: 'x'")));
         assert!(texts.contains(&(ProbeKind::Request, "Please fix the crash in the parser")));
         assert!(texts.contains(&(ProbeKind::Identifier, "parse_header")));
+    }
+
+    #[test]
+    fn a_heredoc_body_gives_no_path_probe_but_its_diff_headers_do() {
+        let command = "cat <<'EOF' > /tmp/fix.patch\n--- a/src/rules/L031.py\n+++ b/src/rules/L031.py\n\
+                       -x = 1e9/60/60\n+x = 2\nEOF\ngit apply /tmp/fix.patch";
+        let messages = vec![Message::assistant("").with_tool_calls(vec![ToolCall::new(
+            "c",
+            "bash",
+            serde_json::json!({ "command": command }).to_string(),
+        )])];
+        let paths: Vec<String> = draw(&messages, &[0])
+            .into_iter()
+            .filter(|p| p.kind == ProbeKind::Path)
+            .map(|p| p.text)
+            .collect();
+        assert_eq!(paths, vec!["/tmp/fix.patch", "src/rules/L031.py"]);
+    }
+
+    #[test]
+    fn a_device_and_a_quoted_exception_name_are_not_probes() {
+        let messages = vec![
+            Message::assistant("").with_tool_calls(vec![ToolCall::new(
+                "c",
+                "bash",
+                r#"{"command":"python run.py > /dev/null"}"#,
+            )]),
+            Message::tool(
+                "c",
+                "raise TypeError(\n\"TypeError: len() takes one argument \"\nValueError: bad",
+            ),
+        ];
+        let texts: Vec<(ProbeKind, String)> = draw(&messages, &[0, 1]).into_iter().map(|p| (p.kind, p.text)).collect();
+        assert!(!texts.iter().any(|(_, t)| t == "/dev/null"), "{texts:?}");
+        assert!(!texts.iter().any(|(_, t)| t.starts_with('"')), "{texts:?}");
+        assert!(
+            texts.contains(&(ProbeKind::Error, "ValueError: bad".to_owned())),
+            "{texts:?}"
+        );
     }
 }

@@ -421,6 +421,12 @@ fn command_paths(command: &str) -> Vec<(&str, &'static str)> {
         if let Some(end) = &heredoc {
             if line.trim() == end {
                 heredoc = None;
+            } else if let Some(path) = diff_header_path(line)
+                && !out.contains(&(path, "patch"))
+            {
+                // A heredoc body is file content, except the headers of a unified diff:
+                // they name the files the patch changes.
+                out.push((path, "patch"));
             }
             continue;
         }
@@ -480,9 +486,48 @@ fn command_paths(command: &str) -> Vec<(&str, &'static str)> {
     out
 }
 
+/// The file a unified diff's header line names (`--- a/x.py`, `+++ b/x.py`,
+/// `diff --git a/x.py b/x.py`), without git's `a/` or `b/` prefix; `None` for any other
+/// line and for `/dev/null`.
+pub(crate) fn diff_header_path(line: &str) -> Option<&str> {
+    let line = line.trim_end();
+    let named = if let Some(rest) = line.strip_prefix("diff --git ") {
+        rest.split_whitespace().next()?
+    } else {
+        let rest = line.strip_prefix("--- ").or_else(|| line.strip_prefix("+++ "))?;
+        // `--- a/x.py\t2024-01-01 ...`: the date after a tab is not the path.
+        rest.split('\t').next()?.trim()
+    };
+    let path = named
+        .strip_prefix("a/")
+        .or_else(|| named.strip_prefix("b/"))
+        .unwrap_or(named);
+    (path != "/dev/null" && !path.contains(' ') && is_path(path)).then_some(path)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_patch_written_by_a_heredoc_names_the_files_it_changes() {
+        // From a real run (sqlfluff-1625): the patch is written with `cat <<EOF`, then
+        // applied; its body is not read as commands, but its headers name the file.
+        let command = "cat <<'EOF' > /tmp/fix.patch\ndiff --git a/src/sqlfluff/rules/L031.py b/src/sqlfluff/rules/L031.py\n\
+                       --- a/src/sqlfluff/rules/L031.py\n+++ b/src/sqlfluff/rules/L031.py\n@@ -1,2 +1,2 @@\n\
+                       -x = a/b/c.py\n+x = 1\n--- not/a header.py\nEOF\ngit apply /tmp/fix.patch";
+        assert_eq!(
+            command_paths(command),
+            vec![
+                ("/tmp/fix.patch", "write"),
+                ("src/sqlfluff/rules/L031.py", "patch"),
+                ("/tmp/fix.patch", "git")
+            ]
+        );
+        assert_eq!(diff_header_path("+++ /dev/null"), None);
+        assert_eq!(diff_header_path("--- a/x.py\t2024-01-01 10:00"), Some("x.py"));
+        assert_eq!(diff_header_path("--- just prose"), None);
+    }
 
     #[test]
     fn command_paths_with_ops() {
