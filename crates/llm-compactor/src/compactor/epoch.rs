@@ -67,9 +67,18 @@ impl Compactor {
         let counts = conversation.counts();
         let options = CompactOptions::default();
         conversation.with_aging_index(|index| {
-            let layout = plan::layout_with(messages, index.pairs(), self.config.keep_recent);
-            let (layout, _) = self.fit_recent_counted(messages, index.pairs(), layout, counts, counter, &options);
-            let found = index.eligible(messages, &layout, self.aging_rules());
+            // The window as the pass would fit it: read from its start to the end only,
+            // unless it is over its token cap (then the pass's own fit, which reads more).
+            let start = plan::recent_start(messages, index.pairs(), self.config.keep_recent);
+            let cap = self.config.recent_cap(self.config.target());
+            let cut = if conversation.tokens_in(start..) <= cap {
+                start.checked_sub(1)
+            } else {
+                let layout = plan::layout_with(messages, index.pairs(), self.config.keep_recent);
+                let (layout, _) = self.fit_recent_counted(messages, index.pairs(), layout, counts, counter, &options);
+                layout.cut
+            };
+            let found = index.eligible_upto(cut?, self.aging_rules());
             let pool: usize = found.iter().map(|f| f.chars).sum();
             if pool < self.config.epoch_chars() {
                 return None;

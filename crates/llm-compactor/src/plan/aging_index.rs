@@ -18,10 +18,10 @@
 //! the slice API and for this index, and `tests/aging_index.rs` checks the two agree on
 //! every prefix of generated conversations.
 
-use super::cut::Layout;
-use super::eligibility::{AgingRules, Answers, Facts, Found, eligible_in};
+use super::eligibility::{AgingRules, Answers, Found, judge};
 use super::pairs::{Pairs, PairsBuilder};
-use super::stub::stub_text;
+use super::pinned::is_pinned;
+use super::stub::{is_stub, stub_chars, stub_text};
 use crate::count::TokenCounter;
 use crate::message::{Content, Message, Role};
 
@@ -36,6 +36,9 @@ pub struct AgingIndex {
     /// `char_sums[i]`: the content chars of the first `i` messages.
     char_sums: Vec<usize>,
     assistant_turns: usize,
+    /// The tool results aging may consider (not pinned, not already a stub), in order,
+    /// each with the length of its stub: the only messages a round reads.
+    candidates: Vec<(usize, usize)>,
     /// The counter's count of message `i` with its content replaced by its stub, once
     /// asked for.
     stub_tokens: Vec<Option<usize>>,
@@ -48,6 +51,7 @@ impl Default for AgingIndex {
             answers: Answers::default(),
             char_sums: vec![0],
             assistant_turns: 0,
+            candidates: Vec::new(),
             stub_tokens: Vec::new(),
         }
     }
@@ -76,6 +80,10 @@ impl AgingIndex {
             if message.role == Role::Assistant {
                 self.assistant_turns += 1;
             }
+            if message.is_tool_result() && !is_pinned(messages, self.pairs.pairs(), i) && !is_stub(&message.content) {
+                let tool = self.pairs.pairs().call(messages, i).map(|c| c.name.as_str());
+                self.candidates.push((i, stub_chars(chars, tool)));
+            }
             self.stub_tokens.push(None);
         }
     }
@@ -90,16 +98,24 @@ impl AgingIndex {
         self.assistant_turns
     }
 
-    /// The eligible results under `layout` ([`super::eligible`]'s rule, from the index).
-    pub(crate) fn eligible(&self, messages: &[Message], layout: &Layout, rules: AgingRules) -> Vec<Found> {
+    /// The eligible results of `0..=cut` ([`super::eligible`]'s rule, [`judge`], read from
+    /// the index): a pass over the candidate results, with no message touched.
+    pub(crate) fn eligible_upto(&self, cut: usize, rules: AgingRules) -> Vec<Found> {
         let n = self.len();
         let total = self.char_sums[n];
-        let facts = Facts {
-            chars: &|i| self.char_sums[i + 1] - self.char_sums[i],
-            chars_after: &|i| total - self.char_sums[(i + 1).min(n)],
-            answers: &self.answers,
-        };
-        eligible_in(&messages[..n.min(messages.len())], self.pairs(), layout, rules, &facts)
+        let mut out = Vec::new();
+        for &(i, stub_chars) in self.candidates.iter().take_while(|(i, _)| *i <= cut) {
+            let chars = self.char_sums[i + 1] - self.char_sums[i];
+            let after = total - self.char_sums[i + 1];
+            if let Some(reason) = judge(i, chars, after, &self.answers, || stub_chars, rules) {
+                out.push(Found {
+                    index: i,
+                    chars,
+                    reason,
+                });
+            }
+        }
+        out
     }
 
     /// `counter`'s count of message `index` with its content replaced by `found`'s

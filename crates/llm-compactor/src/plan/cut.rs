@@ -62,31 +62,7 @@ pub fn layout(messages: &[Message], keep_recent: usize) -> Layout {
 
 /// [`layout`] with a prebuilt pair index.
 pub fn layout_with(messages: &[Message], pairs: &Pairs, keep_recent: usize) -> Layout {
-    let n = messages.len();
-    let mut start = n.saturating_sub(keep_recent);
-    // A last turn still waiting for its results is always recent: a summary placed
-    // after it would leave its calls unanswered.
-    if let Some(turn) = pending_turn(messages) {
-        start = start.min(turn);
-    }
-    // The earliest non-sticky asking turn of any result at or after each index.
-    let mut earliest_asker = vec![usize::MAX; n + 1];
-    for i in (0..n).rev() {
-        let own = pairs
-            .asker(i)
-            .filter(|&turn| messages.get(turn).is_some_and(|m| !m.is_sticky()))
-            .unwrap_or(usize::MAX);
-        earliest_asker[i] = earliest_asker[i + 1].min(own);
-    }
-    loop {
-        if start > 0 && start < n && messages[start].is_tool_result() {
-            start -= 1;
-        } else if start > 0 && earliest_asker[start] < start {
-            start = earliest_asker[start];
-        } else {
-            break;
-        }
-    }
+    let start = recent_start(messages, pairs, keep_recent);
     let cut = start.checked_sub(1);
     let middle = match cut {
         Some(c) => {
@@ -100,6 +76,43 @@ pub fn layout_with(messages: &[Message], pairs: &Pairs, keep_recent: usize) -> L
         recent_start: start,
         middle,
     }
+}
+
+/// The first index of the recent window ([`layout_with`]'s `recent_start`), reading only
+/// the messages from there to the end: what a growing conversation can ask every round.
+pub(crate) fn recent_start(messages: &[Message], pairs: &Pairs, keep_recent: usize) -> usize {
+    let n = messages.len();
+    let mut start = n.saturating_sub(keep_recent);
+    // A last turn still waiting for its results is always recent: a summary placed
+    // after it would leave its calls unanswered.
+    if let Some(turn) = pending_turn(messages) {
+        start = start.min(turn);
+    }
+    // The earliest non-sticky asking turn of any result at or after `start`, scanned
+    // down only as far as `start` moves.
+    let mut scanned = n;
+    let mut earliest_asker = usize::MAX;
+    let mut earliest_from = |start: usize| {
+        while scanned > start {
+            scanned -= 1;
+            let own = pairs
+                .asker(scanned)
+                .filter(|&turn| messages.get(turn).is_some_and(|m| !m.is_sticky()))
+                .unwrap_or(usize::MAX);
+            earliest_asker = earliest_asker.min(own);
+        }
+        earliest_asker
+    };
+    loop {
+        if start > 0 && start < n && messages[start].is_tool_result() {
+            start -= 1;
+        } else if start > 0 && earliest_from(start) < start {
+            start = earliest_from(start);
+        } else {
+            break;
+        }
+    }
+    start
 }
 
 /// The index of the last turn when it asked for tools and nothing but tool results

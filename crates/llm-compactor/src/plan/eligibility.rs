@@ -155,6 +155,37 @@ pub(crate) struct Facts<'a> {
     pub(crate) answers: &'a Answers,
 }
 
+/// The rule for one result of the middle that is neither pinned nor a stub: whether it is
+/// eligible, and why. `chars_after` is the content chars of every message after it;
+/// `stub_chars` the length of its stub (asked only when it would be eligible).
+pub(crate) fn judge(
+    i: usize,
+    chars: usize,
+    chars_after: usize,
+    answers: &Answers,
+    stub_chars: impl FnOnce() -> usize,
+    rules: AgingRules,
+) -> Option<EligibleReason> {
+    let repeated = answers.repeated(i);
+    // The protected answer of a repeated call is kept, whatever its size or age: the
+    // model re-ran the call because it needed those bytes. An older copy is dead weight
+    // only when a newer answer that did not fail replaces it.
+    if repeated.is_some_and(|(_, protected)| protected) {
+        return None;
+    }
+    let duplicate = repeated.is_some_and(|(superseded, _)| superseded);
+    let aged = chars > rules.min_chars && chars_after >= rules.reclaim_min;
+    let reason = if duplicate {
+        EligibleReason::Duplicate
+    } else if aged {
+        EligibleReason::Aged
+    } else {
+        return None;
+    };
+    // A stub must be shorter than what it replaces.
+    (stub_chars() < chars).then_some(reason)
+}
+
 /// An eligible result before its stub is written.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Found {
@@ -195,27 +226,11 @@ pub(crate) fn eligible_in(
         if i > cut || !message.is_tool_result() || message.is_sticky() || is_stub(&message.content) {
             continue;
         }
-        let repeated = facts.answers.repeated(i);
-        // The protected answer of a repeated call is kept, whatever its size or age:
-        // the model re-ran the call because it needed those bytes. An older copy is
-        // dead weight only when a newer answer that did not fail replaces it.
-        if repeated.is_some_and(|(_, protected)| protected) {
-            continue;
-        }
-        let duplicate = repeated.is_some_and(|(superseded, _)| superseded);
         let chars = (facts.chars)(i);
-        let aged = chars > rules.min_chars && (facts.chars_after)(i) >= rules.reclaim_min;
-        let reason = if duplicate {
-            EligibleReason::Duplicate
-        } else if aged {
-            EligibleReason::Aged
-        } else {
+        let stub_chars = || stub_chars(chars, pairs.call(messages, i).map(|c| c.name.as_str()));
+        let Some(reason) = judge(i, chars, (facts.chars_after)(i), facts.answers, stub_chars, rules) else {
             continue;
         };
-        let tool = pairs.call(messages, i).map(|c| c.name.as_str());
-        if stub_chars(chars, tool) >= chars {
-            continue;
-        }
         out.push(Found {
             index: i,
             chars,

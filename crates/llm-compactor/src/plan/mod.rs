@@ -29,6 +29,7 @@ mod validate;
 
 pub use aging_index::AgingIndex;
 pub use assemble::{SUMMARY_HEADER, apply_elisions, assemble, notice_content, summary_content, summary_message};
+pub(crate) use cut::recent_start;
 pub use cut::{Layout, layout, layout_with};
 pub use eligibility::{AgingRules, Eligible, EligibleReason, eligible, reclaimable_pool};
 pub use elision::Elision;

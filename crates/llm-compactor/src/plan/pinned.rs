@@ -23,16 +23,17 @@ use crate::message::Message;
 /// assert_eq!(pinned(&messages, &Pairs::build(&messages)), vec![true, true, false]);
 /// ```
 pub fn pinned(messages: &[Message], pairs: &Pairs) -> Vec<bool> {
-    messages
-        .iter()
-        .enumerate()
-        .map(|(i, m)| {
-            m.is_sticky()
-                || (m.is_tool_result()
-                    && pairs
-                        .asker(i)
-                        .and_then(|turn| messages.get(turn))
-                        .is_some_and(Message::is_sticky))
-        })
-        .collect()
+    (0..messages.len()).map(|i| is_pinned(messages, pairs, i)).collect()
+}
+
+/// [`pinned`] of the message at `index` alone (what a growing conversation learns once
+/// per message: the asking turn comes before its answers).
+pub(crate) fn is_pinned(messages: &[Message], pairs: &Pairs, index: usize) -> bool {
+    let m = &messages[index];
+    m.is_sticky()
+        || (m.is_tool_result()
+            && pairs
+                .asker(index)
+                .and_then(|turn| messages.get(turn))
+                .is_some_and(Message::is_sticky))
 }
