@@ -147,6 +147,26 @@ fn real_9898(c: &mut Criterion) {
     group.bench_function("hard_trim_o200k_cold_memo_warm_pieces", |b| {
         b.iter(|| black_box(trim(&MemoCounter::new(BpeCounter::o200k()), o200k_goal)))
     });
+    // The choice alone (pairs, layout, the cut chosen and validated as a view, no copy:
+    // LangChain's trim also returns references to the same message objects).
+    let choose = |counter: &dyn TokenCounter, goal: usize| {
+        let pairs = Pairs::build(&messages);
+        let layout = plan::layout_with(&messages, &pairs, 6);
+        plan::choose_trim_counted(&messages, &pairs, &layout, goal, usize::MAX, counter).map(|t| t.cut_index)
+    };
+    group.bench_function("choose_trim_heuristic", |b| {
+        b.iter(|| black_box(choose(&HeuristicCounter, goal)))
+    });
+    group.bench_function("choose_trim_o200k_cold_memo", |b| {
+        b.iter(|| {
+            std::thread::scope(|scope| {
+                scope
+                    .spawn(|| black_box(choose(&MemoCounter::new(BpeCounter::o200k()), o200k_goal)))
+                    .join()
+                    .expect("the trim thread")
+            })
+        })
+    });
     // Where a heuristic trim's time goes: each part alone.
     let pairs = Pairs::build(&messages);
     let layout = plan::layout_with(&messages, &pairs, 6);
