@@ -34,14 +34,14 @@ fn json_plan_reports_the_numbers() {
     );
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let r: Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(r["trigger"], 8000);
+    assert_eq!(r["trigger"], 7000);
     assert_eq!(r["target"], 4000);
     assert_eq!(r["needs_compaction"], true);
     assert_eq!(r["reason"], "over-trigger");
     assert_eq!(r["cut_index"], 11);
     assert_eq!(r["recent_start"], 12);
     assert_eq!(r["eligible"].as_array().unwrap().len(), 0, "aging is off");
-    assert!(r["tokens"].as_u64().unwrap() > 8000);
+    assert!(r["tokens"].as_u64().unwrap() > 7000);
 }
 
 #[test]

@@ -146,7 +146,10 @@ fn aging_config(budget: usize) -> CompactorConfig {
 #[test]
 fn needs_compaction_is_strictly_over_the_trigger_or_a_whole_pool() {
     // Aging off: 800 chars against a trigger of 800 is not over it; 801 is.
-    let c = Compactor::new(CompactorConfig::builder(1000).build().unwrap(), Arc::new(Chars));
+    let c = Compactor::new(
+        CompactorConfig::builder(1000).trigger_ratio(0.8).build().unwrap(),
+        Arc::new(Chars),
+    );
     assert!(!c.needs_compaction(&[Message::user("z".repeat(800))]));
     assert!(c.needs_compaction(&[Message::user("z".repeat(801))]));
     // Aging on, far below the trigger: a pool of exactly age_reclaim_min is an epoch.

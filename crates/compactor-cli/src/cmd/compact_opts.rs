@@ -63,7 +63,7 @@ pub struct CompactOpts {
     /// The context window in tokens [default: 128000].
     #[arg(long, value_name = "BUDGET", value_parser = ranges::tokens)]
     pub budget: Option<usize>,
-    /// Compaction is needed above budget x this (default 0.8).
+    /// Compaction is needed above budget x this (default 0.7).
     #[arg(long, value_parser = ranges::ratio)]
     pub trigger_ratio: Option<f64>,
     /// A pass aims at budget x this (default 0.4).
@@ -85,7 +85,8 @@ pub struct CompactOpts {
     /// A result must be longer than this (chars) to be stubbed (default 2048).
     #[arg(long, value_name = "N", value_parser = ranges::chars)]
     pub age_min_chars: Option<usize>,
-    /// The aging epoch in chars (default 49152).
+    /// The aging epoch in chars, absolute (default: 0.096 of the budget, in chars at 4 a
+    /// token: 49,152 at 128k).
     #[arg(long, value_name = "N", value_parser = ranges::chars)]
     pub age_reclaim_min: Option<usize>,
     /// Token cap of the recent window (default: half the target): it shrinks to fit,
