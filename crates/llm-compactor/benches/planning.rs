@@ -98,6 +98,12 @@ fn planning(c: &mut Criterion) {
 /// about the last 40% (the goal is 40% of the heuristic total), counted with the
 /// heuristic, and with o200k behind a cold memo (a new memo per iteration: every message
 /// tokenized once).
+/// `f` run on a new thread: the per-thread piece counts of the o200k counter start
+/// empty there, as in a new process.
+fn on_fresh_thread<T: Send>(f: impl FnOnce() -> T + Send) -> T {
+    std::thread::scope(|scope| scope.spawn(f).join().expect("the bench thread"))
+}
+
 fn real_9898(c: &mut Criterion) {
     const SIZE: usize = 9_898;
     let files = common::mini_swe_agent_files();
@@ -133,14 +139,7 @@ fn real_9898(c: &mut Criterion) {
     // Cold as in a fresh process: a new memo, and a new thread, whose map of piece
     // counts (`count/bpe_pieces.rs`, per thread) starts empty.
     group.bench_function("hard_trim_o200k_cold_memo", |b| {
-        b.iter(|| {
-            std::thread::scope(|scope| {
-                scope
-                    .spawn(|| black_box(trim(&MemoCounter::new(BpeCounter::o200k()), o200k_goal)))
-                    .join()
-                    .expect("the trim thread")
-            })
-        })
+        b.iter(|| on_fresh_thread(|| black_box(trim(&MemoCounter::new(BpeCounter::o200k()), o200k_goal))))
     });
     // A new memo on a thread that has counted before (a long-lived server): the piece
     // counts are warm.
@@ -158,14 +157,7 @@ fn real_9898(c: &mut Criterion) {
         b.iter(|| black_box(choose(&HeuristicCounter, goal)))
     });
     group.bench_function("choose_trim_o200k_cold_memo", |b| {
-        b.iter(|| {
-            std::thread::scope(|scope| {
-                scope
-                    .spawn(|| black_box(choose(&MemoCounter::new(BpeCounter::o200k()), o200k_goal)))
-                    .join()
-                    .expect("the trim thread")
-            })
-        })
+        b.iter(|| on_fresh_thread(|| black_box(choose(&MemoCounter::new(BpeCounter::o200k()), o200k_goal))))
     });
     // Where a heuristic trim's time goes: each part alone.
     let pairs = Pairs::build(&messages);
@@ -209,17 +201,12 @@ fn real_9898(c: &mut Criterion) {
     };
     group.bench_function("plan_o200k_cold_memo", |b| {
         b.iter(|| {
-            std::thread::scope(|scope| {
-                scope
-                    .spawn(|| {
-                        let compactor = Compactor::new(
-                            config.clone(),
-                            std::sync::Arc::new(MemoCounter::new(BpeCounter::o200k())),
-                        );
-                        black_box(compactor.plan(&messages, &o200k_options).trim.map(|t| t.tokens_after))
-                    })
-                    .join()
-                    .expect("the plan thread")
+            on_fresh_thread(|| {
+                let compactor = Compactor::new(
+                    config.clone(),
+                    std::sync::Arc::new(MemoCounter::new(BpeCounter::o200k())),
+                );
+                black_box(compactor.plan(&messages, &o200k_options).trim.map(|t| t.tokens_after))
             })
         })
     });

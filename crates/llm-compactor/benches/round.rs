@@ -130,6 +130,43 @@ fn rounds(c: &mut Criterion) {
     }
 }
 
+/// `needs_compaction_in` of a [`Conversation`] counted by plain o200k, timed over rounds
+/// that each append 2 messages of `long` (back to `start` messages when it runs out; the
+/// truncation, and the first question after it, which rebuilds what the conversation
+/// learned, are not part of a round). Plain counters: the corpus cycles, and a memo would
+/// hit on a repeated message that a real round would have to tokenize.
+fn growing_rounds(
+    group: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>,
+    name: &str,
+    config: CompactorConfig,
+    long: &[Message],
+    start: usize,
+) {
+    let counter: Arc<dyn TokenCounter> = Arc::new(BpeCounter::o200k());
+    let compactor = Compactor::new(config, counter.clone());
+    let mut conversation = Conversation::from_messages(counter, long[..start].to_vec());
+    black_box(compactor.needs_compaction_in(&conversation));
+    group.bench_function(name, |b| {
+        b.iter_custom(|iterations| {
+            let mut elapsed = Duration::ZERO;
+            for _ in 0..iterations {
+                if conversation.len() + 2 > long.len() {
+                    conversation.truncate(start);
+                    black_box(compactor.needs_compaction_in(&conversation));
+                }
+                let k = conversation.len();
+                let (a, c) = (long[k].clone(), long[k + 1].clone());
+                let begin = Instant::now();
+                conversation.push(a);
+                conversation.push(c);
+                black_box(compactor.needs_compaction_in(&conversation));
+                elapsed += begin.elapsed();
+            }
+            elapsed
+        })
+    });
+}
+
 /// The rounds over a [`Conversation`] that grows from `n - 2` messages of `long` by 2 per
 /// iteration (back to `n - 2` when `long` runs out, untimed).
 fn growing(group: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>, long: &[Message], n: usize) {
@@ -156,29 +193,7 @@ fn growing(group: &mut criterion::BenchmarkGroup<'_, criterion::measurement::Wal
         .age_observations(false)
         .build()
         .expect("a valid bench configuration");
-    // Plain counters: the corpus cycles, and a memo would hit on a repeated message that
-    // a real round would have to tokenize (the conversation is the cache here).
-    let counter: Arc<dyn TokenCounter> = Arc::new(plain);
-    let compactor = Compactor::new(config.clone(), counter.clone());
-    let mut conversation = Conversation::from_messages(counter, long[..start].to_vec());
-    group.bench_function("conversation_needs_compaction", |b| {
-        b.iter_custom(|iterations| {
-            let mut elapsed = Duration::ZERO;
-            for _ in 0..iterations {
-                if conversation.len() + 2 > long.len() {
-                    conversation.truncate(start);
-                }
-                let k = conversation.len();
-                let (a, c) = (long[k].clone(), long[k + 1].clone());
-                let begin = Instant::now();
-                conversation.push(a);
-                conversation.push(c);
-                black_box(compactor.needs_compaction_in(&conversation));
-                elapsed += begin.elapsed();
-            }
-            elapsed
-        })
-    });
+    growing_rounds(group, "conversation_needs_compaction", config.clone(), long, start);
     // The same with aging on (the default) and an epoch that is due every round: the
     // epoch decision read from the conversation's aging index.
     let aging = CompactorConfig {
@@ -189,30 +204,7 @@ fn growing(group: &mut criterion::BenchmarkGroup<'_, criterion::measurement::Wal
         },
         ..config.clone()
     };
-    let counter: Arc<dyn TokenCounter> = Arc::new(plain);
-    let compactor = Compactor::new(aging, counter.clone());
-    let mut conversation = Conversation::from_messages(counter, long[..start].to_vec());
-    black_box(compactor.needs_compaction_in(&conversation));
-    group.bench_function("conversation_needs_compaction_aging", |b| {
-        b.iter_custom(|iterations| {
-            let mut elapsed = Duration::ZERO;
-            for _ in 0..iterations {
-                if conversation.len() + 2 > long.len() {
-                    conversation.truncate(start);
-                    // The index is rebuilt after a truncation: not part of a round.
-                    black_box(compactor.needs_compaction_in(&conversation));
-                }
-                let k = conversation.len();
-                let (a, c) = (long[k].clone(), long[k + 1].clone());
-                let begin = Instant::now();
-                conversation.push(a);
-                conversation.push(c);
-                black_box(compactor.needs_compaction_in(&conversation));
-                elapsed += begin.elapsed();
-            }
-            elapsed
-        })
-    });
+    growing_rounds(group, "conversation_needs_compaction_aging", aging, long, start);
     let calibrated = Arc::new(CalibratedCounter::with_fallback(Arc::new(plain)));
     let compactor = Arc::new(Compactor::new(config, calibrated.clone()));
     let dir = tempfile::tempdir().expect("a temporary directory");

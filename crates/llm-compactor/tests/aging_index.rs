@@ -102,13 +102,6 @@ fn compactor(budget: usize, keep_recent: usize, rounds: u32, counter: Arc<dyn To
     Compactor::new(config, counter)
 }
 
-fn rt() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_time()
-        .build()
-        .unwrap()
-}
-
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(64))]
 
@@ -124,7 +117,7 @@ proptest! {
         let mut conversation = Conversation::new(counter.clone());
         conversation.push(Message::system("You are an agent."));
         conversation.push(Message::user("Fix the bug."));
-        let runtime = rt();
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap();
         for (n, step) in steps.iter().enumerate() {
             if matches!(step, Step::Compact) {
                 let result = runtime.block_on(c.compact(conversation.messages(), CompactOptions::default())).unwrap();
