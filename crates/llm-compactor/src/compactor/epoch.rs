@@ -21,7 +21,7 @@ impl Compactor {
     /// True when a pass should run now: the conversation is over the trigger (strictly),
     /// or, with aging on, the eligible results (before the recent window as the pass fits
     /// it to `max_recent_tokens`) add up to a whole epoch
-    /// ([`CompactorConfig::epoch_chars`]) and that epoch pays for the cache write it
+    /// ([`CompactorConfig::epoch_chars`](super::CompactorConfig::epoch_chars)) and that epoch pays for the cache write it
     /// causes ([`Compactor::epoch_decision`]).
     pub fn needs_compaction(&self, messages: &[Message]) -> bool {
         let tokens = self.counter.count_messages(messages);
