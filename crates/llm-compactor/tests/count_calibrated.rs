@@ -1,6 +1,8 @@
 //! The calibrated usage counter, rule by rule: a matching prefix anchors on the bill; a
-//! changed prefix, a changed model or a shorter conversation forgets it; a report without
-//! usage keeps it; one instance is shared by threads.
+//! changed prefix or a shorter list is counted with the fallback (the record kept for
+//! the conversation it matches); a changed model forgets it; a report without usage keeps
+//! it; one instance is shared by threads; asking the compactor whether an epoch is due
+//! does not change the counter's answers.
 
 use std::sync::Arc;
 
@@ -49,25 +51,71 @@ fn a_matching_prefix_counts_bill_plus_fallback_of_the_rest() {
 }
 
 #[test]
-fn a_changed_prefix_forgets_the_record() {
+fn a_changed_prefix_falls_back_and_the_record_stays_for_the_conversation_it_matches() {
     let counter = CalibratedCounter::new();
     let m = conversation(6);
     counter.record(&m[..4], "gpt-4o", Some(5_000));
     let mut edited = m.clone();
     edited[2] = Message::user("[elided]");
     assert_eq!(counter.count_messages(&edited), h(&edited));
-    assert!(counter.calibration().is_none(), "the record is forgotten");
-    // ...so the original conversation no longer anchors either.
-    assert_eq!(counter.count_messages(&m), h(&m));
+    // Counting another list (a compactor's candidate) is not a change of the
+    // conversation: the original still anchors on its bill.
+    assert!(counter.calibration().is_some());
+    assert_eq!(counter.count_messages(&m), 5_000 + h(&m[4..]));
 }
 
 #[test]
-fn a_shorter_conversation_falls_back_and_forgets() {
+fn a_shorter_list_falls_back_and_the_record_stays() {
     let counter = CalibratedCounter::new();
     let m = conversation(6);
     counter.record(&m, "gpt-4o", Some(9_000));
     assert_eq!(counter.count_messages(&m[..3]), h(&m[..3]));
-    assert!(counter.calibration().is_none());
+    assert_eq!(counter.count_messages(&m), 9_000);
+}
+
+#[test]
+fn asking_whether_an_epoch_is_due_does_not_change_the_answer() {
+    use llm_compactor::message::ToolCall;
+    use llm_compactor::plan::CostPolicy;
+    use llm_compactor::{Compactor, CompactorConfig};
+    // An agent run with fat old results: below the trigger, a whole epoch eligible.
+    let mut m = vec![Message::system("You are an agent."), Message::user("Fix the bug.")];
+    for i in 0..12 {
+        let id = format!("c{i}");
+        m.push(Message::assistant("").with_tool_calls(vec![ToolCall::new(
+            id.clone(),
+            "read",
+            format!("{{\"path\":\"f{i}\"}}"),
+        )]));
+        m.push(Message::tool(id, format!("line {i}\n").repeat(400)));
+    }
+    let counter = Arc::new(CalibratedCounter::with_fallback(Arc::new(HeuristicCounter)));
+    let config = CompactorConfig::builder(200_000)
+        .age_observations(true)
+        .age_min_chars(500)
+        .age_reclaim_min(5_000)
+        .keep_recent(2)
+        .cost_policy(CostPolicy {
+            epoch_ratio: None,
+            ..CostPolicy::default()
+        })
+        .build()
+        .unwrap();
+    let compactor = Compactor::new(config, counter.clone());
+    // The loop's last bill: the whole conversation as sent.
+    counter.record(&m, "gpt-4o", Some(31_000));
+    assert_eq!(counter.count_messages(&m), 31_000);
+    let first = compactor.epoch_decision(&m, 31_000);
+    let (_, receipt) = first.clone().expect("an epoch is due");
+    assert_eq!(receipt.tokens_before, 31_000, "the receipt starts from the bill");
+    // The decision counted a stubbed copy; the loop's calibration is intact...
+    assert_eq!(counter.count_messages(&m), 31_000);
+    // ...and the same question gets the same answer.
+    assert_eq!(
+        format!("{first:?}"),
+        format!("{:?}", compactor.epoch_decision(&m, 31_000))
+    );
+    assert_eq!(compactor.needs_compaction(&m), compactor.needs_compaction(&m));
 }
 
 #[test]

@@ -7,10 +7,14 @@
 //! was sent. So the counter an agent loop should hold keeps ONE record of the last bill
 //! (message count N, billed prompt tokens P, the digest of those N messages, the model)
 //! and counts a conversation as `P + fallback(m[N..])` while the conversation still
-//! starts with exactly those N messages and the model is the same. Anything else (a
-//! compaction or an elision rewrote the prefix, the conversation got shorter, the loop
-//! switched models) forgets the record and counts with the fallback alone until the next
-//! bill recalibrates: a stale anchor is worse than arithmetic.
+//! starts with exactly those N messages and the model is the same. A list that does not
+//! start with them (a compaction or an elision rewrote the prefix, a shorter list, a
+//! compactor's candidate) is counted with the fallback alone: a stale anchor is worse
+//! than arithmetic. The record itself is kept until the next bill replaces it (or a bill
+//! from another model forgets it): counting is a question and must not change the next
+//! answer. It used to forget the record on the first list that did not match, so the
+//! compactor's epoch decision, which counts a stubbed copy of the conversation, wiped
+//! the loop's calibration and gave a different receipt when asked twice.
 //!
 //! The counter is shared (`Arc<dyn TokenCounter>`) between the loop, which records bills,
 //! and the compactor, which counts; the record sits behind a `Mutex`. A poisoned lock is
@@ -276,8 +280,8 @@ impl CalibratedCounter {
         self.count_messages(messages)
     }
 
-    /// The anchor `(N, P)` when `messages` still starts with the recorded prefix; forgets
-    /// the record (and gives `None`) when it does not. The prefix is compared by the
+    /// The anchor `(N, P)` when `messages` starts with the recorded prefix, else `None`
+    /// (the record is kept: see the module docs). The prefix is compared by the
     /// recorded fingerprints, outside the lock, so concurrent counts do not serialize on
     /// it.
     fn anchor(&self, messages: &[Message]) -> Option<(usize, u64)> {
@@ -295,7 +299,6 @@ impl CalibratedCounter {
         {
             return Some((n, current.billed_prompt_tokens));
         }
-        self.forget_stale(&current, messages.len());
         None
     }
 
@@ -307,23 +310,7 @@ impl CalibratedCounter {
         if conversation.prefix_digest(n).as_deref() == Some(current.digest.as_str()) {
             return Some((n, current.billed_prompt_tokens));
         }
-        self.forget_stale(&current, conversation.len());
         None
-    }
-
-    /// Forgets the record `current`, which the conversation of `given` messages no
-    /// longer starts with.
-    fn forget_stale(&self, current: &CalibrationRecord, given: usize) {
-        tracing::debug!(
-            recorded = current.messages,
-            given,
-            "calibrated counter: conversation no longer starts with the billed prefix, record forgotten"
-        );
-        let mut record = self.lock();
-        // Forget only the record we checked: a bill recorded meanwhile is newer news.
-        if record.as_ref().is_some_and(|a| a.record == *current) {
-            *record = None;
-        }
     }
 
     /// The fallback's tokens of `conversation.messages()[from..]`: the conversation's
