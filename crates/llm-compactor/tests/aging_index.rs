@@ -6,7 +6,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use llm_compactor::count::{HeuristicCounter, TokenCounter};
+use llm_compactor::count::{CalibratedCounter, HeuristicCounter, TokenCounter};
 use llm_compactor::message::{Message, ToolCall};
 use llm_compactor::plan::{CostPolicy, stub_text};
 use llm_compactor::{CompactOptions, Compactor, CompactorConfig, Conversation};
@@ -29,6 +29,8 @@ enum Step {
     Stub(usize),
     /// Run a compaction pass and continue from its output.
     Compact,
+    /// The provider bills the conversation as it is now (the calibrated counter's record).
+    Bill(u64),
 }
 
 fn step() -> impl Strategy<Value = Step> {
@@ -84,7 +86,7 @@ fn messages_of(step: &Step, n: usize) -> Vec<Message> {
                 Message::tool(call, stub_text(*size, Some("read"))),
             ]
         }
-        Step::Compact => Vec::new(),
+        Step::Compact | Step::Bill(_) => Vec::new(),
     }
 }
 
@@ -102,6 +104,51 @@ fn compactor(budget: usize, keep_recent: usize, rounds: u32, counter: Arc<dyn To
     Compactor::new(config, counter)
 }
 
+/// Plays `steps` on a conversation counted by `counter` (shared with the compactor) and
+/// checks, after each, that the indexed decision is the slice decision. `bill` records a
+/// provider bill of the conversation as it is (for the calibrated counter).
+fn check_every_prefix(
+    steps: &[Step],
+    c: &Compactor,
+    counter: Arc<dyn TokenCounter>,
+    bill: &dyn Fn(&[Message], u64),
+) -> Result<(), TestCaseError> {
+    let mut conversation = Conversation::new(counter);
+    conversation.push(Message::system("You are an agent."));
+    conversation.push(Message::user("Fix the bug."));
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .unwrap();
+    for (n, step) in steps.iter().enumerate() {
+        match step {
+            Step::Compact => {
+                let result = runtime
+                    .block_on(c.compact(conversation.messages(), CompactOptions::default()))
+                    .unwrap();
+                conversation.replace(result.messages);
+            }
+            Step::Bill(billed) => bill(conversation.messages(), *billed),
+            _ => conversation.extend(messages_of(step, n)),
+        }
+        let tokens = conversation.tokens();
+        let indexed = c.epoch_decision_in(&conversation, tokens);
+        let sliced = c.epoch_decision(conversation.messages(), tokens);
+        prop_assert_eq!(
+            format!("{indexed:?}"),
+            format!("{sliced:?}"),
+            "after step {} ({:?})",
+            n,
+            step
+        );
+        prop_assert_eq!(
+            c.needs_compaction_in(&conversation),
+            c.needs_compaction(conversation.messages())
+        );
+    }
+    Ok(())
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(64))]
 
@@ -114,24 +161,20 @@ proptest! {
     ) {
         let counter: Arc<dyn TokenCounter> = Arc::new(HeuristicCounter);
         let c = compactor(budget, keep_recent, rounds, counter.clone());
-        let mut conversation = Conversation::new(counter.clone());
-        conversation.push(Message::system("You are an agent."));
-        conversation.push(Message::user("Fix the bug."));
-        let runtime = tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap();
-        for (n, step) in steps.iter().enumerate() {
-            if matches!(step, Step::Compact) {
-                let result = runtime.block_on(c.compact(conversation.messages(), CompactOptions::default())).unwrap();
-                conversation.replace(result.messages);
-            } else {
-                conversation.extend(messages_of(step, n));
-            }
-            let tokens = conversation.tokens();
-            let indexed = c.epoch_decision_in(&conversation, tokens);
-            let sliced = c.epoch_decision(conversation.messages(), tokens);
-            prop_assert_eq!(format!("{indexed:?}"), format!("{sliced:?}"), "after step {} ({:?})", n, step);
-            prop_assert_eq!(c.needs_compaction_in(&conversation), c.needs_compaction(conversation.messages()));
-        }
-        // Not an assertion on the generator's luck, a record of what the cases reached.
+        check_every_prefix(&steps, &c, counter, &|_, _| {})?;
+    }
+
+    #[test]
+    fn with_the_calibrated_counter_too(
+        steps in prop::collection::vec(prop_oneof![8 => step(), 3 => (1_000u64..60_000).prop_map(Step::Bill)], 1..60),
+        budget in 3_000usize..40_000,
+        keep_recent in 1usize..8,
+        rounds in 1u32..120,
+    ) {
+        let calibrated = Arc::new(CalibratedCounter::with_fallback(Arc::new(HeuristicCounter)));
+        let counter: Arc<dyn TokenCounter> = calibrated.clone();
+        let c = compactor(budget, keep_recent, rounds, counter.clone());
+        check_every_prefix(&steps, &c, counter, &|messages, billed| calibrated.record(messages, "m", Some(billed)))?;
     }
 }
 

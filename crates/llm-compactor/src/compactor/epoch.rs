@@ -12,7 +12,7 @@
 
 use super::{CompactOptions, Compactor};
 use crate::conversation::Conversation;
-use crate::count::TokenCounter;
+use crate::count::{ConversationCount, TokenCounter};
 use crate::message::Message;
 use crate::plan::policy::{ReceiptInput, horizon_of_turns};
 use crate::plan::{self, CostReceipt, Elision, EpochDecision, Pairs};
@@ -47,10 +47,11 @@ impl Compactor {
     }
 
     /// [`Compactor::epoch_decision`] of a [`Conversation`], the same decision and receipt:
-    /// read from the conversation's aging index when the conversation is counted by this
-    /// compactor's counter and that counter is additive (each message's facts learned
-    /// once, the receipt from the cached counts and the stubs' counts); else the slice
-    /// path.
+    /// read from the conversation's aging index when the compactor's counter can count the
+    /// stubbed copy from the conversation's cached counts
+    /// ([`TokenCounter::conversation_count`]: an additive counter that counted it, or the
+    /// calibrated counter over an additive fallback), each message's facts learned once;
+    /// else the slice path.
     pub fn epoch_decision_in(
         &self,
         conversation: &Conversation,
@@ -60,9 +61,13 @@ impl Compactor {
             return None;
         }
         let counter = self.counter.as_ref();
-        if !(counter.additive() && conversation.counted_by(counter)) {
-            return self.epoch_decision(conversation.messages(), tokens);
-        }
+        let anchor = match counter.conversation_count(conversation) {
+            ConversationCount::Sum => None,
+            // A bill of one message or none would anchor a one-message list too (the
+            // window fit counts messages one by one): rare enough for the slice path.
+            ConversationCount::Anchored { messages, billed } if messages >= 2 => Some((messages, billed)),
+            _ => return self.epoch_decision(conversation.messages(), tokens),
+        };
         let messages = conversation.messages();
         let counts = conversation.counts();
         let options = CompactOptions::default();
@@ -85,9 +90,27 @@ impl Compactor {
             }
             // The receipt `CostReceipt::of_pass` would write for the stubbed copy: the
             // cache is kept up to the first stub; each stub changes its message's count.
+            // Anchored on a bill, the conversation (and a copy that keeps the billed
+            // prefix) counts the bill plus the counts after it; a copy that changes the
+            // billed prefix counts the sum.
             let first = found.first()?.index;
-            let before = conversation.tokens_in(..);
-            let mut after = before;
+            let (before, kept, unchanged) = match anchor {
+                Some((n, billed)) if first >= n => {
+                    let before = billed + conversation.tokens_in(n..);
+                    (before, billed + conversation.tokens_in(n..first), before)
+                }
+                Some((n, billed)) => (
+                    billed + conversation.tokens_in(n..),
+                    conversation.tokens_in(..first),
+                    conversation.tokens_in(..),
+                ),
+                None => (
+                    conversation.tokens_in(..),
+                    conversation.tokens_in(..first),
+                    conversation.tokens_in(..),
+                ),
+            };
+            let mut after = unchanged;
             for f in &found {
                 after = after - counts[f.index] + index.stub_tokens(messages, f, counter);
             }
@@ -100,7 +123,7 @@ impl Compactor {
                 &ReceiptInput {
                     tokens_before: before,
                     tokens_after: after,
-                    cached_prefix_kept: conversation.tokens_in(..first),
+                    cached_prefix_kept: kept,
                     rounds,
                     ..ReceiptInput::default()
                 },

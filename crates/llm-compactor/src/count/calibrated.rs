@@ -46,7 +46,7 @@ use sha2::{Digest, Sha256};
 
 use crate::conversation::Conversation;
 use crate::count::fingerprint::hash_message;
-use crate::count::{HeuristicCounter, TokenCounter};
+use crate::count::{ConversationCount, HeuristicCounter, TokenCounter};
 #[cfg(doc)]
 use crate::message::conversation_digest;
 use crate::message::{Message, message_digest};
@@ -389,6 +389,23 @@ impl TokenCounter for CalibratedCounter {
 
     fn additive(&self) -> bool {
         false
+    }
+
+    /// Anchored on the bill when the conversation starts with the billed prefix, else the
+    /// sum: per message this counter is its fallback, and a list that does not start with
+    /// the billed prefix is the fallback's sum (when the fallback is additive and this
+    /// counter counted the conversation; otherwise opaque).
+    fn conversation_count(&self, conversation: &Conversation) -> ConversationCount {
+        if !(self.fallback.additive() && conversation.counted_by(self)) {
+            return ConversationCount::Opaque;
+        }
+        match self.anchor_conversation(conversation) {
+            Some((messages, billed)) => ConversationCount::Anchored {
+                messages,
+                billed: saturating_usize(billed),
+            },
+            None => ConversationCount::Sum,
+        }
     }
 }
 

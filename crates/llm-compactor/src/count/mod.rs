@@ -113,6 +113,19 @@ pub trait TokenCounter: Send + Sync {
         tools_tokens + context_tokens
     }
 
+    /// How this counter counts `conversation` and the lists derived from it (a stubbed
+    /// copy, a prefix), in terms of the conversation's cached per-message counts: what lets
+    /// a caller count such a variant without building it. The default: the sum of the
+    /// counts when this additive counter is the one that counted them, else
+    /// [`ConversationCount::Opaque`]. The calibrated counter says where its bill anchors.
+    fn conversation_count(&self, conversation: &Conversation) -> ConversationCount {
+        if self.additive() && conversation.counted_by(self) {
+            ConversationCount::Sum
+        } else {
+            ConversationCount::Opaque
+        }
+    }
+
     /// True when [`TokenCounter::count_messages`] is the sum of
     /// [`TokenCounter::count_message`] (and `count_request` is `count_messages` plus
     /// [`TokenCounter::count_request_overhead`]). Counters whose count of a conversation
@@ -121,6 +134,26 @@ pub trait TokenCounter: Send + Sync {
     fn additive(&self) -> bool {
         true
     }
+}
+
+/// How a counter counts a [`Conversation`] and the lists derived from it (copies whose
+/// messages differ from some index on), in terms of the conversation's cached counts
+/// ([`TokenCounter::conversation_count`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ConversationCount {
+    /// The sum of the per-message counts.
+    Sum,
+    /// A list that starts with the conversation's first `messages` messages counts
+    /// `billed` plus the per-message counts of the rest; any other list, the sum of its
+    /// per-message counts (the calibrated counter anchored on a bill).
+    Anchored {
+        /// How many leading messages the bill covers.
+        messages: usize,
+        /// The tokens billed for them.
+        billed: usize,
+    },
+    /// Neither: a list must be counted itself.
+    Opaque,
 }
 
 /// A shared counter shows its name (so `Arc<dyn TokenCounter>` fits in `Debug` types).
@@ -187,6 +220,9 @@ macro_rules! forward_token_counter {
             }
             fn additive(&self) -> bool {
                 (**self).additive()
+            }
+            fn conversation_count(&self, conversation: &Conversation) -> ConversationCount {
+                (**self).conversation_count(conversation)
             }
         }
     )*};
