@@ -249,3 +249,27 @@ fn a_round_of_the_indexed_decision_counts_only_its_new_messages_and_new_stubs() 
         format!("{:?}", c.epoch_decision(conversation.messages(), conversation.tokens()))
     );
 }
+
+#[test]
+fn an_absurd_bill_saturates_instead_of_overflowing() {
+    let calibrated = Arc::new(CalibratedCounter::with_fallback(Arc::new(HeuristicCounter)));
+    let counter: Arc<dyn TokenCounter> = calibrated.clone();
+    let c = compactor(40_000, 2, 20, counter.clone());
+    let mut conversation = Conversation::new(counter);
+    conversation.push(Message::system("You are an agent."));
+    for n in 0..20 {
+        conversation.extend(messages_of(
+            &Step::Calls(vec![(0, (n % 4) as u8, 3_000, false, true)]),
+            n,
+        ));
+    }
+    calibrated.record(conversation.messages(), "m", Some(u64::MAX));
+    // The round after the bill: its new messages are counted on top of it.
+    conversation.extend(messages_of(&Step::Calls(vec![(1, 0, 3_000, false, true)]), 99));
+    let tokens = conversation.tokens();
+    assert!(c.epoch_decision(conversation.messages(), tokens).is_some(), "an epoch is due");
+    assert_eq!(
+        format!("{:?}", c.epoch_decision_in(&conversation, tokens)),
+        format!("{:?}", c.epoch_decision(conversation.messages(), tokens))
+    );
+}

@@ -95,12 +95,13 @@ impl Compactor {
             // billed prefix counts the sum.
             let first = found.first()?.index;
             let (before, kept, unchanged) = match anchor {
+                // Saturating, as the counter's own count is: a bill is the provider's number.
                 Some((n, billed)) if first >= n => {
-                    let before = billed + conversation.tokens_in(n..);
-                    (before, billed + conversation.tokens_in(n..first), before)
+                    let before = billed.saturating_add(conversation.tokens_in(n..));
+                    (before, billed.saturating_add(conversation.tokens_in(n..first)), before)
                 }
                 Some((n, billed)) => (
-                    billed + conversation.tokens_in(n..),
+                    billed.saturating_add(conversation.tokens_in(n..)),
                     conversation.tokens_in(..first),
                     conversation.tokens_in(..),
                 ),
@@ -112,7 +113,9 @@ impl Compactor {
             };
             let mut after = unchanged;
             for f in &found {
-                after = after - counts[f.index] + index.stub_tokens(messages, f, counter);
+                after = after
+                    .saturating_sub(counts[f.index])
+                    .saturating_add(index.stub_tokens(messages, f, counter));
             }
             if after >= before {
                 return None;
