@@ -267,7 +267,10 @@ fn an_absurd_bill_saturates_instead_of_overflowing() {
     // The round after the bill: its new messages are counted on top of it.
     conversation.extend(messages_of(&Step::Calls(vec![(1, 0, 3_000, false, true)]), 99));
     let tokens = conversation.tokens();
-    assert!(c.epoch_decision(conversation.messages(), tokens).is_some(), "an epoch is due");
+    assert!(
+        c.epoch_decision(conversation.messages(), tokens).is_some(),
+        "an epoch is due"
+    );
     assert_eq!(
         format!("{:?}", c.epoch_decision_in(&conversation, tokens)),
         format!("{:?}", c.epoch_decision(conversation.messages(), tokens))
