@@ -3,6 +3,8 @@
 
 mod support;
 
+use support::{client, metrics};
+
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -11,13 +13,6 @@ use llm_compactor::session::Transcript;
 use llm_compactor::store::{MemoryStore, SessionStore, export_jsonl};
 use serde_json::{Value, json};
 use support::{proxy, upstream};
-
-fn client() -> reqwest::Client {
-    reqwest::Client::builder()
-        .timeout(Duration::from_secs(30))
-        .build()
-        .unwrap()
-}
 
 fn chat_body(model: &str, messages: Value) -> Value {
     json!({"model": model, "messages": messages})
@@ -119,14 +114,7 @@ async fn other_paths_pass_through_and_health_and_metrics_answer() {
     assert_eq!(models["data"][0]["id"], "m");
     let health = client().get(format!("{}/healthz", proxy.url())).send().await.unwrap();
     assert_eq!(health.status(), 200);
-    let metrics = client()
-        .get(format!("{}/metrics", proxy.url()))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let metrics = metrics(&proxy.url()).await;
     assert!(
         metrics.contains("compactor_proxy_requests_total{route=\"passthrough\"} 1"),
         "{metrics}"
@@ -234,14 +222,7 @@ async fn compaction_keeps_the_upstream_under_budget_with_a_stable_prefix_and_a_r
             breaks += 1;
         }
     }
-    let metrics = client()
-        .get(format!("{}/metrics", proxy.url()))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let metrics = metrics(&proxy.url()).await;
     let compactions: usize = metrics
         .lines()
         .find_map(|l| l.strip_prefix("compactor_proxy_compactions_total "))

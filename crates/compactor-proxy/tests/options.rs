@@ -4,8 +4,9 @@
 
 mod support;
 
+use support::{client, metrics};
+
 use std::sync::Arc;
-use std::time::Duration;
 
 use compactor_proxy::{ClientKeySummarizer, ProxyConfig};
 use llm_compactor::backend::LedgerSummarizer;
@@ -16,13 +17,6 @@ use llm_compactor::store::{MemoryStore, SessionStore, export_jsonl};
 use llm_compactor::{Compactor, CompactorConfig};
 use serde_json::{Value, json};
 use support::{proxy_with, upstream};
-
-fn client() -> reqwest::Client {
-    reqwest::Client::builder()
-        .timeout(Duration::from_secs(30))
-        .build()
-        .unwrap()
-}
 
 fn memory() -> Arc<dyn SessionStore> {
     Arc::new(MemoryStore::new())
@@ -37,17 +31,6 @@ async fn post(proxy: &str, session: &str, key: Option<&str>, body: &Value) -> re
         request = request.bearer_auth(key);
     }
     request.send().await.unwrap()
-}
-
-async fn metrics(proxy: &str) -> String {
-    client()
-        .get(format!("{proxy}/metrics"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap()
 }
 
 fn metric(text: &str, name: &str) -> f64 {

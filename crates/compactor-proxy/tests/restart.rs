@@ -5,18 +5,11 @@
 
 mod support;
 
-use std::time::Duration;
+use support::{client, metrics};
 
 use llm_compactor::store::open_store;
 use serde_json::{Value, json};
 use support::{compactor, proxy_with, upstream};
-
-fn client() -> reqwest::Client {
-    reqwest::Client::builder()
-        .timeout(Duration::from_secs(30))
-        .build()
-        .unwrap()
-}
 
 /// One round: sends `messages`, appends the answer.
 async fn round(proxy: &str, session: &str, messages: &mut Vec<Value>) {
@@ -38,14 +31,7 @@ fn user(i: usize) -> Value {
 }
 
 async fn metric(proxy: &str, name: &str) -> f64 {
-    let text = client()
-        .get(format!("{proxy}/metrics"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let text = metrics(proxy).await;
     text.lines()
         .find_map(|l| l.strip_prefix(name).and_then(|r| r.strip_prefix(' ')))
         .unwrap_or_else(|| panic!("{name} missing:\n{text}"))

@@ -402,3 +402,24 @@ pub async fn run_python(python: &PathBuf, script: &str, args: &[&str], env: &[(&
     );
     stdout
 }
+
+/// The HTTP client the tests talk to a proxy with (a 30 s timeout: a hung proxy fails the
+/// test instead of hanging it).
+pub fn client() -> reqwest::Client {
+    reqwest::Client::builder()
+        .timeout(std::time::Duration::from_secs(30))
+        .build()
+        .unwrap()
+}
+
+/// The proxy's `/metrics` text.
+pub async fn metrics(proxy: &str) -> String {
+    client()
+        .get(format!("{proxy}/metrics"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap()
+}
