@@ -179,17 +179,7 @@ impl CalibratedCounter {
                 // Digest outside the lock, continuing the current ledger when it can.
                 let previous = self.lock().clone();
                 let (fingerprints, joined) = self.ledger(messages, previous.as_ref());
-                let digest = hex::encode(joined.clone().finalize());
-                *self.lock() = Some(Anchored {
-                    record: CalibrationRecord {
-                        messages: messages.len(),
-                        billed_prompt_tokens: billed,
-                        digest,
-                        model: model.to_owned(),
-                    },
-                    fingerprints,
-                    joined,
-                });
+                self.anchor_on(messages.len(), billed, model, fingerprints, joined);
             }
             None => {
                 let mut record = self.lock();
@@ -229,15 +219,20 @@ impl CalibratedCounter {
         let from = fingerprints.len();
         fingerprints.extend(messages[from..].iter().map(|m| self.fingerprint(m)));
         let joined = conversation.prefix_state(messages.len()).unwrap_or_default();
+        self.anchor_on(messages.len(), billed, model, Arc::new(fingerprints), joined);
+    }
+
+    /// Makes the bill of `messages` messages the record: its digest is `joined` finalized.
+    fn anchor_on(&self, messages: usize, billed: u64, model: &str, fingerprints: Arc<Vec<u64>>, joined: Sha256) {
         let digest = hex::encode(joined.clone().finalize());
         *self.lock() = Some(Anchored {
             record: CalibrationRecord {
-                messages: messages.len(),
+                messages,
                 billed_prompt_tokens: billed,
                 digest,
                 model: model.to_owned(),
             },
-            fingerprints: Arc::new(fingerprints),
+            fingerprints,
             joined,
         });
     }
