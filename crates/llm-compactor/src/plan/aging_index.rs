@@ -14,9 +14,9 @@
 //! count of its stub. A round then reads arrays: no hashing, no JSON, no allocation of
 //! messages, no tokenizing but the stubs of newly eligible results.
 //!
-//! The rule itself is not copied: [`super::eligibility`] decides from the same facts for
-//! the slice API and for this index, and `tests/aging_index.rs` checks the two agree on
-//! every prefix of generated conversations.
+//! The rule itself is not copied: one function of the planning core (`judge` in
+//! [`super::eligibility`]) decides each result for the slice API and for this index, and
+//! `tests/aging_index.rs` checks the two agree on every prefix of generated conversations.
 
 use super::eligibility::{AgingRules, Answers, Found, judge};
 use super::pairs::{Pairs, PairsBuilder};

@@ -65,9 +65,7 @@ pub struct Eligible {
 
 /// Every eligible tool result of `messages` under `layout`, in index order.
 pub fn eligible(messages: &[Message], pairs: &Pairs, layout: &Layout, rules: AgingRules) -> Vec<Eligible> {
-    if layout.cut.is_none() {
-        return Vec::new();
-    }
+    let Some(cut) = layout.cut else { return Vec::new() };
     // Chars of all content after each index.
     let mut after = vec![0usize; messages.len() + 1];
     for i in (0..messages.len()).rev() {
@@ -77,15 +75,27 @@ pub fn eligible(messages: &[Message], pairs: &Pairs, layout: &Layout, rules: Agi
     for i in 0..messages.len() {
         answers.push(i, pairs, messages);
     }
-    let facts = Facts {
-        chars: &|i| messages[i].content.chars(),
-        chars_after: &|i| after[i + 1],
-        answers: &answers,
-    };
-    eligible_in(messages, pairs, layout, rules, &facts)
-        .into_iter()
-        .map(|found| found.with_stub(messages, pairs))
-        .collect()
+    let mut out = Vec::new();
+    for &i in &layout.middle {
+        // A layout of another conversation is ignored where it does not fit this one.
+        let Some(message) = messages.get(i) else { continue };
+        if i > cut || !message.is_tool_result() || message.is_sticky() || is_stub(&message.content) {
+            continue;
+        }
+        let chars = after[i] - after[i + 1];
+        let stub_chars = || stub_chars(chars, pairs.call(messages, i).map(|c| c.name.as_str()));
+        if let Some(reason) = judge(i, chars, after[i + 1], &answers, stub_chars, rules) {
+            out.push(
+                Found {
+                    index: i,
+                    chars,
+                    reason,
+                }
+                .with_stub(messages, pairs),
+            );
+        }
+    }
+    out
 }
 
 /// The answers of every repeated call: per message its call identity (interned) and
@@ -145,16 +155,6 @@ impl Answers {
     }
 }
 
-/// What eligibility reads of each message, however it was computed.
-pub(crate) struct Facts<'a> {
-    /// Content chars of message `i`.
-    pub(crate) chars: &'a dyn Fn(usize) -> usize,
-    /// Content chars of every message after `i`.
-    pub(crate) chars_after: &'a dyn Fn(usize) -> usize,
-    /// The answers of repeated calls.
-    pub(crate) answers: &'a Answers,
-}
-
 /// The rule for one result of the middle that is neither pinned nor a stub: whether it is
 /// eligible, and why. `chars_after` is the content chars of every message after it;
 /// `stub_chars` the length of its stub (asked only when it would be eligible).
@@ -207,37 +207,6 @@ impl Found {
             stub,
         }
     }
-}
-
-/// The eligible results of `messages` under `layout`, from `facts`: the one rule, for
-/// the slice API and the incremental index alike.
-pub(crate) fn eligible_in(
-    messages: &[Message],
-    pairs: &Pairs,
-    layout: &Layout,
-    rules: AgingRules,
-    facts: &Facts<'_>,
-) -> Vec<Found> {
-    let Some(cut) = layout.cut else { return Vec::new() };
-    let mut out = Vec::new();
-    for &i in &layout.middle {
-        // A layout of another conversation is ignored where it does not fit this one.
-        let Some(message) = messages.get(i) else { continue };
-        if i > cut || !message.is_tool_result() || message.is_sticky() || is_stub(&message.content) {
-            continue;
-        }
-        let chars = (facts.chars)(i);
-        let stub_chars = || stub_chars(chars, pairs.call(messages, i).map(|c| c.name.as_str()));
-        let Some(reason) = judge(i, chars, (facts.chars_after)(i), facts.answers, stub_chars, rules) else {
-            continue;
-        };
-        out.push(Found {
-            index: i,
-            chars,
-            reason,
-        });
-    }
-    out
 }
 
 /// The summed content chars of the eligible results: what one elision epoch reclaims
