@@ -23,6 +23,9 @@
 //!   of the conversation that was sent, then the 2 new messages appended to the
 //!   transcript file and the conversation) and `prepare_borrowed` (count the request,
 //!   decide that no pass is needed, lend the conversation).
+//! - `conversation_needs_compaction_aging` and `manager_round_calibrated_aging`: the same
+//!   two with aging on (the default) and an elision epoch due every round, so each round
+//!   also reads the conversation's aging index, prices the epoch and asks the policy.
 //!
 //! Run: `LLM_COMPACTOR_DATA=/work/shared/data cargo bench -p llm-compactor --bench round`.
 
@@ -204,8 +207,21 @@ fn growing(group: &mut criterion::BenchmarkGroup<'_, criterion::measurement::Wal
         },
         ..config.clone()
     };
-    growing_rounds(group, "conversation_needs_compaction_aging", aging, long, start);
-    let calibrated = Arc::new(CalibratedCounter::with_fallback(Arc::new(plain)));
+    growing_rounds(group, "conversation_needs_compaction_aging", aging.clone(), long, start);
+    manager_rounds(group, "manager_round_calibrated", config, long, start);
+    manager_rounds(group, "manager_round_calibrated_aging", aging, long, start);
+}
+
+/// One whole `ContextManager` round of the documented loop per iteration, with a
+/// `CalibratedCounter` over a plain o200k fallback and `config` (see the module docs).
+fn manager_rounds(
+    group: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>,
+    name: &str,
+    config: CompactorConfig,
+    long: &[Message],
+    start: usize,
+) {
+    let calibrated = Arc::new(CalibratedCounter::with_fallback(Arc::new(BpeCounter::o200k())));
     let compactor = Arc::new(Compactor::new(config, calibrated.clone()));
     let dir = tempfile::tempdir().expect("a temporary directory");
     let runtime = tokio::runtime::Builder::new_current_thread()
@@ -229,7 +245,7 @@ fn growing(group: &mut criterion::BenchmarkGroup<'_, criterion::measurement::Wal
         manager
     };
     let mut manager = manager_at_start();
-    group.bench_function("manager_round_calibrated", |b| {
+    group.bench_function(name, |b| {
         b.iter_custom(|iterations| {
             let mut elapsed = Duration::ZERO;
             for _ in 0..iterations {

@@ -96,6 +96,23 @@ proptest! {
             prop_assert_eq!(BpeCounter::new(encoding).count_text(&text), tiktoken_count(encoding, &text));
         }
     }
+
+    /// Long pre-tokenized pieces: words, identifiers, base64-like runs and punctuation
+    /// runs from a few bytes to past the length where the merge over the embedded rank
+    /// tables hands a piece to the encoder (256 bytes), so both sides of that line and
+    /// the line itself are compared with tiktoken.
+    #[test]
+    fn long_pieces_count_as_tiktoken_counts_them(
+        word in "[a-zA-Z]{1,300}",
+        base64 in "[A-Za-z0-9+/]{0,400}",
+        run in "(=|-|_|\\*|#|\\.){0,300}",
+        accented in "[a-zé日ü]{0,120}",
+    ) {
+        let text = format!("{word} {base64}\n{run}{word}{accented} {word}");
+        for encoding in ENCODINGS {
+            prop_assert_eq!(BpeCounter::new(encoding).count_text(&text), tiktoken_count(encoding, &text));
+        }
+    }
 }
 
 /// The framing rule written out by hand, with tiktoken doing the tokenizing.

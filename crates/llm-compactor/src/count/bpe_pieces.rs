@@ -20,6 +20,8 @@ use std::cell::RefCell;
 use std::collections::HashMap;
 
 use super::bpe::Encoding;
+use super::pretokenizer;
+use super::rank_table::RankTable;
 
 /// Longer pieces are rare and cost an encoder run anyway.
 const MAX_PIECE_BYTES: usize = 32;
@@ -41,27 +43,38 @@ fn slot(encoding: Encoding) -> usize {
 }
 
 /// The token count of `text` in `encoding`: `Tokenizer::count`, piece by piece, with the
-/// counts of short pieces remembered.
+/// counts of short pieces remembered. Pieces are merged over the embedded rank tables
+/// (`rank_table.rs`, no encoder to load); only pieces too long to merge there wake
+/// `bpe-openai`'s encoder.
 pub(crate) fn count_text(encoding: Encoding, text: &str) -> usize {
-    let tokenizer = encoding.tokenizer();
-    let text = tokenizer.normalize(text);
+    let splitter = pretokenizer::of(encoding);
+    let table = RankTable::of(encoding);
+    let text = splitter.normalize(text);
+    let count_piece = |bytes: &[u8]| {
+        table
+            .count_piece(bytes)
+            .unwrap_or_else(|| encoding.tokenizer().bpe.count(bytes))
+    };
     PIECES.with(|pieces| {
         let Ok(mut pieces) = pieces.try_borrow_mut() else {
             // Re-entered on this thread (not possible today): count without the map.
-            return tokenizer.count(text.as_str());
+            return splitter
+                .split(text.as_str())
+                .map(|piece| count_piece(piece.as_bytes()))
+                .sum();
         };
         let counts = &mut pieces[slot(encoding)];
-        tokenizer
+        splitter
             .split(text.as_str())
             .map(|piece| {
                 let bytes = piece.as_bytes();
                 if bytes.len() > MAX_PIECE_BYTES {
-                    return tokenizer.bpe.count(bytes);
+                    return count_piece(bytes);
                 }
                 if let Some(&count) = counts.get(bytes) {
                     return count as usize;
                 }
-                let count = tokenizer.bpe.count(bytes);
+                let count = count_piece(bytes);
                 if counts.len() >= MAX_PIECES {
                     counts.clear();
                 }
@@ -84,9 +97,11 @@ mod tests {
             // clear in between.
             let text: String = (0..MAX_PIECES + 5_000).map(|i| format!(" w{i}q")).collect();
             let long = "x".repeat(MAX_PIECE_BYTES * 3);
+            let longer = "y".repeat(super::super::rank_table::MAX_MERGE_BYTES * 3);
             for _ in 0..2 {
                 assert_eq!(count_text(encoding, &text), tokenizer.count(text.as_str()));
                 assert_eq!(count_text(encoding, &long), tokenizer.count(long.as_str()));
+                assert_eq!(count_text(encoding, &longer), tokenizer.count(longer.as_str()));
             }
             PIECES.with(|pieces| assert!(pieces.borrow()[slot(encoding)].len() <= MAX_PIECES));
         }

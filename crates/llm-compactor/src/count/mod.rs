@@ -173,6 +173,12 @@ mod fingerprint;
 pub mod framing;
 mod heuristic;
 mod memo;
+#[cfg(feature = "bpe")]
+mod pretokenizer;
+#[cfg(feature = "bpe")]
+mod rank_hash;
+#[cfg(feature = "bpe")]
+mod rank_table;
 mod request;
 
 #[cfg(feature = "bpe")]

@@ -1,0 +1,188 @@
+//! The exact BPE count of one pre-tokenized piece, read from rank tables embedded in the
+//! binary: no encoder is deserialized, so the first count of a process costs what it
+//! counts, not the ~130 ms and ~66 MB of rebuilding `bpe-openai`'s encoder.
+//!
+//! Why not only `bpe-openai`: its encoder is the fastest way to count long texts, but it
+//! is built at first use from 32 MB of MessagePack (two 200k-entry hash maps, five
+//! vectors, three Aho-Corasick automata), and every process that counts anything pays for
+//! that: `compactor count` on a one-line file took 150–200 ms and 71 MB. The tables here
+//! are laid out by `build.rs` to be used where they lie (see that file for the layout),
+//! so a count touches a few pages of them.
+//!
+//! The count is byte-pair merging as tiktoken defines it: start from single bytes and
+//! repeatedly merge the adjacent pair whose concatenation has the lowest rank, until no
+//! adjacent pair is a token; the count is the parts left. Each step rescans the pair
+//! ranks (kept per part, only the merged part's neighbours are looked up again), so the
+//! work grows with the square of a piece's length: pieces longer than
+//! [`MAX_MERGE_BYTES`] go to `bpe-openai`'s linear encoder instead. Equality with that
+//! encoder is tested on real trajectories and on arbitrary text (`tests/count_bpe.rs`).
+
+use std::sync::LazyLock;
+
+use super::bpe::Encoding;
+use super::rank_hash::{slot_count, token_hash};
+
+/// Pieces up to this many bytes are merged here; longer ones (rare: a run of one
+/// character, a long identifier or base64) are counted by `bpe-openai`'s encoder.
+/// 256: a merge of that length is ~30k integer comparisons and ~800 lookups, still
+/// cheaper than waking the encoder in a process that has not loaded it.
+pub(crate) const MAX_MERGE_BYTES: usize = 256;
+
+/// One encoding's vocabulary, read in place (see `build.rs` for the layout).
+pub(crate) struct RankTable {
+    bytes: &'static [u8],
+    starts: &'static [u8],
+    slots: &'static [u8],
+    mask: usize,
+}
+
+/// A rank no token has: "this pair is not a token".
+const NO_RANK: u32 = u32::MAX;
+
+static O200K: LazyLock<RankTable> = LazyLock::new(|| {
+    RankTable::new(
+        include_bytes!(concat!(env!("OUT_DIR"), "/o200k.bytes")),
+        include_bytes!(concat!(env!("OUT_DIR"), "/o200k.starts")),
+        include_bytes!(concat!(env!("OUT_DIR"), "/o200k.slots")),
+    )
+});
+
+static CL100K: LazyLock<RankTable> = LazyLock::new(|| {
+    RankTable::new(
+        include_bytes!(concat!(env!("OUT_DIR"), "/cl100k.bytes")),
+        include_bytes!(concat!(env!("OUT_DIR"), "/cl100k.starts")),
+        include_bytes!(concat!(env!("OUT_DIR"), "/cl100k.slots")),
+    )
+});
+
+impl RankTable {
+    fn new(bytes: &'static [u8], starts: &'static [u8], slots: &'static [u8]) -> Self {
+        let tokens = starts.len() / 4 - 1;
+        debug_assert_eq!(slots.len() / 4, slot_count(tokens));
+        RankTable {
+            bytes,
+            starts,
+            slots,
+            mask: slots.len() / 4 - 1,
+        }
+    }
+
+    /// The table of `encoding`.
+    pub(crate) fn of(encoding: Encoding) -> &'static RankTable {
+        match encoding {
+            Encoding::O200kBase => &O200K,
+            Encoding::Cl100kBase => &CL100K,
+        }
+    }
+
+    fn word(table: &[u8], index: usize) -> u32 {
+        let at = index * 4;
+        u32::from_le_bytes([table[at], table[at + 1], table[at + 2], table[at + 3]])
+    }
+
+    /// The rank of the token whose bytes are `bytes`, or [`NO_RANK`].
+    pub(crate) fn rank(&self, bytes: &[u8]) -> u32 {
+        let mut slot = token_hash(bytes) as usize & self.mask;
+        loop {
+            let entry = Self::word(self.slots, slot);
+            if entry == 0 {
+                return NO_RANK;
+            }
+            let rank = entry - 1;
+            let start = Self::word(self.starts, rank as usize) as usize;
+            let end = Self::word(self.starts, rank as usize + 1) as usize;
+            if &self.bytes[start..end] == bytes {
+                return rank;
+            }
+            slot = (slot + 1) & self.mask;
+        }
+    }
+
+    /// The token count of one pre-tokenized piece, or `None` for a piece longer than
+    /// [`MAX_MERGE_BYTES`] (the caller's to count with the linear encoder: merging here
+    /// is quadratic in the length).
+    pub(crate) fn count_piece(&self, piece: &[u8]) -> Option<usize> {
+        if piece.len() > MAX_MERGE_BYTES {
+            return None;
+        }
+        if piece.len() <= 1 || self.rank(piece) != NO_RANK {
+            return Some(piece.len().min(1));
+        }
+        // parts[i] = (where part i starts, rank of part i merged with part i + 1); the
+        // entry after the last part is the end of the piece. On the stack: no allocation.
+        let mut parts = [(0u32, NO_RANK); MAX_MERGE_BYTES + 1];
+        let mut len = piece.len() + 1;
+        for start in 0..piece.len() - 1 {
+            parts[start] = (start as u32, self.rank(&piece[start..start + 2]));
+        }
+        parts[piece.len() - 1] = (piece.len() as u32 - 1, NO_RANK);
+        parts[piece.len()] = (piece.len() as u32, NO_RANK);
+        // The rank of parts i and i + 1 merged, where part i + 1 ends at parts[i + 2].
+        let pair_rank = |parts: &[(u32, u32)], i: usize| -> u32 {
+            match parts.get(i + 2) {
+                Some(&(end, _)) => self.rank(&piece[parts[i].0 as usize..end as usize]),
+                None => NO_RANK,
+            }
+        };
+        loop {
+            let mut lowest = (NO_RANK, 0);
+            for (i, &(_, rank)) in parts[..len - 1].iter().enumerate() {
+                if rank < lowest.0 {
+                    lowest = (rank, i);
+                }
+            }
+            let (rank, at) = lowest;
+            if rank == NO_RANK {
+                break;
+            }
+            // Merge part `at` with the next: `at + 1` goes, and the pairs that now end or
+            // start at the merged part get their ranks again.
+            parts.copy_within(at + 2..len, at + 1);
+            len -= 1;
+            parts[at].1 = pair_rank(&parts[..len], at);
+            if at > 0 {
+                parts[at - 1].1 = pair_rank(&parts[..len], at - 1);
+            }
+        }
+        Some(len - 1)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_token_is_found_at_its_own_rank() {
+        for encoding in [Encoding::O200kBase, Encoding::Cl100kBase] {
+            let table = RankTable::of(encoding);
+            let bpe = &encoding.tokenizer().bpe;
+            for rank in 0..bpe.num_tokens() as u32 {
+                assert_eq!(table.rank(bpe.token_bytes(rank)), rank);
+            }
+            assert_eq!(table.rank(b"\xff\xfe not a token at all \x00"), NO_RANK);
+        }
+    }
+
+    #[test]
+    fn a_merged_count_is_the_encoders_on_words_runs_and_mixed_bytes() {
+        let pieces: [&[u8]; 8] = [
+            b"",
+            b"a",
+            b" hello",
+            b" antidisestablishmentarianism",
+            b"==========================================",
+            b"                                        ",
+            " \u{1F980}\u{1F980}caf\u{e9}".as_bytes(),
+            b"xQ3kZ9pL0vB7nM2aS8dF4gH6jK1lW5eR",
+        ];
+        for encoding in [Encoding::O200kBase, Encoding::Cl100kBase] {
+            let table = RankTable::of(encoding);
+            let bpe = &encoding.tokenizer().bpe;
+            assert_eq!(table.count_piece(&[b'z'; MAX_MERGE_BYTES + 1]), None);
+            for piece in pieces {
+                assert_eq!(table.count_piece(piece), Some(bpe.count(piece)), "{piece:?}");
+            }
+        }
+    }
+}
