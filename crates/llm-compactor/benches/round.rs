@@ -261,6 +261,7 @@ fn manager_rounds(
                     .expect("no pass");
                 black_box(prepared.request_tokens);
                 elapsed += begin.elapsed();
+                assert!(prepared.pass.is_none(), "a round of this bench runs no pass");
             }
             elapsed
         })

@@ -79,6 +79,19 @@ pub fn plan_trim(
     ceiling: usize,
     count: &mut dyn FnMut(&[Message]) -> usize,
 ) -> Option<TrimPlan> {
+    choose_by_assembling(messages, pairs, layout, goal, ceiling, count).map(|c| c.assemble(messages))
+}
+
+/// The search of [`plan_trim`]: each candidate the bisection looks at is assembled and
+/// counted whole by `count` (the only way for a counter that is not additive).
+fn choose_by_assembling(
+    messages: &[Message],
+    pairs: &Pairs,
+    layout: &Layout,
+    goal: usize,
+    ceiling: usize,
+    count: &mut dyn FnMut(&[Message]) -> usize,
+) -> Option<TrimChoice> {
     let candidates = plan_candidates(messages, pairs, layout)?;
     let pins = pinned(messages, pairs);
     let mut tokens_of = |c: usize, _bounded: bool| {
@@ -95,7 +108,6 @@ pub fn plan_trim(
         ceiling,
         &mut tokens_of,
     )
-    .map(|c| c.assemble(messages))
 }
 
 /// [`plan_trim`] counted by `counter`: the same plan, but with an additive counter
@@ -116,11 +128,7 @@ pub fn plan_trim_counted(
     ceiling: usize,
     counter: &dyn TokenCounter,
 ) -> Option<TrimPlan> {
-    if !counter.additive() {
-        let mut count = |m: &[Message]| counter.count_messages(m);
-        return plan_trim(messages, pairs, layout, goal, ceiling, &mut count);
-    }
-    choose_trim_with(messages, pairs, layout, goal, ceiling, counter, None).map(|c| c.assemble(messages))
+    choose_trim_counted(messages, pairs, layout, goal, ceiling, counter).map(|c| c.assemble(messages))
 }
 
 /// [`plan_trim_counted`]'s choice, not assembled: for a caller that only reports the
@@ -136,22 +144,8 @@ pub fn choose_trim_counted(
     counter: &dyn TokenCounter,
 ) -> Option<TrimChoice> {
     if !counter.additive() {
-        let candidates = plan_candidates(messages, pairs, layout)?;
-        let pins = pinned(messages, pairs);
-        let mut tokens_of = |c: usize, _bounded: bool| {
-            let dropped = dropped_through(&pins, c);
-            Some(counter.count_messages(&assemble(messages, c, &notice_content(dropped)).0))
-        };
-        return search(
-            messages,
-            pairs,
-            layout,
-            &pins,
-            &candidates,
-            goal,
-            ceiling,
-            &mut tokens_of,
-        );
+        let mut count = |m: &[Message]| counter.count_messages(m);
+        return choose_by_assembling(messages, pairs, layout, goal, ceiling, &mut count);
     }
     choose_trim_with(messages, pairs, layout, goal, ceiling, counter, None)
 }

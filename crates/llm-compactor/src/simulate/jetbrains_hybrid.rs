@@ -41,8 +41,7 @@ use crate::message::{Content, Message, Role};
 use crate::plan::Tokens;
 use crate::simulate::SimError;
 use crate::simulate::cost::shared_prefix_len;
-use crate::simulate::mask_batched::masked_count;
-use crate::simulate::mask_last_n::placeholder;
+use crate::simulate::mask_batched::{masked_count, placeholder};
 use crate::simulate::standin::{STANDIN_MAX_SUMMARY_TOKENS, StandIn};
 use crate::simulate::strategy::{Env, Step, Strategy};
 

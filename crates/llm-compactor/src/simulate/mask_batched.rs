@@ -7,7 +7,8 @@
 //! everything again. Effectively, we will now keep between `n` and `n+polling`
 //! observations." The rule it implements: with `k` observations in the history, the
 //! observations before position `max(0, floor(k / polling) x polling - n)` are replaced by
-//! `Old environment output: (L lines omitted)` ([`crate::simulate::mask_last_n::placeholder`]).
+//! `Old environment output: (L lines omitted)` ([`placeholder`]). With a `polling` of 1 it
+//! is `mask-last-n` ([`crate::simulate::mask_last_n`], this strategy under that name).
 //!
 //! Parameters: `n` = 10, the window JetBrains' "The Complexity Trap" (Lindenbauer et
 //! al., 2025) measured (SWE-agent's own 0.7 config uses 5). SWE-agent's default `polling`
@@ -23,11 +24,20 @@
 
 use crate::message::{Content, Message};
 use crate::simulate::SimError;
-use crate::simulate::mask_last_n::placeholder;
 use crate::simulate::strategy::{Env, Step, Strategy};
 
-/// The observations kept unmasked at least (JetBrains' M = 10).
-pub const DEFAULT_N: usize = crate::simulate::mask_last_n::DEFAULT_N;
+/// The observations kept unmasked at least: SWE-agent's and JetBrains' N (M = 10).
+pub const DEFAULT_N: usize = 10;
+
+/// SWE-agent's placeholder for a masked observation of `lines` lines.
+///
+/// ```
+/// use llm_compactor::simulate::mask_batched::placeholder;
+/// assert_eq!(placeholder(42), "Old environment output: (42 lines omitted)");
+/// ```
+pub fn placeholder(lines: usize) -> String {
+    format!("Old environment output: ({lines} lines omitted)")
+}
 
 /// Observations between two updates of the mask (ours: SWE-agent publishes no value for
 /// caching; 10 keeps between 10 and 20 observations unmasked).

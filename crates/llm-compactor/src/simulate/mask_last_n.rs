@@ -16,43 +16,21 @@
 //!
 //! Observations are tool results (role `tool`); N counts tool-result messages.
 
-use crate::message::{Content, Message};
+use crate::message::Message;
 use crate::simulate::SimError;
+use crate::simulate::mask_batched::MaskBatched;
 use crate::simulate::strategy::{Env, Step, Strategy};
 
-/// SWE-agent's and JetBrains' N.
-pub const DEFAULT_N: usize = 10;
+pub use crate::simulate::mask_batched::{DEFAULT_N, placeholder};
 
-/// SWE-agent's placeholder for a masked observation of `lines` lines.
-///
-/// ```
-/// use llm_compactor::simulate::mask_last_n::placeholder;
-/// assert_eq!(placeholder(42), "Old environment output: (42 lines omitted)");
-/// ```
-pub fn placeholder(lines: usize) -> String {
-    format!("Old environment output: ({lines} lines omitted)")
-}
-
-/// Masks every tool observation but the last `n`.
+/// Masks every tool observation but the last `n`: [`MaskBatched`] with a `polling` of 1.
 #[derive(Clone, Debug)]
-pub struct MaskLastN {
-    n: usize,
-    conversation: Vec<Message>,
-    /// Positions of tool results, in order.
-    observations: Vec<usize>,
-    /// How many of `observations` are masked (always a prefix).
-    masked: usize,
-}
+pub struct MaskLastN(MaskBatched);
 
 impl MaskLastN {
     /// Keeps the last `n` observations.
     pub fn new(n: usize) -> Self {
-        MaskLastN {
-            n,
-            conversation: Vec::new(),
-            observations: Vec::new(),
-            masked: 0,
-        }
+        MaskLastN(MaskBatched::new(n, 1))
     }
 }
 
@@ -61,29 +39,11 @@ impl Strategy for MaskLastN {
         "mask-last-n"
     }
 
-    fn prepare(&mut self, appended: &[Message], _env: &Env<'_>) -> Result<Step, SimError> {
-        for message in appended {
-            if message.is_tool_result() {
-                self.observations.push(self.conversation.len());
-            }
-            self.conversation.push(message.clone());
-        }
-        let should_mask = self.observations.len().saturating_sub(self.n);
-        let mut step = Step::default();
-        if should_mask > self.masked {
-            for &at in &self.observations[self.masked..should_mask] {
-                let message = &mut self.conversation[at];
-                let lines = message.text().lines().count();
-                message.content = Content::Text(placeholder(lines));
-            }
-            step.rewrote_from = Some(self.observations[self.masked]);
-            self.masked = should_mask;
-            step.elision_epochs = 1;
-        }
-        Ok(step)
+    fn prepare(&mut self, appended: &[Message], env: &Env<'_>) -> Result<Step, SimError> {
+        self.0.prepare(appended, env)
     }
 
     fn conversation(&self) -> &[Message] {
-        &self.conversation
+        self.0.conversation()
     }
 }
