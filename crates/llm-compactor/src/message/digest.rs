@@ -10,7 +10,8 @@
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
-use super::canonical::canonical_json;
+use super::canonical::write_canonical;
+use super::content::Content;
 use super::model::Message;
 
 /// The canonical JSON object a message's digest is taken over.
@@ -53,7 +54,76 @@ pub fn digest_value(message: &Message) -> Value {
 /// assert_ne!(a, message_digest(&Message::user("hi!")));
 /// ```
 pub fn message_digest(message: &Message) -> String {
-    hex::encode(Sha256::digest(canonical_json(&digest_value(message)).as_bytes()))
+    let mut hasher = HashWriter(Sha256::new());
+    write_digest_json(message, &mut hasher);
+    hex::encode(hasher.0.finalize())
+}
+
+/// Feeds what is written into a SHA-256.
+struct HashWriter(Sha256);
+
+impl std::io::Write for HashWriter {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0.update(bytes);
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Writes `canonical_json(&digest_value(message))` without building either: the keys of
+/// [`digest_value`]'s object in sorted order (`content`, `depth`, `role`, `sticky`,
+/// `sysprompt`, `tool_call_id`, `tool_calls`; a call's `arguments`, `id`, `name`), each
+/// value as [`write_canonical`] writes it. A message's digest is taken on every append
+/// (the chained prefix digest the calibrated counter anchors on), and building the two
+/// values copied the whole message twice; `tests/message_digest.rs` checks the bytes
+/// against the built values.
+fn write_digest_json(message: &Message, out: &mut impl std::io::Write) {
+    let _ = write_digest_fields(message, out);
+}
+
+fn write_digest_fields(message: &Message, out: &mut impl std::io::Write) -> std::io::Result<()> {
+    let string =
+        |out: &mut dyn std::io::Write, text: &str| serde_json::to_writer(out, text).map_err(std::io::Error::from);
+    out.write_all(b"{\"content\":")?;
+    match &message.content {
+        Content::Text(text) => string(out, text)?,
+        content => write_canonical(&content.to_value(), out),
+    }
+    if let Some(depth) = message.depth {
+        write!(out, ",\"depth\":{depth}")?;
+    }
+    out.write_all(b",\"role\":")?;
+    string(out, message.role.as_str())?;
+    write!(
+        out,
+        ",\"sticky\":{},\"sysprompt\":{}",
+        message.sticky, message.sysprompt
+    )?;
+    if let Some(id) = &message.tool_call_id {
+        out.write_all(b",\"tool_call_id\":")?;
+        string(out, id)?;
+    }
+    if !message.tool_calls.is_empty() {
+        out.write_all(b",\"tool_calls\":[")?;
+        for (i, call) in message.tool_calls.iter().enumerate() {
+            out.write_all(if i == 0 {
+                b"{\"arguments\":"
+            } else {
+                b",{\"arguments\":"
+            })?;
+            string(out, &call.arguments)?;
+            out.write_all(b",\"id\":")?;
+            string(out, &call.id)?;
+            out.write_all(b",\"name\":")?;
+            string(out, &call.name)?;
+            out.write_all(b"}")?;
+        }
+        out.write_all(b"]")?;
+    }
+    out.write_all(b"}")
 }
 
 /// SHA-256 hex of the newline-joined digests of `messages`.

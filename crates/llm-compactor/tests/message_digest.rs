@@ -1,0 +1,135 @@
+//! A message's digest is streamed into its hash (no intermediate JSON values): its bytes
+//! must be exactly those of the definition, SHA-256 of the canonical JSON (keys sorted at
+//! every depth, serde_json's compact rendering) of the digest object. The reference here
+//! builds that object and sorts it the slow way, independently of the crate's writer.
+
+use llm_compactor::message::digest::digest_value;
+use llm_compactor::message::{Content, Message, Part, Role, ToolCall, canonical_json, message_digest};
+use proptest::prelude::*;
+use serde_json::{Map, Value, json};
+use sha2::{Digest, Sha256};
+
+/// Keys sorted at every depth, by building a sorted copy (the old implementation).
+fn sorted(value: &Value) -> Value {
+    match value {
+        Value::Object(object) => {
+            let mut keys: Vec<&String> = object.keys().collect();
+            keys.sort();
+            let mut out = Map::new();
+            for key in keys {
+                out.insert(key.clone(), sorted(&object[key]));
+            }
+            Value::Object(out)
+        }
+        Value::Array(items) => Value::Array(items.iter().map(sorted).collect()),
+        other => other.clone(),
+    }
+}
+
+fn reference_digest(message: &Message) -> String {
+    let text = serde_json::to_string(&sorted(&digest_value(message))).expect("serializes");
+    hex::encode(Sha256::digest(text.as_bytes()))
+}
+
+/// Text with what JSON must escape: quotes, backslashes, control characters, non-ASCII.
+fn arb_text() -> impl Strategy<Value = String> {
+    "[a-z \"\\\\\n\t\u{0}\u{1f}\u{7f}é日🙂<>&/]{0,24}"
+}
+
+fn arb_json() -> impl Strategy<Value = Value> {
+    let leaf = prop_oneof![
+        Just(Value::Null),
+        any::<bool>().prop_map(Value::from),
+        any::<i64>().prop_map(Value::from),
+        (-1e6f64..1e6).prop_map(Value::from),
+        arb_text().prop_map(Value::from),
+    ];
+    leaf.prop_recursive(3, 24, 4, |inner| {
+        prop_oneof![
+            proptest::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+            proptest::collection::vec(("[a-d_A-Z]{1,4}", inner), 0..4)
+                .prop_map(|entries| Value::Object(entries.into_iter().collect())),
+        ]
+    })
+}
+
+fn arb_content() -> impl Strategy<Value = Content> {
+    let part = prop_oneof![
+        (arb_text(), proptest::collection::vec(("[a-z]{1,3}", arb_json()), 0..2)).prop_map(|(text, extras)| {
+            Part::Text {
+                text,
+                extras: extras.into_iter().collect(),
+            }
+        }),
+        arb_text().prop_map(|thinking| Part::Thinking {
+            thinking,
+            extras: Map::new(),
+        }),
+        "[a-z0-9]{1,6}".prop_map(|id| Part::ToolUse { id }),
+        arb_json().prop_map(Part::Other),
+    ];
+    prop_oneof![
+        Just(Content::Absent),
+        Just(Content::Null),
+        arb_text().prop_map(Content::Text),
+        proptest::collection::vec(part, 0..4).prop_map(Content::Parts),
+    ]
+}
+
+fn arb_message() -> impl Strategy<Value = Message> {
+    let role = prop_oneof![
+        Just(Role::System),
+        Just(Role::Developer),
+        Just(Role::User),
+        Just(Role::Assistant),
+        Just(Role::Tool),
+        arb_text().prop_map(Role::Other),
+    ];
+    let call =
+        (arb_text(), arb_text(), arb_text()).prop_map(|(id, name, arguments)| ToolCall::new(id, name, arguments));
+    (
+        role,
+        arb_content(),
+        proptest::collection::vec(call, 0..3),
+        proptest::option::of(arb_text()),
+        proptest::option::of(any::<u32>()),
+        any::<bool>(),
+        any::<bool>(),
+    )
+        .prop_map(|(role, content, calls, tool_call_id, depth, sticky, sysprompt)| {
+            let mut message = Message::new(role, "");
+            message.content = content;
+            message.tool_calls = calls;
+            message.tool_call_id = tool_call_id;
+            message.depth = depth;
+            message.sticky = sticky;
+            message.sysprompt = sysprompt;
+            message
+        })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(512))]
+
+    #[test]
+    fn the_streamed_digest_is_the_digest_of_the_sorted_object(message in arb_message()) {
+        prop_assert_eq!(message_digest(&message), reference_digest(&message));
+    }
+
+    #[test]
+    fn canonical_json_is_the_sorted_copy_rendered(value in arb_json()) {
+        prop_assert_eq!(canonical_json(&value), serde_json::to_string(&sorted(&value)).expect("serializes"));
+    }
+}
+
+#[test]
+fn a_known_message_keeps_its_known_digest() {
+    // Pinned bytes: a digest stored by an earlier version (a calibrated record, a
+    // session) must still match.
+    let message =
+        Message::assistant("run \"it\"").with_tool_calls(vec![ToolCall::new("c1", "bash", r#"{"cmd":"ls"}"#)]);
+    let text = r#"{"content":"run \"it\"","role":"assistant","sticky":false,"sysprompt":false,"tool_calls":[{"arguments":"{\"cmd\":\"ls\"}","id":"c1","name":"bash"}]}"#;
+    assert_eq!(message_digest(&message), hex::encode(Sha256::digest(text.as_bytes())));
+    let value = json!({"b": [1.5, {"d": null, "c": "x"}], "a": true});
+    assert_eq!(canonical_json(&value), r#"{"a":true,"b":[1.5,{"c":"x","d":null}]}"#);
+}
