@@ -242,6 +242,11 @@ fn manager_rounds(
         let mut manager = ContextManager::new(compactor.clone(), session).with_usage_recorder(calibrated.clone());
         // The first bill anchors the counter, as after the loop's first request.
         manager.record_response(Some(usage), "m", Vec::new()).expect("a bill");
+        // The first question builds what a manager learns of its conversation once (with
+        // aging on, the aging index over every message): start-up, not a round, as in
+        // `growing_rounds`. Untimed, or every restart of the bench would charge a whole
+        // build to one round.
+        black_box(compactor.needs_compaction_in(manager.conversation()));
         manager
     };
     let mut manager = manager_at_start();

@@ -54,23 +54,16 @@ pub fn digest_value(message: &Message) -> Value {
 /// assert_ne!(a, message_digest(&Message::user("hi!")));
 /// ```
 pub fn message_digest(message: &Message) -> String {
-    let mut hasher = HashWriter(Sha256::new());
-    write_digest_json(message, &mut hasher);
-    hex::encode(hasher.0.finalize())
-}
-
-/// Feeds what is written into a SHA-256.
-struct HashWriter(Sha256);
-
-impl std::io::Write for HashWriter {
-    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-        self.0.update(bytes);
-        Ok(bytes.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
+    // Rendered into one buffer and hashed in one pass (serde_json writes a string in many
+    // small pieces, each escape apart).
+    let text = match &message.content {
+        Content::Text(text) => text.len(),
+        _ => 0,
+    };
+    let calls: usize = message.tool_calls.iter().map(|call| call.arguments.len()).sum();
+    let mut json = Vec::with_capacity(text + calls + 128);
+    write_digest_json(message, &mut json);
+    hex::encode(Sha256::digest(&json))
 }
 
 /// Writes `canonical_json(&digest_value(message))` without building either: the keys of
@@ -78,7 +71,7 @@ impl std::io::Write for HashWriter {
 /// `sysprompt`, `tool_call_id`, `tool_calls`; a call's `arguments`, `id`, `name`), each
 /// value as [`write_canonical`] writes it. A message's digest is taken on every append
 /// (the chained prefix digest the calibrated counter anchors on), and building the two
-/// values copied the whole message twice; `tests/message_digest.rs` checks the bytes
+/// values copied the whole message twice before rendering it; `tests/message_digest.rs` checks the bytes
 /// against the built values.
 fn write_digest_json(message: &Message, out: &mut impl std::io::Write) {
     let _ = write_digest_fields(message, out);
