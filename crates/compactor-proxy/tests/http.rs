@@ -3,7 +3,7 @@
 
 mod support;
 
-use support::{client, metrics};
+use support::{chat_in_session, client, metric, metrics, post_chat};
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -34,14 +34,7 @@ async fn non_streaming_request_is_forwarded_with_the_clients_key_and_relayed() {
     let store: Arc<dyn SessionStore> = Arc::new(MemoryStore::new());
     let proxy = proxy(&up.url(), 100_000, store.clone()).await;
     let body = chat_body("m", json!([{"role":"user","content":"hello"}]));
-    let response = client()
-        .post(format!("{}/v1/chat/completions", proxy.url()))
-        .bearer_auth("sk-secret-1")
-        .header("x-compactor-session", "s1")
-        .json(&body)
-        .send()
-        .await
-        .unwrap();
+    let response = post_chat(&proxy.url(), "s1", Some("sk-secret-1"), &body).await;
     assert_eq!(response.status(), 200);
     let answer: Value = response.json().await.unwrap();
     assert_eq!(answer["choices"][0]["message"]["content"], "echo: hello");
@@ -181,16 +174,7 @@ async fn grow(proxy_url: &str, session: &str, rounds: usize, chars: usize) {
     let mut messages = history(0, 0);
     for i in 0..rounds {
         messages.push(json!({"role":"user","content": format!("question {i}: {}", "q".repeat(chars))}));
-        let answer: Value = client()
-            .post(format!("{proxy_url}/v1/chat/completions"))
-            .header("x-compactor-session", session)
-            .json(&chat_body("m", Value::Array(messages.clone())))
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        let answer = chat_in_session(proxy_url, session, &chat_body("m", Value::Array(messages.clone()))).await;
         messages.push(answer["choices"][0]["message"].clone());
     }
 }
@@ -223,12 +207,7 @@ async fn compaction_keeps_the_upstream_under_budget_with_a_stable_prefix_and_a_r
         }
     }
     let metrics = metrics(&proxy.url()).await;
-    let compactions: usize = metrics
-        .lines()
-        .find_map(|l| l.strip_prefix("compactor_proxy_compactions_total "))
-        .unwrap()
-        .parse()
-        .unwrap();
+    let compactions = metric(&metrics, "compactor_proxy_compactions_total") as usize;
     assert!(compactions >= 2, "the run should compact: {metrics}");
     assert_eq!(breaks, compactions, "the prefix breaks only at compaction rounds");
 
@@ -269,27 +248,20 @@ async fn a_restarted_proxy_continues_the_session_from_the_store() {
         client_history.push(json!({"role":"assistant","content": format!("echo: question {i}: {}", "q".repeat(300))}));
     }
     client_history.push(json!({"role":"user","content":"one more"}));
-    let r = client()
-        .post(format!("{}/v1/chat/completions", second.url()))
-        .header("x-compactor-session", "again")
-        .json(&chat_body("m", Value::Array(client_history)))
-        .send()
-        .await
-        .unwrap();
+    let r = post_chat(
+        &second.url(),
+        "again",
+        None,
+        &chat_body("m", Value::Array(client_history)),
+    )
+    .await;
     assert_eq!(r.status(), 200);
     let received = up.received();
     assert_eq!(received.len(), before + 1);
     let prev = last.body["messages"].as_array().unwrap();
     let next = received.last().unwrap().body["messages"].as_array().unwrap();
     assert!(received.last().unwrap().tokens() <= 2_000);
-    let metrics = client()
-        .get(format!("{}/metrics", second.url()))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let metrics = metrics(&second.url()).await;
     if metrics.contains("compactor_proxy_compactions_total 0") {
         assert_eq!(
             &next[..prev.len()],

@@ -4,7 +4,7 @@
 
 mod support;
 
-use support::{client, metrics};
+use support::{metric, metrics, post_chat};
 
 use std::sync::Arc;
 
@@ -22,25 +22,6 @@ fn memory() -> Arc<dyn SessionStore> {
     Arc::new(MemoryStore::new())
 }
 
-async fn post(proxy: &str, session: &str, key: Option<&str>, body: &Value) -> reqwest::Response {
-    let mut request = client()
-        .post(format!("{proxy}/v1/chat/completions"))
-        .header("x-compactor-session", session)
-        .json(body);
-    if let Some(key) = key {
-        request = request.bearer_auth(key);
-    }
-    request.send().await.unwrap()
-}
-
-fn metric(text: &str, name: &str) -> f64 {
-    text.lines()
-        .find_map(|l| l.strip_prefix(name).and_then(|rest| rest.strip_prefix(' ')))
-        .unwrap_or_else(|| panic!("{name} missing:\n{text}"))
-        .parse()
-        .unwrap()
-}
-
 /// A plain chat grown `rounds` rounds of `chars`-char messages; returns each round's
 /// client history (what the agent sent).
 async fn grow_chat(
@@ -55,7 +36,7 @@ async fn grow_chat(
     let mut sent = Vec::new();
     for i in 0..rounds {
         messages.push(json!({"role":"user","content": format!("question {i}: {}", "q".repeat(chars))}));
-        let response = post(proxy, session, key, &json!({"model": model, "messages": messages})).await;
+        let response = post_chat(proxy, session, key, &json!({"model": model, "messages": messages})).await;
         assert_eq!(response.status(), 200);
         let answer: Value = response.json().await.unwrap();
         sent.push(messages.clone());
@@ -134,7 +115,7 @@ async fn aging_epochs_happen_in_the_proxy_below_the_trigger_and_the_prefix_carri
         let proxy = proxy_with(ProxyConfig::builder(&up.url(), heuristic(config), store.clone()), store).await;
         for rounds in 1..=8 {
             let body = json!({"model":"m","messages": tool_history(rounds, 3_000)});
-            assert_eq!(post(&proxy.url(), "tools", None, &body).await.status(), 200);
+            assert_eq!(post_chat(&proxy.url(), "tools", None, &body).await.status(), 200);
         }
         let text = metrics(&proxy.url()).await;
         received_by.push((up.received(), metric(&text, "compactor_proxy_elisions_total")));
@@ -195,7 +176,7 @@ async fn budget_by_model_takes_each_models_window_and_refuses_unknown_models_wit
     messages.push(json!({"role":"user","content":"and?"}));
     for (model, session) in [("gpt-4-0613", "small"), ("gpt-4o-2024-08-06", "large")] {
         let body = json!({"model": model, "messages": messages});
-        assert_eq!(post(&proxy.url(), session, None, &body).await.status(), 200);
+        assert_eq!(post_chat(&proxy.url(), session, None, &body).await.status(), 200);
     }
     let received = up.received();
     let sent_tokens = received[0].tokens();
@@ -210,7 +191,7 @@ async fn budget_by_model_takes_each_models_window_and_refuses_unknown_models_wit
     );
 
     let body = json!({"model":"my-local-llama","messages": messages});
-    let refused = post(&proxy.url(), "unknown", None, &body).await;
+    let refused = post_chat(&proxy.url(), "unknown", None, &body).await;
     assert_eq!(refused.status(), 400);
     let text = refused.text().await.unwrap();
     assert!(text.contains("my-local-llama") && text.contains("--budget N"), "{text}");
@@ -225,7 +206,7 @@ async fn budget_by_model_takes_each_models_window_and_refuses_unknown_models_wit
     )
     .budget_by_model(Some(4_000));
     let fallback = proxy_with(builder, store).await;
-    assert_eq!(post(&fallback.url(), "unknown", None, &body).await.status(), 200);
+    assert_eq!(post_chat(&fallback.url(), "unknown", None, &body).await.status(), 200);
     assert!(up.received().last().unwrap().tokens() <= 4_000);
 }
 
@@ -324,7 +305,7 @@ async fn metrics_name_every_series_of_the_issue_and_count_the_cost_saved() {
     );
     grow_chat(&proxy.url(), "cost", None, "m", 30, 300).await;
     let body = json!({"model":"err-401","messages":[{"role":"user","content":"x"}]});
-    assert_eq!(post(&proxy.url(), "e", None, &body).await.status(), 401);
+    assert_eq!(post_chat(&proxy.url(), "e", None, &body).await.status(), 401);
     let text = metrics(&proxy.url()).await;
     for series in [
         "# TYPE compactor_proxy_requests_total counter",

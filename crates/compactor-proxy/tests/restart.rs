@@ -5,7 +5,7 @@
 
 mod support;
 
-use support::{client, metrics};
+use support::{chat_in_session, metrics};
 
 use llm_compactor::store::open_store;
 use serde_json::{Value, json};
@@ -13,16 +13,7 @@ use support::{compactor, proxy_with, upstream};
 
 /// One round: sends `messages`, appends the answer.
 async fn round(proxy: &str, session: &str, messages: &mut Vec<Value>) {
-    let answer: Value = client()
-        .post(format!("{proxy}/v1/chat/completions"))
-        .header("x-compactor-session", session)
-        .json(&json!({"model":"m","messages": messages}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let answer = chat_in_session(proxy, session, &json!({"model":"m","messages": messages})).await;
     messages.push(answer["choices"][0]["message"].clone());
 }
 

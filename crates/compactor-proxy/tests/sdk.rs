@@ -13,7 +13,7 @@ use llm_compactor::session::Transcript;
 use llm_compactor::store::{MemoryStore, SessionStore, export_jsonl};
 use llm_compactor::{Message, Role};
 use serde_json::{Value, json};
-use support::{proxy, python, run_python, upstream};
+use support::{metric, metrics, proxy, python, run_python, upstream};
 
 /// A proxy whose upstream is down.
 async fn dead_proxy() -> support::Proxy {
@@ -148,18 +148,7 @@ async fn a_real_trajectory_replayed_through_the_proxy_stays_in_budget_keeps_its_
         );
         assert_no_orphans(&request.messages(), round);
     }
-    let metrics = reqwest::get(format!("{}/metrics", proxy.url()))
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
-    let compactions: usize = metrics
-        .lines()
-        .find_map(|l| l.strip_prefix("compactor_proxy_compactions_total "))
-        .unwrap()
-        .parse()
-        .unwrap();
+    let compactions = metric(&metrics(&proxy.url()).await, "compactor_proxy_compactions_total") as usize;
     assert!(compactions >= 1, "a {budget}-token budget must compact this run");
     let mut shared = 0;
     for pair in received.windows(2) {

@@ -423,3 +423,30 @@ pub async fn metrics(proxy: &str) -> String {
         .await
         .unwrap()
 }
+
+/// POSTs `body` to the proxy's chat completions in `session`, with the client's key when
+/// one is given.
+pub async fn post_chat(proxy: &str, session: &str, key: Option<&str>, body: &Value) -> reqwest::Response {
+    let mut request = client()
+        .post(format!("{proxy}/v1/chat/completions"))
+        .header("x-compactor-session", session)
+        .json(body);
+    if let Some(key) = key {
+        request = request.bearer_auth(key);
+    }
+    request.send().await.unwrap()
+}
+
+/// [`post_chat`] without a key, the answer's JSON.
+pub async fn chat_in_session(proxy: &str, session: &str, body: &Value) -> Value {
+    post_chat(proxy, session, None, body).await.json().await.unwrap()
+}
+
+/// The value of the metric line `name` (with its labels) in a `/metrics` text.
+pub fn metric(text: &str, name: &str) -> f64 {
+    text.lines()
+        .find_map(|l| l.strip_prefix(name).and_then(|rest| rest.strip_prefix(' ')))
+        .unwrap_or_else(|| panic!("{name} missing:\n{text}"))
+        .parse()
+        .unwrap_or_else(|e| panic!("{name}: {e}"))
+}
