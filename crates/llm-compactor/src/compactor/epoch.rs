@@ -132,9 +132,7 @@ impl Compactor {
                 },
                 policy,
             );
-            let decision = plan::policy::decide_epoch(&receipt, policy);
-            tracing::debug!(?decision, net_cost = receipt.net_cost, rounds, "epoch decision");
-            Some((decision, receipt))
+            Some(self.decide(receipt))
         })
     }
 
@@ -182,8 +180,18 @@ impl Compactor {
         if receipt.tokens_after >= receipt.tokens_before {
             return None;
         }
-        let decision = plan::policy::decide_epoch(&receipt, policy);
-        tracing::debug!(?decision, net_cost = receipt.net_cost, rounds, "epoch decision");
-        Some((decision, receipt))
+        Some(self.decide(receipt))
+    }
+
+    /// The cost policy's decision on an epoch priced by `receipt` (both paths end here).
+    fn decide(&self, receipt: CostReceipt) -> (EpochDecision, CostReceipt) {
+        let decision = plan::policy::decide_epoch(&receipt, &self.config.cost_policy);
+        tracing::debug!(
+            ?decision,
+            net_cost = receipt.net_cost,
+            rounds = receipt.rounds,
+            "epoch decision"
+        );
+        (decision, receipt)
     }
 }
