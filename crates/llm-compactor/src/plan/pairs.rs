@@ -29,25 +29,43 @@ impl Pairs {
     /// [`Pairs::build`] of a conversation given as message references (a candidate
     /// output viewed without being assembled).
     pub(crate) fn build_from<'a>(messages: impl ExactSizeIterator<Item = &'a Message>) -> Pairs {
-        let mut asker = vec![None; messages.len()];
-        let mut last_answer = vec![None; messages.len()];
+        let mut pairs = Pairs {
+            asker: vec![None; messages.len()],
+            last_answer: vec![None; messages.len()],
+        };
         // foldhash: ids are hashed once per call and result, and SipHash was a visible
         // part of a hard trim's time; nothing iterates the map, so the seed is irrelevant.
         let mut open: HashMap<&str, (usize, usize), foldhash::fast::RandomState> = HashMap::default();
         for (i, message) in messages.enumerate() {
-            for (position, call) in message.tool_calls.iter().enumerate() {
-                open.insert(call.id.as_str(), (i, position));
-            }
-            if message.is_tool_result()
-                && let Some(id) = message.tool_call_id.as_deref()
-                && let Some(&(turn, position)) = open.get(id)
-                && turn < i
-            {
-                asker[i] = Some((turn, position));
-                last_answer[turn] = Some(i);
-            }
+            pairs.join(i, message, &mut open, |call| call.id.as_str());
         }
-        Pairs { asker, last_answer }
+        pairs
+    }
+
+    /// Message `i`'s step of the joining (`asker` and `last_answer` already have its
+    /// slot): its calls open under their ids, and a result joins the nearest open call
+    /// with its id. `key` gives the map's key of a call's id: borrowed when the whole
+    /// conversation is at hand, owned when it grows message by message.
+    fn join<'m, K>(
+        &mut self,
+        i: usize,
+        message: &'m Message,
+        open: &mut HashMap<K, (usize, usize), impl std::hash::BuildHasher>,
+        key: impl Fn(&'m ToolCall) -> K,
+    ) where
+        K: std::borrow::Borrow<str> + std::hash::Hash + Eq,
+    {
+        for (position, call) in message.tool_calls.iter().enumerate() {
+            open.insert(key(call), (i, position));
+        }
+        if message.is_tool_result()
+            && let Some(id) = message.tool_call_id.as_deref()
+            && let Some(&(turn, position)) = open.get(id)
+            && turn < i
+        {
+            self.asker[i] = Some((turn, position));
+            self.last_answer[turn] = Some(i);
+        }
     }
 
     /// The index of the assistant turn that asked for the result at `index`.
@@ -82,17 +100,7 @@ impl PairsBuilder {
         let i = self.pairs.asker.len();
         self.pairs.asker.push(None);
         self.pairs.last_answer.push(None);
-        for (position, call) in message.tool_calls.iter().enumerate() {
-            self.open.insert(call.id.clone(), (i, position));
-        }
-        if message.is_tool_result()
-            && let Some(id) = message.tool_call_id.as_deref()
-            && let Some(&(turn, position)) = self.open.get(id)
-            && turn < i
-        {
-            self.pairs.asker[i] = Some((turn, position));
-            self.pairs.last_answer[turn] = Some(i);
-        }
+        self.pairs.join(i, message, &mut self.open, |call| call.id.clone());
     }
 
     /// The pairs of the messages pushed so far.
