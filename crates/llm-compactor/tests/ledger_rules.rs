@@ -82,10 +82,59 @@ fn failing_tests_stay_open_until_passed() {
     ];
     let ledger = all(&messages);
     let x = ledger.errors.iter().find(|e| e.text.contains("test_x")).unwrap();
+    // pytest -v reports the name first: `x::test_y PASSED`.
+    let mut verbose = messages.clone();
+    verbose.push(bash("3", "pytest tests/test_a.py::test_y -v"));
+    verbose.push(Message::tool(
+        "3",
+        "tests/test_a.py::test_y PASSED                 [100%]",
+    ));
+    assert_eq!(all(&verbose).open_errors().count(), 0, "test_y passed in -v form");
     let y = ledger.errors.iter().find(|e| e.text.contains("test_y")).unwrap();
     assert!(!x.open, "test_x passed later");
     assert!(y.open, "test_y never passed");
     assert_eq!(ledger.open_errors().count(), 1);
+}
+
+#[test]
+fn a_clean_test_run_resolves_the_failures_it_covered() {
+    let failing = "FAILED tests/test_pricing.py::test_yen - AssertionError\n\
+                   FAILED tests/test_storage.py::test_load - KeyError\n\
+                   ========================= 2 failed, 73 passed in 0.61s ==========================";
+    // Another command than the failing run's, as an agent re-runs with another `tail`.
+    let whole_suite = vec![
+        bash("1", "cd /w && python -m pytest -q 2>&1 | tail -60"),
+        Message::tool("1", failing),
+        bash("2", "cd /w && python -m pytest -q 2>&1 | tail -30"),
+        Message::tool(
+            "2",
+            "...........                              [100%]\n75 passed in 0.42s",
+        ),
+    ];
+    assert_eq!(all(&whole_suite).open_errors().count(), 0, "the whole suite passed");
+
+    // A clean run of one file resolves only that file's failures.
+    let one_file = vec![
+        bash("1", "python -m pytest -q"),
+        Message::tool("1", failing),
+        bash("2", "python -m pytest tests/test_storage.py -v"),
+        Message::tool(
+            "2",
+            "tests/test_storage.py::test_load PASSED\n=== 12 passed in 0.20s ===",
+        ),
+    ];
+    let ledger = all(&one_file);
+    let open: Vec<&str> = ledger.open_errors().map(|e| e.text.as_str()).collect();
+    assert_eq!(open, ["FAILED tests/test_pricing.py::test_yen - AssertionError"]);
+
+    // A run that still fails resolves nothing.
+    let still_failing = vec![
+        bash("1", "python -m pytest -q"),
+        Message::tool("1", failing),
+        bash("2", "python -m pytest -q | tail -5"),
+        Message::tool("2", "=== 1 failed, 74 passed in 0.5s ==="),
+    ];
+    assert_eq!(all(&still_failing).open_errors().count(), 2);
 }
 
 #[test]

@@ -324,18 +324,32 @@ impl Builder<'_> {
                 }
             }
         }
-        // `PASSED x::test_y` resolves a failing `x::test_y`.
+        // `PASSED x::test_y` (or `-v`'s `x::test_y PASSED`) resolves a failing `x::test_y`.
         for line in text.lines() {
-            if let Some(test) = line
-                .trim()
-                .strip_prefix("PASSED ")
-                .and_then(|_| scan::test_of(line.trim()))
-            {
+            if let Some(test) = scan::passed_test(line.trim()) {
                 for fact in self.ledger.errors.iter_mut() {
                     if fact.open && scan::test_of(&fact.text) == Some(test) {
                         fact.open = false;
                         fact.last_seen = seq;
                     }
+                }
+            }
+        }
+        // A clean pytest run (`=== 75 passed in 0.42s ===`) resolves the failing tests it
+        // covered: the whole suite when its command names no test file, else the tests of
+        // the files its command or its output names. (A clean run of `pytest
+        // tests/test_tax.py` says nothing about `tests/test_pricing.py`.)
+        if text.lines().any(|line| scan::is_clean_test_summary(line.trim())) {
+            let command = command.as_deref().unwrap_or("");
+            let whole_suite = !command.is_empty() && !command.contains(".py") && !command.contains("::");
+            for fact in self.ledger.errors.iter_mut().filter(|fact| fact.open) {
+                let Some(test) = scan::test_of(&fact.text) else {
+                    continue;
+                };
+                let file = test.split("::").next().unwrap_or(test);
+                if whole_suite || command.contains(file) || text.contains(file) {
+                    fact.open = false;
+                    fact.last_seen = seq;
                 }
             }
         }

@@ -220,6 +220,43 @@ pub(crate) fn is_failed_test_line(line: &str) -> bool {
     line.starts_with("FAILED ") && line.contains("::")
 }
 
+/// pytest's closing line of a run in which nothing failed: `=== 75 passed in 0.42s ===`,
+/// `75 passed, 2 skipped in 1.2s` (`-q`). A summary that counts a failure or an error is
+/// not clean.
+pub(crate) fn is_clean_test_summary(line: &str) -> bool {
+    let body = line.trim_matches(|c: char| c == '=' || c.is_whitespace());
+    let Some((counts, time)) = body.rsplit_once(" in ") else {
+        return false;
+    };
+    let timed = time.trim_end_matches('s').parse::<f64>().is_ok();
+    let mut passed = false;
+    for part in counts.split(", ") {
+        let Some((n, what)) = part.split_once(' ') else {
+            return false;
+        };
+        if n.parse::<u64>().is_err() {
+            return false;
+        }
+        match what {
+            "passed" => passed = true,
+            "skipped" | "deselected" | "xfailed" | "xpassed" | "warning" | "warnings" => {}
+            _ => return false,
+        }
+    }
+    timed && passed
+}
+
+/// The test a line reports as passed: `PASSED x::test_y` (pytest's `-rA` summary) or
+/// `x::test_y PASSED` (its `-v` progress line, maybe followed by a percentage).
+pub(crate) fn passed_test(line: &str) -> Option<&str> {
+    if line.starts_with("PASSED ") {
+        return test_of(line);
+    }
+    let mut words = line.split_whitespace();
+    let name = words.next()?;
+    (name.contains("::") && words.next() == Some("PASSED")).then_some(name)
+}
+
 /// The test a `FAILED` or `PASSED` line names.
 pub(crate) fn test_of(line: &str) -> Option<&str> {
     let rest = line.strip_prefix("FAILED ").or_else(|| line.strip_prefix("PASSED "))?;
@@ -361,6 +398,26 @@ mod tests {
             ]
         );
         assert_eq!(test_of("FAILED tests/t.py::test_a - x"), Some("tests/t.py::test_a"));
+        assert_eq!(passed_test("PASSED tests/t.py::test_a"), Some("tests/t.py::test_a"));
+        assert_eq!(
+            passed_test("tests/t.py::test_b[x-1] PASSED   [ 12%]"),
+            Some("tests/t.py::test_b[x-1]")
+        );
+        assert_eq!(passed_test("tests/t.py::test_c FAILED"), None);
+        for clean in [
+            "============================== 75 passed in 0.42s ===============================",
+            "75 passed, 2 skipped, 1 warning in 1.20s",
+        ] {
+            assert!(is_clean_test_summary(clean), "{clean}");
+        }
+        for not_clean in [
+            "========================= 2 failed, 73 passed in 0.61s ==========================",
+            "=== 1 error, 3 passed in 0.1s ===",
+            "=== 2 skipped in 0.1s ===",
+            "we passed in review",
+        ] {
+            assert!(!is_clean_test_summary(not_clean), "{not_clean}");
+        }
     }
 
     #[test]
