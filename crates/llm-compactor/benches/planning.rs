@@ -159,6 +159,9 @@ fn real_9898(c: &mut Criterion) {
     group.bench_function("choose_trim_o200k_cold_memo", |b| {
         b.iter(|| on_fresh_thread(|| black_box(choose(&MemoCounter::new(BpeCounter::o200k()), o200k_goal))))
     });
+    group.bench_function("choose_trim_o200k_cold_memo_warm_pieces", |b| {
+        b.iter(|| black_box(choose(&MemoCounter::new(BpeCounter::o200k()), o200k_goal)))
+    });
     // Where a heuristic trim's time goes: each part alone.
     let pairs = Pairs::build(&messages);
     let layout = plan::layout_with(&messages, &pairs, 6);

@@ -6,15 +6,17 @@
 //! a `Tokenizer` over a 256-token byte vocabulary (built in microseconds) and the same
 //! patterns `bpe-openai` 0.3 uses for the encoding (tiktoken's, with the negative
 //! look-ahead `\s+(?!\S)` rewritten as a look-ahead pattern); only its `split` is used.
-//! Building the regex costs ~8 ms. If `bpe-openai` ever changed its patterns, the counts
-//! would no longer match its `Tokenizer::count`, which `tests/count_bpe.rs` compares on
-//! real and arbitrary text.
+//! Building the regex costs ~4 ms, paid only by a text that is not all ASCII
+//! (`ascii_pieces.rs` splits the rest without it). If `bpe-openai` ever changed its
+//! patterns, the counts would no longer match its `Tokenizer::count`, which
+//! `tests/count_bpe.rs` compares on real and arbitrary text.
 
 use std::sync::LazyLock;
 
 use bpe_openai::Tokenizer;
 use bpe_openai::byte_pair_encoding::BytePairEncoding;
 
+use super::ascii_pieces::Pieces;
 use super::bpe::Encoding;
 
 /// The patterns of `bpe-openai` 0.3.2's `cl100k_base`.
@@ -49,12 +51,18 @@ fn build(pattern: &str) -> Tokenizer {
 static O200K: LazyLock<Tokenizer> = LazyLock::new(|| build(O200K_PATTERN));
 static CL100K: LazyLock<Tokenizer> = LazyLock::new(|| build(CL100K_PATTERN));
 
-/// The pre-tokenizer of `encoding` (use its `split` only: its vocabulary is bytes).
-pub(crate) fn of(encoding: Encoding) -> &'static Tokenizer {
+/// The regex pre-tokenizer of `encoding` (use its `split` only: its vocabulary is bytes).
+pub(crate) fn regex(encoding: Encoding) -> &'static Tokenizer {
     match encoding {
         Encoding::O200kBase => &O200K,
         Encoding::Cl100kBase => &CL100K,
     }
+}
+
+/// The pre-tokenized pieces of `text` in `encoding`: the regex's pieces, found by a byte
+/// scan where the text is ASCII (`ascii_pieces.rs`).
+pub(crate) fn pieces(encoding: Encoding, text: &str) -> Pieces<'_> {
+    Pieces::new(encoding, regex, text)
 }
 
 #[cfg(test)]
@@ -65,7 +73,7 @@ mod tests {
     fn the_pieces_are_bpe_openais() {
         let text = "Hello, WORLD's 12345 tests!!\n\n   indented\tand\r\n  trailing   \u{1F980}caf\u{e9} x/y/z  ";
         for encoding in [Encoding::O200kBase, Encoding::Cl100kBase] {
-            let ours: Vec<&str> = of(encoding).split(text).collect();
+            let ours: Vec<&str> = pieces(encoding, text).collect();
             let theirs: Vec<&str> = encoding.tokenizer().split(text).collect();
             assert_eq!(ours, theirs);
         }

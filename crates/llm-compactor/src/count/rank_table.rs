@@ -20,7 +20,7 @@
 use std::sync::LazyLock;
 
 use super::bpe::Encoding;
-use super::rank_hash::{slot_count, token_hash};
+use super::rank_hash::{TAG_MASK, slot_rank, slot_tag, slot_token, token_hash};
 
 /// Pieces up to this many bytes are merged here; longer ones (rare: a run of one
 /// character, a long identifier or base64) are counted by `bpe-openai`'s encoder.
@@ -31,9 +31,12 @@ pub(crate) const MAX_MERGE_BYTES: usize = 256;
 /// One encoding's vocabulary, read in place (see `build.rs` for the layout).
 pub(crate) struct RankTable {
     bytes: &'static [u8],
-    starts: &'static [u8],
     slots: &'static [u8],
     mask: usize,
+    /// The rank of every two-byte token, indexed by its bytes (`NO_RANK` where there is
+    /// none): it answers the first round of every merge, a lookup per byte of the piece,
+    /// without hashing or probing.
+    pairs: &'static [u8],
 }
 
 /// A rank no token has: "this pair is not a token".
@@ -42,28 +45,28 @@ const NO_RANK: u32 = u32::MAX;
 static O200K: LazyLock<RankTable> = LazyLock::new(|| {
     RankTable::new(
         include_bytes!(concat!(env!("OUT_DIR"), "/o200k.bytes")),
-        include_bytes!(concat!(env!("OUT_DIR"), "/o200k.starts")),
         include_bytes!(concat!(env!("OUT_DIR"), "/o200k.slots")),
+        include_bytes!(concat!(env!("OUT_DIR"), "/o200k.pairs")),
     )
 });
 
 static CL100K: LazyLock<RankTable> = LazyLock::new(|| {
     RankTable::new(
         include_bytes!(concat!(env!("OUT_DIR"), "/cl100k.bytes")),
-        include_bytes!(concat!(env!("OUT_DIR"), "/cl100k.starts")),
         include_bytes!(concat!(env!("OUT_DIR"), "/cl100k.slots")),
+        include_bytes!(concat!(env!("OUT_DIR"), "/cl100k.pairs")),
     )
 });
 
 impl RankTable {
-    fn new(bytes: &'static [u8], starts: &'static [u8], slots: &'static [u8]) -> Self {
-        let tokens = starts.len() / 4 - 1;
-        debug_assert_eq!(slots.len() / 4, slot_count(tokens));
+    fn new(bytes: &'static [u8], slots: &'static [u8], pairs: &'static [u8]) -> Self {
+        debug_assert!((slots.len() / 8).is_power_of_two());
+        debug_assert_eq!(pairs.len(), 4 << 16);
         RankTable {
             bytes,
-            starts,
             slots,
-            mask: slots.len() / 4 - 1,
+            mask: slots.len() / 8 - 1,
+            pairs,
         }
     }
 
@@ -75,26 +78,36 @@ impl RankTable {
         }
     }
 
-    fn word(table: &[u8], index: usize) -> u32 {
-        let at = index * 4;
-        u32::from_le_bytes([table[at], table[at + 1], table[at + 2], table[at + 3]])
+    fn slot(&self, index: usize) -> u64 {
+        let at = index * 8;
+        let mut word = [0u8; 8];
+        word.copy_from_slice(&self.slots[at..at + 8]);
+        u64::from_le_bytes(word)
     }
 
     /// The rank of the token whose bytes are `bytes`, or [`NO_RANK`].
     pub(crate) fn rank(&self, bytes: &[u8]) -> u32 {
-        let mut slot = token_hash(bytes) as usize & self.mask;
+        if let &[first, second] = bytes {
+            let at = (usize::from(first) << 8 | usize::from(second)) * 4;
+            let mut rank = [0u8; 4];
+            rank.copy_from_slice(&self.pairs[at..at + 4]);
+            return u32::from_le_bytes(rank);
+        }
+        let hash = token_hash(bytes);
+        let tag = slot_tag(hash);
+        let mut index = hash as usize & self.mask;
         loop {
-            let entry = Self::word(self.slots, slot);
-            if entry == 0 {
+            let slot = self.slot(index);
+            let Some(rank) = slot_rank(slot) else {
                 return NO_RANK;
+            };
+            if slot & TAG_MASK == tag {
+                let (offset, len) = slot_token(slot);
+                if len == bytes.len() && same_bytes(&self.bytes[offset..offset + len], bytes) {
+                    return rank;
+                }
             }
-            let rank = entry - 1;
-            let start = Self::word(self.starts, rank as usize) as usize;
-            let end = Self::word(self.starts, rank as usize + 1) as usize;
-            if &self.bytes[start..end] == bytes {
-                return rank;
-            }
-            slot = (slot + 1) & self.mask;
+            index = (index + 1) & self.mask;
         }
     }
 
@@ -146,6 +159,16 @@ impl RankTable {
         }
         Some(len - 1)
     }
+}
+
+/// `a == b` for slices of one length, compared in place: tokens are short, and the
+/// library call of `==` was a sixth of a cold count (profiled).
+#[inline]
+fn same_bytes(a: &[u8], b: &[u8]) -> bool {
+    if a.len() > 16 {
+        return a == b;
+    }
+    a.iter().zip(b).all(|(x, y)| x == y)
 }
 
 #[cfg(test)]
