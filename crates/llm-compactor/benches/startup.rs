@@ -1,8 +1,9 @@
 //! What the first o200k count of a process costs (what every `compactor count --counter
 //! o200k` pays once), in one process, in order:
 //!
-//! 1. `BpeCounter::o200k()`'s first count: the pre-tokenization regex built, the
-//!    embedded rank tables probed in place (`count/rank_table.rs`), nothing deserialized;
+//! 1. `BpeCounter::o200k()`'s first count of ASCII text: pre-tokenized by the byte scan
+//!    (`count/ascii_pieces.rs`: no regex built), the embedded rank tables probed in place
+//!    (`count/rank_table.rs`), nothing deserialized;
 //! 2. `bpe-openai`'s own first use, which the counter makes only for a piece longer than
 //!    the merge limit: its encoder deserialized from 32 MB of MessagePack (two 200k-entry
 //!    maps, five vectors, three automata). Before the rank tables, every process paid it.
