@@ -2,7 +2,7 @@
 //! `bpe-openai`'s encoders (issue 13: a `compactor count` with o200k paid ~130 ms and
 //! ~66 MB to rebuild two 200k-entry hash maps and three automata before its first token).
 //!
-//! For each encoding, two little-endian files in `OUT_DIR`, embedded with
+//! For each encoding, three little-endian files in `OUT_DIR`, embedded with
 //! `include_bytes!` and read in place from the binary's read-only pages (nothing is
 //! built at run time; a count touches only the pages it probes):
 //! - `{name}.bytes`: every token's bytes, in rank order, concatenated;

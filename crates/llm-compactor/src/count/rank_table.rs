@@ -161,8 +161,8 @@ impl RankTable {
     }
 }
 
-/// `a == b` for slices of one length, compared in place: tokens are short, and the
-/// library call of `==` was a sixth of a cold count (profiled).
+/// `a == b` for slices of one length, compared in place: tokens are short (a few bytes),
+/// where a byte loop the compiler inlines costs less than a call to `memcmp`.
 #[inline]
 fn same_bytes(a: &[u8], b: &[u8]) -> bool {
     if a.len() > 16 {
