@@ -83,40 +83,36 @@ impl Compactor {
                 let (layout, _) = self.fit_recent_counted(messages, index.pairs(), layout, counts, counter, &options);
                 layout.cut
             };
-            let found = index.eligible_upto(cut?, self.aging_rules());
-            let pool: usize = found.iter().map(|f| f.chars).sum();
-            if pool < self.config.epoch_chars() {
+            let found = index.eligible_sums(messages, counts, cut?, self.aging_rules(), counter);
+            if found.chars < self.config.epoch_chars() {
                 return None;
             }
             // The receipt `CostReceipt::of_pass` would write for the stubbed copy: the
             // cache is kept up to the first stub; each stub changes its message's count.
             // Anchored on a bill, the conversation (and a copy that keeps the billed
             // prefix) counts the bill plus the counts after it; a copy that changes the
-            // billed prefix counts the sum.
-            let first = found.first()?.index;
-            let (before, kept, unchanged) = match anchor {
+            // billed prefix counts the sum. The stubs are all at or after `first`, so
+            // their counts are part of what is summed after the bill or in the sum.
+            let first = found.first?;
+            let stubbed = |counted: usize| counted.saturating_sub(found.tokens).saturating_add(found.stub_tokens);
+            let (before, kept, after) = match anchor {
                 // Saturating, as the counter's own count is: a bill is the provider's number.
-                Some((n, billed)) if first >= n => {
-                    let before = billed.saturating_add(conversation.tokens_in(n..));
-                    (before, billed.saturating_add(conversation.tokens_in(n..first)), before)
-                }
+                Some((n, billed)) if first >= n => (
+                    billed.saturating_add(conversation.tokens_in(n..)),
+                    billed.saturating_add(conversation.tokens_in(n..first)),
+                    billed.saturating_add(stubbed(conversation.tokens_in(n..))),
+                ),
                 Some((n, billed)) => (
                     billed.saturating_add(conversation.tokens_in(n..)),
                     conversation.tokens_in(..first),
-                    conversation.tokens_in(..),
+                    stubbed(conversation.tokens_in(..)),
                 ),
                 None => (
                     conversation.tokens_in(..),
                     conversation.tokens_in(..first),
-                    conversation.tokens_in(..),
+                    stubbed(conversation.tokens_in(..)),
                 ),
             };
-            let mut after = unchanged;
-            for f in &found {
-                after = after
-                    .saturating_sub(counts[f.index])
-                    .saturating_add(index.stub_tokens(messages, f, counter));
-            }
             if after >= before {
                 return None;
             }

@@ -14,11 +14,19 @@
 //! count of its stub. A round then reads arrays: no hashing, no JSON, no allocation of
 //! messages, no tokenizing but the stubs of newly eligible results.
 //!
+//! What a round asks of the results (their chars, tokens and stubs' tokens summed over
+//! the eligible ones before the recent window, and the first of them) is kept in
+//! binary indexed trees ([`super::fenwick`]): a result is judged again only when
+//! something its judgment reads has changed (it is new, an epoch of content has now
+//! passed it, or its call was just answered again), so a round costs its new messages and
+//! the few results they change, not a pass over every result.
+//!
 //! The rule itself is not copied: one function of the planning core (`judge` in
 //! [`super::eligibility`]) decides each result for the slice API and for this index, and
 //! `tests/aging_index.rs` checks the two agree on every prefix of generated conversations.
 
-use super::eligibility::{AgingRules, Answers, Found, judge};
+use super::eligibility::{AgingRules, Answers, judge};
+use super::fenwick::Fenwick;
 use super::pairs::{Pairs, PairsBuilder};
 use super::pinned::is_pinned;
 use super::stub::{is_stub, stub_chars, stub_text};
@@ -42,6 +50,49 @@ pub struct AgingIndex {
     /// The counter's count of message `i` with its content replaced by its stub, once
     /// asked for.
     stub_tokens: Vec<Option<usize>>,
+    /// Per interned call identity: the candidates (positions in `candidates`) that
+    /// answer it, whose judgment a new answer of the same call may change.
+    by_identity: Vec<Vec<usize>>,
+    /// The candidates' judgments and the sums over the eligible ones.
+    judged: Judged,
+}
+
+/// Every candidate's eligibility under one set of rules, and the sums over the eligible
+/// ones, position by position (a position is an index into `candidates`).
+#[derive(Clone, Debug, Default)]
+struct Judged {
+    /// The rules judged under; other rules judge everything again.
+    rules: Option<AgingRules>,
+    eligible: Vec<bool>,
+    /// The candidates before this one have an epoch of content after them (and keep it:
+    /// the conversation only grows).
+    aged_through: usize,
+    /// Candidates to judge again at the next question.
+    dirty: Vec<usize>,
+    /// Call identities answered again since the last question: their candidates are
+    /// judged again (listed once per identity, however often it was repeated).
+    repeated: Vec<usize>,
+    /// 1 per eligible candidate, for the first of them.
+    number: Fenwick,
+    /// The chars, the tokens (the conversation's count) and the stub's tokens of each
+    /// eligible candidate.
+    chars: Fenwick,
+    tokens: Fenwick,
+    stubs: Fenwick,
+}
+
+/// What stubbing the eligible results of `0..=cut` comes to: see
+/// [`AgingIndex::eligible_sums`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct EligibleSums {
+    /// The first eligible result (a message index).
+    pub(crate) first: Option<usize>,
+    /// Their content chars: the reclaimable pool.
+    pub(crate) chars: usize,
+    /// Their tokens as the conversation counted them.
+    pub(crate) tokens: usize,
+    /// Their stubs' tokens (the counter's count of each message with its stub).
+    pub(crate) stub_tokens: usize,
 }
 
 impl Default for AgingIndex {
@@ -53,6 +104,8 @@ impl Default for AgingIndex {
             assistant_turns: 0,
             candidates: Vec::new(),
             stub_tokens: Vec::new(),
+            by_identity: Vec::new(),
+            judged: Judged::default(),
         }
     }
 }
@@ -80,8 +133,19 @@ impl AgingIndex {
             if message.role == Role::Assistant {
                 self.assistant_turns += 1;
             }
+            let identity = self.answers.identity(i).map(|id| id as usize);
+            if let Some(id) = identity {
+                // A new answer of this call may supersede or protect the earlier ones.
+                if id >= self.by_identity.len() {
+                    self.by_identity.resize_with(id + 1, Vec::new);
+                }
+                self.judged.repeated.push(id);
+            }
             if message.is_tool_result() && !is_pinned(messages, self.pairs.pairs(), i) && !is_stub(&message.content) {
                 let tool = self.pairs.pairs().call(messages, i).map(|c| c.name.as_str());
+                if let Some(id) = identity {
+                    self.by_identity[id].push(self.candidates.len());
+                }
                 self.candidates.push((i, stub_chars(chars, tool)));
             }
             self.stub_tokens.push(None);
@@ -99,37 +163,112 @@ impl AgingIndex {
     }
 
     /// The eligible results of `0..=cut` ([`super::eligible`]'s rule, [`judge`], read from
-    /// the index): a pass over the candidate results, with no message touched.
-    pub(crate) fn eligible_upto(&self, cut: usize, rules: AgingRules) -> Vec<Found> {
-        let n = self.len();
-        let total = self.char_sums[n];
-        let mut out = Vec::new();
-        for &(i, stub_chars) in self.candidates.iter().take_while(|(i, _)| *i <= cut) {
+    /// the index) summed: their chars, their tokens in `counts` (the conversation's count
+    /// of each message), their stubs' tokens by `counter`, and the first of them. Only the
+    /// results whose judgment may have changed since the last question are judged again;
+    /// a result's stub is counted the first time it is eligible.
+    pub(crate) fn eligible_sums(
+        &mut self,
+        messages: &[Message],
+        counts: &[usize],
+        cut: usize,
+        rules: AgingRules,
+        counter: &dyn TokenCounter,
+    ) -> EligibleSums {
+        if self.judged.rules != Some(rules) {
+            self.judged = Judged {
+                rules: Some(rules),
+                ..Judged::default()
+            };
+        }
+        // New candidates: judged for the first time.
+        for position in self.judged.eligible.len()..self.candidates.len() {
+            self.judged.eligible.push(false);
+            for tree in [
+                &mut self.judged.number,
+                &mut self.judged.chars,
+                &mut self.judged.tokens,
+                &mut self.judged.stubs,
+            ] {
+                tree.push(0);
+            }
+            self.judged.dirty.push(position);
+        }
+        // Candidates an epoch of content has now passed (a prefix of them: the chars
+        // after a result shrink with its position).
+        let total = self.char_sums[self.len()];
+        while let Some(&(i, _)) = self.candidates.get(self.judged.aged_through) {
+            if total - self.char_sums[i + 1] < rules.reclaim_min {
+                break;
+            }
+            self.judged.dirty.push(self.judged.aged_through);
+            self.judged.aged_through += 1;
+        }
+        let mut dirty = std::mem::take(&mut self.judged.dirty);
+        let mut repeated = std::mem::take(&mut self.judged.repeated);
+        repeated.sort_unstable();
+        repeated.dedup();
+        for &id in &repeated {
+            dirty.extend_from_slice(&self.by_identity[id]);
+        }
+        repeated.clear();
+        self.judged.repeated = repeated;
+        dirty.sort_unstable();
+        dirty.dedup();
+        for &position in &dirty {
+            let (i, stub_chars) = self.candidates[position];
             let chars = self.char_sums[i + 1] - self.char_sums[i];
             let after = total - self.char_sums[i + 1];
-            if let Some(reason) = judge(i, chars, after, &self.answers, || stub_chars, rules) {
-                out.push(Found {
-                    index: i,
-                    chars,
-                    reason,
-                });
+            let eligible = judge(i, chars, after, &self.answers, || stub_chars, rules).is_some();
+            if eligible == self.judged.eligible[position] {
+                continue;
             }
+            let stub = self.stub_tokens(messages, i, chars, counter);
+            let tokens = counts.get(i).copied().unwrap_or_default();
+            let sign = |value: usize| {
+                if eligible {
+                    value as u64
+                } else {
+                    (value as u64).wrapping_neg()
+                }
+            };
+            self.judged.number.add(position, sign(1));
+            self.judged.chars.add(position, sign(chars));
+            self.judged.tokens.add(position, sign(tokens));
+            self.judged.stubs.add(position, sign(stub));
+            self.judged.eligible[position] = eligible;
         }
-        out
+        dirty.clear();
+        self.judged.dirty = dirty;
+        let end = self.candidates.partition_point(|&(i, _)| i <= cut);
+        let judged = &self.judged;
+        let first = match judged.number.prefix(end) {
+            0 => None,
+            _ => judged
+                .number
+                .first_reaching(1)
+                .map(|position| self.candidates[position].0),
+        };
+        EligibleSums {
+            first,
+            chars: judged.chars.prefix(end) as usize,
+            tokens: judged.tokens.prefix(end) as usize,
+            stub_tokens: judged.stubs.prefix(end) as usize,
+        }
     }
 
-    /// `counter`'s count of message `index` with its content replaced by `found`'s
-    /// stub: counted the first time, remembered after.
-    pub(crate) fn stub_tokens(&mut self, messages: &[Message], found: &Found, counter: &dyn TokenCounter) -> usize {
-        if let Some(tokens) = self.stub_tokens[found.index] {
+    /// `counter`'s count of message `index` (of `chars` content chars) with its content
+    /// replaced by its stub: counted the first time, remembered after.
+    fn stub_tokens(&mut self, messages: &[Message], index: usize, chars: usize, counter: &dyn TokenCounter) -> usize {
+        if let Some(tokens) = self.stub_tokens[index] {
             return tokens;
         }
-        let original = &messages[found.index];
-        let tool = self.pairs().call(messages, found.index).map(|c| c.name.as_str());
+        let original = &messages[index];
+        let tool = self.pairs().call(messages, index).map(|c| c.name.as_str());
         let stubbed = Message {
             id: original.id.clone(),
             role: original.role.clone(),
-            content: Content::Text(stub_text(found.chars, tool)),
+            content: Content::Text(stub_text(chars, tool)),
             tool_calls: original.tool_calls.clone(),
             tool_call_id: original.tool_call_id.clone(),
             name: original.name.clone(),
@@ -143,7 +282,7 @@ impl AgingIndex {
         } else {
             counter.count_message(&stubbed)
         };
-        self.stub_tokens[found.index] = Some(tokens);
+        self.stub_tokens[index] = Some(tokens);
         tokens
     }
 }

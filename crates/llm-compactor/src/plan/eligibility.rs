@@ -139,6 +139,11 @@ impl Answers {
         self.failed.push(failed);
     }
 
+    /// The interned identity of the call message `i` answers, if it answers one.
+    pub(crate) fn identity(&self, i: usize) -> Option<u32> {
+        self.identity.get(i).copied().flatten()
+    }
+
     /// The repeated call's state of the answer at `i`: `None` when its call was answered
     /// once (or it answers none); else whether a newer answer that did not fail
     /// supersedes it, and whether it is the protected copy (the newest good one, or the

@@ -14,6 +14,7 @@ mod cut;
 mod eligibility;
 mod elision;
 mod failed;
+mod fenwick;
 pub mod grounding;
 mod identity;
 pub mod ledger;
