@@ -101,40 +101,39 @@ fn a_clean_test_run_resolves_the_failures_it_covered() {
     let failing = "FAILED tests/test_pricing.py::test_yen - AssertionError\n\
                    FAILED tests/test_storage.py::test_load - KeyError\n\
                    ========================= 2 failed, 73 passed in 0.61s ==========================";
+    // A failing run, then another command and what it printed: the errors left open.
+    let open_after = |first: &str, then: &str, output: &str| -> Vec<String> {
+        let messages = vec![
+            bash("1", first),
+            Message::tool("1", failing),
+            bash("2", then),
+            Message::tool("2", output),
+        ];
+        all(&messages).open_errors().map(|e| e.text.clone()).collect()
+    };
     // Another command than the failing run's, as an agent re-runs with another `tail`.
-    let whole_suite = vec![
-        bash("1", "cd /w && python -m pytest -q 2>&1 | tail -60"),
-        Message::tool("1", failing),
-        bash("2", "cd /w && python -m pytest -q 2>&1 | tail -30"),
-        Message::tool(
-            "2",
-            "...........                              [100%]\n75 passed in 0.42s",
-        ),
-    ];
-    assert_eq!(all(&whole_suite).open_errors().count(), 0, "the whole suite passed");
+    let whole_suite = open_after(
+        "cd /w && python -m pytest -q 2>&1 | tail -60",
+        "cd /w && python -m pytest -q 2>&1 | tail -30",
+        "...........                              [100%]\n75 passed in 0.42s",
+    );
+    assert!(whole_suite.is_empty(), "the whole suite passed: {whole_suite:?}");
 
     // A clean run of one file resolves only that file's failures.
-    let one_file = vec![
-        bash("1", "python -m pytest -q"),
-        Message::tool("1", failing),
-        bash("2", "python -m pytest tests/test_storage.py -v"),
-        Message::tool(
-            "2",
-            "tests/test_storage.py::test_load PASSED\n=== 12 passed in 0.20s ===",
-        ),
-    ];
-    let ledger = all(&one_file);
-    let open: Vec<&str> = ledger.open_errors().map(|e| e.text.as_str()).collect();
-    assert_eq!(open, ["FAILED tests/test_pricing.py::test_yen - AssertionError"]);
+    let one_file = open_after(
+        "python -m pytest -q",
+        "python -m pytest tests/test_storage.py -v",
+        "tests/test_storage.py::test_load PASSED\n=== 12 passed in 0.20s ===",
+    );
+    assert_eq!(one_file, ["FAILED tests/test_pricing.py::test_yen - AssertionError"]);
 
     // A run that still fails resolves nothing.
-    let still_failing = vec![
-        bash("1", "python -m pytest -q"),
-        Message::tool("1", failing),
-        bash("2", "python -m pytest -q | tail -5"),
-        Message::tool("2", "=== 1 failed, 74 passed in 0.5s ==="),
-    ];
-    assert_eq!(all(&still_failing).open_errors().count(), 2);
+    let still_failing = open_after(
+        "python -m pytest -q",
+        "python -m pytest -q | tail -5",
+        "=== 1 failed, 74 passed in 0.5s ===",
+    );
+    assert_eq!(still_failing.len(), 2);
 }
 
 #[test]

@@ -99,12 +99,12 @@ fn piece_end(encoding: Encoding, text: &[u8], at: usize) -> Option<usize> {
         Class::Upper | Class::Lower => word(at),
         Class::Digit => digits(text, at),
         Class::Newline => whitespace(text, at),
-        class @ (Class::Space | Class::Other) => {
+        lead @ (Class::Space | Class::Other) => {
             // A byte that may lead a word: a word follows, or punctuation / whitespace.
-            let next = class_after(text, at)?;
+            let next = class(text, at + 1)?;
             if is_letter(next) {
                 word(at + 1)
-            } else if class == Class::Other {
+            } else if lead == Class::Other {
                 punctuation(text, at, o200k)
             } else if text[at] == b' ' && next == Class::Other {
                 punctuation(text, at + 1, o200k)
@@ -114,10 +114,6 @@ fn piece_end(encoding: Encoding, text: &[u8], at: usize) -> Option<usize> {
         }
         Class::End => Some(at),
     }
-}
-
-fn class_after(text: &[u8], at: usize) -> Option<Class> {
-    class(text, at + 1)
 }
 
 /// o200k's word from `start` (a letter): capitals, then small letters, then a contraction.

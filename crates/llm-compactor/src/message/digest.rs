@@ -71,8 +71,8 @@ pub fn message_digest(message: &Message) -> String {
 /// `sysprompt`, `tool_call_id`, `tool_calls`; a call's `arguments`, `id`, `name`), each
 /// value as [`write_canonical`] writes it. A message's digest is taken on every append
 /// (the chained prefix digest the calibrated counter anchors on), and building the two
-/// values copied the whole message twice before rendering it; `tests/message_digest.rs` checks the bytes
-/// against the built values.
+/// values copied the whole message twice before rendering it; `tests/message_digest.rs`
+/// checks the bytes against the built values.
 fn write_digest_json(message: &Message, out: &mut impl std::io::Write) {
     let _ = write_digest_fields(message, out);
 }

@@ -12,6 +12,7 @@
 //! commands); [`render`] writes fixed sections under a size cap, cutting the oldest
 //! facts first. Both are pure.
 
+mod command;
 mod extract;
 mod render;
 pub(crate) mod scan;
