@@ -2,9 +2,14 @@
 //! must be exactly those of the definition, SHA-256 of the canonical JSON (keys sorted at
 //! every depth, serde_json's compact rendering) of the digest object. The reference here
 //! builds that object and sorts it the slow way, independently of the crate's writer.
+//!
+//! The same for a message on the transcript: its content is serialized straight from the
+//! message, and must be exactly the JSON of [`Content::to_value`]; its line is written by
+//! hand, and must be exactly serde_json's rendering of the envelope around the message.
 
 use llm_compactor::message::digest::digest_value;
 use llm_compactor::message::{Content, Message, Part, Role, ToolCall, canonical_json, message_digest};
+use llm_compactor::session::{Record, encode_line};
 use proptest::prelude::*;
 use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
@@ -55,12 +60,17 @@ fn arb_json() -> impl Strategy<Value = Value> {
 
 fn arb_content() -> impl Strategy<Value = Content> {
     let part = prop_oneof![
-        (arb_text(), proptest::collection::vec(("[a-z]{1,3}", arb_json()), 0..2)).prop_map(|(text, extras)| {
-            Part::Text {
-                text,
-                extras: extras.into_iter().collect(),
-            }
-        }),
+        // Extras keys include `type` and `text`, which the part's own fields repeat.
+        (
+            arb_text(),
+            proptest::collection::vec(("[a-z]{1,3}|type|text", arb_json()), 0..2)
+        )
+            .prop_map(|(text, extras)| {
+                Part::Text {
+                    text,
+                    extras: extras.into_iter().collect(),
+                }
+            }),
         arb_text().prop_map(|thinking| Part::Thinking {
             thinking,
             extras: Map::new(),
@@ -114,6 +124,36 @@ proptest! {
     #[test]
     fn the_streamed_digest_is_the_digest_of_the_sorted_object(message in arb_message()) {
         prop_assert_eq!(message_digest(&message), reference_digest(&message));
+    }
+
+    #[test]
+    fn content_is_serialized_as_its_value(content in arb_content()) {
+        prop_assert_eq!(
+            serde_json::to_string(&content).expect("serializes"),
+            serde_json::to_string(&content.to_value()).expect("serializes")
+        );
+    }
+
+    #[test]
+    fn a_message_line_is_serde_jsons_envelope(
+        message in arb_message(),
+        id in arb_text(),
+        name in proptest::option::of(arb_text()),
+        extras in proptest::collection::vec(("[a-z]{1,3}", arb_json()), 0..3),
+        call_extras in proptest::collection::vec(("[a-z]{1,3}", arb_json()), 0..2),
+    ) {
+        let mut message = message.with_id(id.clone());
+        message.name = name;
+        message.extras = extras.into_iter().collect();
+        if let Some(call) = message.tool_calls.first_mut() {
+            call.extras = call_extras.into_iter().collect();
+        }
+        let ts = "2025-01-01T00:00:00.000000Z";
+        let reference = serde_json::to_string(&json!({
+            "id": id, "payload": message, "ts": ts, "type": "message", "v": 1
+        }))
+        .expect("serializes");
+        prop_assert_eq!(encode_line(&id, ts, &Record::Message(message)).expect("encodes"), reference + "\n");
     }
 
     #[test]

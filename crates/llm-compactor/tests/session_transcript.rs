@@ -227,6 +227,55 @@ fn unknown_ids_and_reused_ids_are_refused_at_append_time() {
     assert_eq!(file_bytes(&path), before);
 }
 
+#[test]
+fn a_round_of_messages_is_one_append_the_same_bytes_as_one_at_a_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let (path, mut session) = new_session(&dir);
+    let round = conversation();
+    let stored = session.append_messages(round.clone()).unwrap().to_vec();
+    assert_eq!(stored.len(), round.len());
+    assert_eq!(stored[0].id.as_deref(), Some(id(2).as_str()));
+    assert_eq!(bytes_of(&stored), bytes_of(session.messages()));
+
+    let one_path = dir.path().join("one.jsonl");
+    let mut one = Session::create(&one_path, fixed_options()).unwrap();
+    for message in round {
+        one.append_message(message).unwrap();
+    }
+    assert_eq!(file_bytes(&path), file_bytes(&one_path));
+    assert_eq!(
+        bytes_of(Transcript::read(&path).unwrap().messages()),
+        bytes_of(session.messages())
+    );
+}
+
+#[test]
+fn a_round_with_a_reused_id_writes_none_of_its_messages() {
+    let dir = tempfile::tempdir().unwrap();
+    let (path, mut session) = new_session(&dir);
+    session.append_message(Message::user("a").with_id("m1")).unwrap();
+    let before = file_bytes(&path);
+    // Reused within the round, and reused from the transcript after a good message.
+    for round in [
+        vec![Message::user("b").with_id("x"), Message::user("c").with_id("x")],
+        vec![Message::user("d"), Message::user("e").with_id("m1")],
+    ] {
+        let err = session.append_messages(round).unwrap_err();
+        assert!(matches!(err, SessionError::Rejected { .. }), "{err}");
+        assert!(err.to_string().contains("already used"), "{err}");
+        assert_eq!(file_bytes(&path), before);
+        assert_eq!(session.messages().len(), 1);
+    }
+    // A fresh id skips the ids the round gives its other messages.
+    let next = id(3);
+    let stored = session
+        .append_messages(vec![Message::user("f").with_id(next.clone()), Message::user("g")])
+        .unwrap();
+    assert_eq!(stored[0].id.as_deref(), Some(next.as_str()));
+    assert_eq!(stored[1].id.as_deref(), Some(id(4).as_str()));
+    assert_eq!(Transcript::read(&path).unwrap().messages().len(), 3);
+}
+
 /// Writes a transcript, then replaces line `line` (1-based) with `replacement`.
 fn corrupted(dir: &tempfile::TempDir, line: usize, replacement: &str) -> std::path::PathBuf {
     let (path, mut session) = new_session(dir);

@@ -101,9 +101,37 @@ impl From<String> for Content {
     }
 }
 
+/// The same JSON as [`Content::to_value`], written without building it: a message's
+/// content is serialized on every transcript append, and the value was a copy of it.
 impl Serialize for Content {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        self.to_value().serialize(serializer)
+        match self {
+            Content::Absent | Content::Null => serializer.serialize_unit(),
+            Content::Text(text) => serializer.serialize_str(text),
+            Content::Parts(parts) => serializer.collect_seq(parts.iter().map(PartOut)),
+        }
+    }
+}
+
+/// A part as [`Part::to_value`] gives it. A text or thinking part with no extras is
+/// written directly (`type`, then the text field, the order `to_value` inserts them in);
+/// with extras, whose keys may repeat `type` or the text field, through its value.
+struct PartOut<'a>(&'a Part);
+
+impl Serialize for PartOut<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let (kind, field, text) = match self.0 {
+            Part::Text { text, extras } if extras.is_empty() => ("text", "text", text),
+            Part::Thinking { thinking, extras } if extras.is_empty() => ("thinking", "thinking", thinking),
+            Part::ToolUse { id } => ("tool_use", "id", id),
+            Part::Other(value) => return value.serialize(serializer),
+            part => return part.to_value().serialize(serializer),
+        };
+        let mut map = serializer.serialize_map(Some(2))?;
+        map.serialize_entry("type", kind)?;
+        map.serialize_entry(field, text)?;
+        map.end()
     }
 }
 

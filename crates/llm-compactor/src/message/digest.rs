@@ -12,6 +12,7 @@ use sha2::{Digest, Sha256};
 
 use super::canonical::write_canonical;
 use super::content::Content;
+use super::json_string::write_json_string;
 use super::model::Message;
 
 /// The canonical JSON object a message's digest is taken over.
@@ -73,50 +74,49 @@ pub fn message_digest(message: &Message) -> String {
 /// (the chained prefix digest the calibrated counter anchors on), and building the two
 /// values copied the whole message twice before rendering it; `tests/message_digest.rs`
 /// checks the bytes against the built values.
-fn write_digest_json(message: &Message, out: &mut impl std::io::Write) {
-    let _ = write_digest_fields(message, out);
-}
-
-fn write_digest_fields(message: &Message, out: &mut impl std::io::Write) -> std::io::Result<()> {
-    let string =
-        |out: &mut dyn std::io::Write, text: &str| serde_json::to_writer(out, text).map_err(std::io::Error::from);
-    out.write_all(b"{\"content\":")?;
+fn write_digest_json(message: &Message, out: &mut Vec<u8>) {
+    out.extend_from_slice(b"{\"content\":");
     match &message.content {
-        Content::Text(text) => string(out, text)?,
+        Content::Text(text) => write_json_string(out, text),
         content => write_canonical(&content.to_value(), out),
     }
     if let Some(depth) = message.depth {
-        write!(out, ",\"depth\":{depth}")?;
+        out.extend_from_slice(b",\"depth\":");
+        out.extend_from_slice(depth.to_string().as_bytes());
     }
-    out.write_all(b",\"role\":")?;
-    string(out, message.role.as_str())?;
-    write!(
-        out,
-        ",\"sticky\":{},\"sysprompt\":{}",
-        message.sticky, message.sysprompt
-    )?;
+    out.extend_from_slice(b",\"role\":");
+    write_json_string(out, message.role.as_str());
+    out.extend_from_slice(if message.sticky {
+        b",\"sticky\":true"
+    } else {
+        b",\"sticky\":false"
+    });
+    out.extend_from_slice(if message.sysprompt {
+        b",\"sysprompt\":true"
+    } else {
+        b",\"sysprompt\":false"
+    });
     if let Some(id) = &message.tool_call_id {
-        out.write_all(b",\"tool_call_id\":")?;
-        string(out, id)?;
+        out.extend_from_slice(b",\"tool_call_id\":");
+        write_json_string(out, id);
     }
     if !message.tool_calls.is_empty() {
-        out.write_all(b",\"tool_calls\":[")?;
+        out.extend_from_slice(b",\"tool_calls\":[");
         for (i, call) in message.tool_calls.iter().enumerate() {
-            out.write_all(if i == 0 {
-                b"{\"arguments\":"
-            } else {
-                b",{\"arguments\":"
-            })?;
-            string(out, &call.arguments)?;
-            out.write_all(b",\"id\":")?;
-            string(out, &call.id)?;
-            out.write_all(b",\"name\":")?;
-            string(out, &call.name)?;
-            out.write_all(b"}")?;
+            if i > 0 {
+                out.push(b',');
+            }
+            out.extend_from_slice(b"{\"arguments\":");
+            write_json_string(out, &call.arguments);
+            out.extend_from_slice(b",\"id\":");
+            write_json_string(out, &call.id);
+            out.extend_from_slice(b",\"name\":");
+            write_json_string(out, &call.name);
+            out.push(b'}');
         }
-        out.write_all(b"]")?;
+        out.push(b']');
     }
-    out.write_all(b"}")
+    out.push(b'}');
 }
 
 /// SHA-256 hex of the newline-joined digests of `messages`.

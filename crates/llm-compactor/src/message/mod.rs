@@ -17,6 +17,7 @@
 pub mod canonical;
 mod content;
 pub mod digest;
+pub(crate) mod json_string;
 mod model;
 
 pub use canonical::{canonical_arguments, canonical_json};

@@ -72,7 +72,8 @@ pub struct RandomIds;
 
 impl IdSource for RandomIds {
     fn next_id(&self) -> String {
-        uuid::Uuid::new_v4().to_string()
+        // The thread's CSPRNG, not a `getrandom` system call per id (`Uuid::new_v4`).
+        uuid::Builder::from_random_bytes(rand::random()).into_uuid().to_string()
     }
 }
 

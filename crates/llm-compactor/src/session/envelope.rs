@@ -9,6 +9,7 @@
 use serde::Serialize;
 use serde_json::Value;
 
+use super::message_line::write_message_line;
 use super::record::{
     CompactionRecord, ElisionRecord, Record, RepairRecord, TYPE_COMPACTION, TYPE_ELISION, TYPE_MESSAGE, TYPE_META,
     TYPE_REPAIR,
@@ -28,17 +29,26 @@ struct EnvelopeOut<'a, P: Serialize> {
     v: u64,
 }
 
-/// One line (JSON plus the terminating newline) for a payload.
-pub(crate) fn encode<P: Serialize>(id: &str, ts: &str, kind: &str, payload: &P) -> Result<String, serde_json::Error> {
-    let mut line = serde_json::to_string(&EnvelopeOut {
-        id,
-        payload,
-        ts,
-        kind,
-        v: VERSION,
-    })?;
-    line.push('\n');
-    Ok(line)
+/// Appends one line (JSON plus the terminating newline) for a payload to `out`.
+fn write<P: Serialize>(
+    out: &mut Vec<u8>,
+    id: &str,
+    ts: &str,
+    kind: &str,
+    payload: &P,
+) -> Result<(), serde_json::Error> {
+    serde_json::to_writer(
+        &mut *out,
+        &EnvelopeOut {
+            id,
+            payload,
+            ts,
+            kind,
+            v: VERSION,
+        },
+    )?;
+    out.push(b'\n');
+    Ok(())
 }
 
 /// One transcript line (JSON plus the terminating newline) for a record, byte-identical
@@ -51,20 +61,30 @@ pub(crate) fn encode<P: Serialize>(id: &str, ts: &str, kind: &str, payload: &P) 
 /// # Errors
 /// A payload that cannot be encoded as JSON (a non-finite number in an unknown record).
 pub fn encode_line(id: &str, ts: &str, record: &Record) -> Result<String, serde_json::Error> {
+    let mut line = Vec::new();
+    write_line(&mut line, id, ts, record)?;
+    // serde_json writes UTF-8 only.
+    Ok(String::from_utf8(line).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned()))
+}
+
+/// [`encode_line`] appended to `out`: the session writer puts a round's lines in one
+/// buffer and writes them at once.
+pub(crate) fn write_line(out: &mut Vec<u8>, id: &str, ts: &str, record: &Record) -> Result<(), serde_json::Error> {
     match record {
-        Record::Meta(meta) => encode(id, ts, TYPE_META, meta),
+        Record::Meta(meta) => write(out, id, ts, TYPE_META, meta),
         Record::Message(message) => {
             if message.id.as_deref() == Some(id) {
-                encode(id, ts, TYPE_MESSAGE, message)
+                write_message_line(out, id, ts, TYPE_MESSAGE, message);
+                Ok(())
             } else {
                 let message = message.clone().with_id(id);
-                encode(id, ts, TYPE_MESSAGE, &message)
+                write(out, id, ts, TYPE_MESSAGE, &message)
             }
         }
-        Record::Compaction(compaction) => encode(id, ts, TYPE_COMPACTION, compaction),
-        Record::Elision(elision) => encode(id, ts, TYPE_ELISION, elision),
-        Record::Repair(repair) => encode(id, ts, TYPE_REPAIR, repair),
-        Record::Unknown { kind, payload } => encode(id, ts, kind, payload),
+        Record::Compaction(compaction) => write(out, id, ts, TYPE_COMPACTION, compaction),
+        Record::Elision(elision) => write(out, id, ts, TYPE_ELISION, elision),
+        Record::Repair(repair) => write(out, id, ts, TYPE_REPAIR, repair),
+        Record::Unknown { kind, payload } => write(out, id, ts, kind, payload),
     }
 }
 

@@ -49,9 +49,7 @@ fn write_then_link(
     messages: impl IntoIterator<Item = Message>,
 ) -> Result<Session, SessionError> {
     let mut session = Session::create(temp, options)?;
-    for message in messages {
-        session.append_message(message)?;
-    }
+    session.append_messages(messages)?;
     session.sync()?;
     match std::fs::hard_link(temp, path) {
         Ok(()) => {}

@@ -1,13 +1,15 @@
 //! [`Session`]: the append-only writer of one transcript.
 //!
-//! Every line is written with one `write` of the whole line through an `O_APPEND`
-//! descriptor, so it reaches the OS before `append_*` returns; whether it also reaches the
-//! disk is the [`Durability`] policy (by default compaction and elision lines are
-//! fsynced, because losing one of those would make replay rebuild a conversation that was
-//! never live, while losing the last message only loses the last message). A failed write
-//! is rolled back by truncating to the last good length, so a live writer never leaves a
-//! partial line in the middle of the file.
+//! Every append is one `write` of its whole lines (one line, or a round's messages from
+//! [`Session::append_messages`]) through an `O_APPEND` descriptor, so it reaches the OS
+//! before `append_*` returns; whether it also reaches the disk is the [`Durability`]
+//! policy (by default compaction and elision lines are fsynced, because losing one of
+//! those would make replay rebuild a conversation that was never live, while losing the
+//! last message only loses the last message). A failed write is rolled back by
+//! truncating to the last good length, so a live writer never leaves a partial line in
+//! the middle of the file.
 
+use std::collections::HashSet;
 use std::fs::File;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -22,8 +24,12 @@ use super::load::{TornTail, Transcript};
 use super::lock::{SESSION_FILE_MODE, create_locked, open_locked, sync_parent};
 use super::record::{CompactionRecord, ElisionItem, ElisionRecord, Record, SessionMeta};
 use super::repair::{read_all, rewrite_prefix};
-use super::replay::Replayer;
+use super::replay::{ReplayError, Replayer};
 use crate::message::Message;
+
+/// The ids of the messages of a batch being appended (an import appends a whole
+/// conversation as one).
+type BatchIds = HashSet<String, foldhash::quality::RandomState>;
 
 /// When a transcript line is fsynced (every line is always written to the OS at once).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -222,9 +228,15 @@ impl Session {
     /// Ids the transcript already uses are skipped, so a deterministic source that starts
     /// over after a reopen does not collide.
     pub fn next_id(&self) -> String {
+        self.fresh_id(&BatchIds::default())
+    }
+
+    /// [`Session::next_id`], also skipping the ids of a batch about to be written.
+    fn fresh_id(&self, batch: &BatchIds) -> String {
+        let taken = |id: &str| self.replayer.is_used(id) || batch.contains(id);
         let mut id = self.options.ids.next_id();
         for _ in 0..10_000 {
-            if !self.replayer.is_used(&id) {
+            if !taken(&id) {
                 break;
             }
             id = self.options.ids.next_id();
@@ -238,14 +250,46 @@ impl Session {
     /// # Errors
     /// A reused id ([`SessionError::Rejected`]), or I/O.
     pub fn append_message(&mut self, message: Message) -> Result<&Message, SessionError> {
-        let id = match &message.id {
-            Some(id) => id.clone(),
-            None => self.next_id(),
-        };
-        let sync = self.options.durability == Durability::Always;
-        self.append(id, Record::Message(message), sync)?;
-        let last = self.replayer.messages().len() - 1;
-        Ok(&self.replayer.messages()[last])
+        let stored = self.append_messages(std::iter::once(message))?;
+        Ok(&stored[0])
+    }
+
+    /// Appends messages, a line each, with one `write` (a round's new messages, say: an
+    /// assistant turn and its tool results). Each message gets an id as in
+    /// [`Session::append_message`]. Returns the messages as stored. When one is refused
+    /// (a reused id, in the transcript or in the batch), nothing is written.
+    ///
+    /// # Errors
+    /// A reused id ([`SessionError::Rejected`]), or I/O.
+    pub fn append_messages(&mut self, messages: impl IntoIterator<Item = Message>) -> Result<&[Message], SessionError> {
+        let first = self.replayer.messages().len();
+        let mut batch: Vec<(String, Record)> = Vec::new();
+        let mut ids = BatchIds::default();
+        for mut message in messages {
+            let id = match message.id.take() {
+                Some(id) => id,
+                None => self.fresh_id(&ids),
+            };
+            let record_id = id.clone();
+            message.id = Some(id);
+            let record = Record::Message(message);
+            let reused = !ids.insert(record_id.clone());
+            let checked = if reused {
+                Err(ReplayError::DuplicateId { id: record_id.clone() })
+            } else {
+                self.replayer.check(&record_id, &record)
+            };
+            checked.map_err(|source| SessionError::Rejected {
+                path: self.path.clone(),
+                source,
+            })?;
+            batch.push((record_id, record));
+        }
+        if !batch.is_empty() {
+            let sync = self.options.durability == Durability::Always;
+            self.write_checked(batch, sync)?;
+        }
+        Ok(&self.replayer.messages()[first..])
     }
 
     /// Appends an elision line: each named message's content becomes its stub. Returns the
@@ -335,31 +379,48 @@ impl Session {
                 path: self.path.clone(),
                 source,
             })?;
+        self.write_checked(vec![(id, record)], sync)
+    }
+
+    /// Writes checked records, one line each, with one `write` (rolled back by truncating
+    /// when it fails), then applies them to the replay.
+    fn write_checked(&mut self, records: Vec<(String, Record)>, sync: bool) -> Result<(), SessionError> {
+        if self.poisoned {
+            return Err(SessionError::Poisoned {
+                path: self.path.clone(),
+            });
+        }
         let ts = format_timestamp(self.options.clock.now());
-        let mut line = envelope::encode_line(&id, &ts, &record).map_err(|e| SessionError::Encode {
-            path: self.path.clone(),
-            problem: e.to_string(),
-        })?;
+        let mut lines = Vec::new();
         if self.needs_newline {
             // The kept final line was written without one (JSON Lines allows it).
-            line.insert(0, '\n');
+            lines.push(b'\n');
         }
-        if let Err(e) = self.file.write_all(line.as_bytes()) {
+        for (id, record) in &records {
+            envelope::write_line(&mut lines, id, &ts, record).map_err(|e| SessionError::Encode {
+                path: self.path.clone(),
+                problem: e.to_string(),
+            })?;
+        }
+        if let Err(e) = self.file.write_all(&lines) {
             if self.file.set_len(self.len).is_err() {
                 self.poisoned = true;
             }
             return Err(SessionError::io(&self.path, e));
         }
-        self.len += line.len() as u64;
+        self.len += lines.len() as u64;
         self.needs_newline = false;
         if sync {
             self.sync()?;
         }
-        self.replayer
-            .apply(&id, &record)
-            .map_err(|source| SessionError::Rejected {
-                path: self.path.clone(),
-                source,
-            })
+        for (id, record) in records {
+            self.replayer
+                .apply_owned(id, record)
+                .map_err(|source| SessionError::Rejected {
+                    path: self.path.clone(),
+                    source,
+                })?;
+        }
+        Ok(())
     }
 }

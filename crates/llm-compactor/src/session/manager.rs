@@ -510,7 +510,8 @@ impl ContextManager {
 
     /// After a response: records what the request was billed (the conversation it
     /// carried is the current one) and appends the new messages (the assistant turn, then
-    /// its tool results).
+    /// its tool results) with one write ([`Session::append_messages`]): nothing of them
+    /// is appended when one is refused.
     ///
     /// # Errors
     /// The transcript could not be written.
@@ -523,10 +524,8 @@ impl ContextManager {
         if let Some(recorder) = &self.recorder {
             recorder.record_conversation_usage(&self.conversation, usage.as_ref(), model);
         }
-        for message in new_messages {
-            let stored = self.session.append_message(message)?.clone();
-            self.conversation.push(stored);
-        }
+        let stored = self.session.append_messages(new_messages)?;
+        self.conversation.extend(stored.iter().cloned());
         Ok(())
     }
 }

@@ -29,6 +29,7 @@ mod load;
 mod lock;
 mod log;
 mod manager;
+mod message_line;
 mod pass;
 mod record;
 mod repair;

@@ -13,7 +13,10 @@
 //! `"<line id>.<k>"`) after the named messages. This is the
 //! contract of [`crate::CompactionResult`] (`cut_index`, `elisions`) expressed by id.
 
+use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
+
+use foldhash::quality::RandomState;
 
 use super::record::{CompactionRecord, ElisionItem, Record, RepairRecord, synthetic_answer_id};
 use crate::message::{Content, Message};
@@ -53,8 +56,10 @@ pub enum ReplayError {
 #[derive(Clone, Debug, Default)]
 pub struct Replayer {
     messages: Vec<Message>,
-    positions: HashMap<String, usize>,
-    used: HashSet<String>,
+    /// Keyed by a seeded hasher: ids come from files, and SipHash was a measurable part of
+    /// every append.
+    positions: HashMap<String, usize, RandomState>,
+    used: HashSet<String, RandomState>,
 }
 
 impl Replayer {
@@ -139,20 +144,46 @@ impl Replayer {
     /// As [`Replayer::check`].
     pub fn apply(&mut self, id: &str, record: &Record) -> Result<(), ReplayError> {
         self.check(id, record)?;
-        self.used.insert(id.to_owned());
+        self.apply_checked(id.to_owned(), Cow::Borrowed(record));
+        Ok(())
+    }
+
+    /// [`Replayer::apply`] of a record the caller gives up: a message is moved into the
+    /// conversation instead of copied (the writer's and the loader's path: each appended
+    /// or loaded message was copied once more before).
+    ///
+    /// # Errors
+    /// As [`Replayer::check`]; nothing changes then.
+    pub fn apply_owned(&mut self, id: String, record: Record) -> Result<(), ReplayError> {
+        self.check(&id, &record)?;
+        self.apply_checked(id, Cow::Owned(record));
+        Ok(())
+    }
+
+    fn apply_checked(&mut self, id: String, record: Cow<'_, Record>) {
         match record {
-            Record::Message(message) => {
-                let mut message = message.clone();
-                message.id = Some(id.to_owned());
-                self.positions.insert(id.to_owned(), self.messages.len());
-                self.messages.push(message);
-            }
+            Cow::Owned(Record::Message(message)) => self.push_message(&id, message),
+            Cow::Borrowed(Record::Message(message)) => self.push_message(&id, message.clone()),
+            Cow::Owned(other) => self.apply_line(&id, &other),
+            Cow::Borrowed(other) => self.apply_line(&id, other),
+        }
+        self.used.insert(id);
+    }
+
+    fn push_message(&mut self, id: &str, mut message: Message) {
+        message.id = Some(id.to_owned());
+        self.positions.insert(id.to_owned(), self.messages.len());
+        self.messages.push(message);
+    }
+
+    /// A line that is not a message.
+    fn apply_line(&mut self, id: &str, record: &Record) {
+        match record {
             Record::Elision(elision) => self.elide(&elision.items),
             Record::Compaction(compaction) => self.compact(id, compaction),
             Record::Repair(repair) => self.repair(id, repair),
-            Record::Meta(_) | Record::Unknown { .. } => {}
+            Record::Meta(_) | Record::Unknown { .. } | Record::Message(_) => {}
         }
-        Ok(())
     }
 
     fn elide(&mut self, items: &[ElisionItem]) {
