@@ -9,6 +9,7 @@
 #   OUT_DIR   where sweep.csv, sweep.md and the SVG plots go (default: target/sweep)
 #   extra     e.g. --grid none (peers and the default `ours` only), --windows 32000,
 #             --triggers 0.7,0.8 --targets 0.3,0.4 --epochs 0.096 --keeps 6,
+#             --horizons 20,40,80 (the epoch gate's expected_remaining_rounds; default 20),
 #             --families mini-swe-agent, --grid-families mini-swe-agent,tau-bench
 #             (the grid runs on mini-swe-agent only by default: tau-bench airline peaks
 #             near 10.5k tokens, so there the peers and the named `ours` variants suffice)

@@ -7,6 +7,7 @@
 //! ```text
 //! cargo run --release -p compactor-cli --example sweep_defaults -- \
 //!     --data ../shared/data --out target/sweep [--grid full|none] [--windows 32000,64000,128000]
+//!     [--horizons 20,40,80]
 //! ```
 //!
 //! Each (trajectory, window, strategy or grid point) is replayed once with the library's
@@ -33,6 +34,7 @@ use llm_compactor::compactor::CompactorConfig;
 use llm_compactor::count::{BpeCounter, MemoCounter, TokenCounter};
 use llm_compactor::format::{Document, Format};
 use llm_compactor::plan::CostPolicy;
+use llm_compactor::plan::policy::DEFAULT_EXPECTED_REMAINING_ROUNDS;
 use llm_compactor::simulate::ours::Ours;
 use llm_compactor::simulate::{
     DEFAULT_MAX_OUTPUT, Env, Pricing, ReplayLimits, SimError, Step, Strategy, StrategyKind, Tokens, replay_with,
@@ -47,6 +49,8 @@ struct Point {
     aging: bool,
     epoch: f64,
     keep: usize,
+    /// The cost policy's `expected_remaining_rounds` (the epoch gate's horizon cap).
+    horizon: u32,
 }
 
 impl Point {
@@ -58,7 +62,11 @@ impl Point {
             if self.aging { "on" } else { "off" },
             self.epoch,
             self.keep
-        )
+        ) + &if self.horizon == DEFAULT_EXPECTED_REMAINING_ROUNDS {
+            String::new()
+        } else {
+            format!(" horizon {}", self.horizon)
+        }
     }
 
     fn config(&self, window: usize) -> Option<CompactorConfig> {
@@ -69,6 +77,7 @@ impl Point {
             .keep_recent(self.keep)
             .cost_policy(CostPolicy {
                 epoch_ratio: Some(self.epoch),
+                expected_remaining_rounds: self.horizon,
                 ..CostPolicy::default()
             })
             .build()
@@ -76,9 +85,9 @@ impl Point {
     }
 }
 
-/// The grid: every combination, with the epoch varied only when aging is on (it means
-/// nothing without aging).
-fn grid(triggers: &[f64], targets: &[f64], epochs: &[f64], keeps: &[usize]) -> Vec<Point> {
+/// The grid: every combination, with the epoch and the gate's horizon varied only when
+/// aging is on (they mean nothing without aging).
+fn grid(triggers: &[f64], targets: &[f64], epochs: &[f64], keeps: &[usize], horizons: &[u32]) -> Vec<Point> {
     let mut points = Vec::new();
     for &trigger in triggers {
         for &target in targets {
@@ -92,15 +101,19 @@ fn grid(triggers: &[f64], targets: &[f64], epochs: &[f64], keeps: &[usize]) -> V
                     aging: false,
                     epoch: epochs[0],
                     keep,
+                    horizon: horizons[0],
                 });
                 for &epoch in epochs {
-                    points.push(Point {
-                        trigger,
-                        target,
-                        aging: true,
-                        epoch,
-                        keep,
-                    });
+                    for &horizon in horizons {
+                        points.push(Point {
+                            trigger,
+                            target,
+                            aging: true,
+                            epoch,
+                            keep,
+                            horizon,
+                        });
+                    }
                 }
             }
         }
@@ -283,6 +296,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let targets: Vec<f64> = list(&arg(&args, "--targets").unwrap_or_else(|| "0.2,0.3,0.4,0.5".into()));
     let epochs: Vec<f64> = list(&arg(&args, "--epochs").unwrap_or_else(|| "0.096,0.05,0.2".into()));
     let keeps: Vec<usize> = list(&arg(&args, "--keeps").unwrap_or_else(|| "6,4,10".into()));
+    let horizons: Vec<u32> =
+        list(&arg(&args, "--horizons").unwrap_or_else(|| DEFAULT_EXPECTED_REMAINING_ROUNDS.to_string()));
     let families_arg = arg(&args, "--families").unwrap_or_else(|| "mini-swe-agent,tau-bench".into());
     // The grid runs where something needs managing; elsewhere the peers and the named
     // `ours` variants only (tau-bench airline peaks near 10.5k tokens).
@@ -320,7 +335,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         return Ok(());
     }
     let points = if full {
-        grid(&triggers, &targets, &epochs, &keeps)
+        grid(&triggers, &targets, &epochs, &keeps, &horizons)
     } else {
         Vec::new()
     };
