@@ -8,7 +8,9 @@
 //! hand, and must be exactly serde_json's rendering of the envelope around the message.
 
 use llm_compactor::message::digest::digest_value;
-use llm_compactor::message::{Content, Message, Part, Role, ToolCall, canonical_json, message_digest};
+use llm_compactor::message::{
+    Content, Message, Part, Role, ToolCall, canonical_arguments, canonical_json, message_digest,
+};
 use llm_compactor::session::{Record, encode_line};
 use proptest::prelude::*;
 use serde_json::{Map, Value, json};
@@ -154,6 +156,27 @@ proptest! {
         }))
         .expect("serializes");
         prop_assert_eq!(encode_line(&id, ts, &Record::Message(message)).expect("encodes"), reference + "\n");
+    }
+
+    #[test]
+    fn canonical_arguments_are_the_sorted_copy_rendered(
+        members in proptest::collection::vec((prop_oneof![arb_text(), "[a-z]{1,4}".prop_map(String::from)], arb_json()), 0..5),
+        pretty in any::<bool>(),
+        escaped_slashes in any::<bool>(),
+    ) {
+        // An object as a model writes its arguments: spaced or not, with `\/` escapes
+        // (in keys too) or not; the fast path must render what the value renders.
+        let object = Value::Object(members.into_iter().collect());
+        let mut text = if pretty {
+            serde_json::to_string_pretty(&object).expect("serializes")
+        } else {
+            serde_json::to_string(&object).expect("serializes")
+        };
+        if escaped_slashes {
+            text = text.replace('/', "\\/");
+        }
+        let reference = serde_json::to_string(&sorted(&object)).expect("serializes");
+        prop_assert_eq!(canonical_arguments(&text), reference);
     }
 
     #[test]

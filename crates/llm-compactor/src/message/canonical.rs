@@ -4,7 +4,12 @@
 //! (the calibrated counter and the session both key on it) and a tool call's arguments
 //! (the elision loop breaker counts call identities). Both go through here.
 
+use std::collections::BTreeMap;
+
 use serde_json::Value;
+use serde_json::value::RawValue;
+
+use super::json_string::{write_json_array, write_json_string, write_json_value};
 
 /// The canonical JSON text of a value: object keys sorted (by their UTF-8 bytes, at
 /// every depth), no spaces.
@@ -21,43 +26,29 @@ pub fn canonical_json(value: &Value) -> String {
     String::from_utf8(out).unwrap_or_default()
 }
 
-/// Writes [`canonical_json`]'s text of `value` to `out`, without building a sorted copy
-/// (a message's digest streams it straight into its hash). Each key, string and number
-/// is written by serde_json, so the bytes are exactly serde_json's compact rendering of
-/// the value with its object keys sorted.
-pub(crate) fn write_canonical(value: &Value, out: &mut impl std::io::Write) {
-    // Writes go to memory or a hasher, which cannot fail; a failing writer only cuts the
-    // text short.
-    let _ = write_value(value, out);
-}
-
-fn write_value(value: &Value, out: &mut impl std::io::Write) -> std::io::Result<()> {
+/// Writes [`canonical_json`]'s text of `value` to `out`, without building a sorted copy.
+/// Strings and keys are written as serde_json writes them (`super::json_string`), numbers
+/// by serde_json, so the bytes are exactly serde_json's compact rendering of the value
+/// with its object keys sorted.
+pub(crate) fn write_canonical(value: &Value, out: &mut Vec<u8>) {
     match value {
         Value::Object(object) => {
             let mut keys: Vec<&String> = object.keys().collect();
             keys.sort();
-            out.write_all(b"{")?;
+            out.push(b'{');
             for (i, key) in keys.into_iter().enumerate() {
                 if i > 0 {
-                    out.write_all(b",")?;
+                    out.push(b',');
                 }
-                serde_json::to_writer(&mut *out, key)?;
-                out.write_all(b":")?;
-                write_value(&object[key], out)?;
+                write_json_string(out, key);
+                out.push(b':');
+                write_canonical(&object[key], out);
             }
-            out.write_all(b"}")
+            out.push(b'}');
         }
-        Value::Array(items) => {
-            out.write_all(b"[")?;
-            for (i, item) in items.iter().enumerate() {
-                if i > 0 {
-                    out.write_all(b",")?;
-                }
-                write_value(item, out)?;
-            }
-            out.write_all(b"]")
-        }
-        scalar => serde_json::to_writer(&mut *out, scalar).map_err(std::io::Error::from),
+        Value::Array(items) => write_json_array(out, items, |out, item| write_canonical(item, out)),
+        Value::String(text) => write_json_string(out, text),
+        scalar => write_json_value(out, scalar),
     }
 }
 
@@ -70,8 +61,41 @@ fn write_value(value: &Value, out: &mut impl std::io::Write) -> std::io::Result<
 /// assert_eq!(canonical_arguments("ls -la"), "ls -la");
 /// ```
 pub fn canonical_arguments(arguments: &str) -> String {
+    if let Some(canonical) = canonical_flat_object(arguments) {
+        return canonical;
+    }
     match serde_json::from_str::<Value>(arguments) {
         Ok(value) => canonical_json(&value),
         Err(_) => arguments.to_owned(),
     }
+}
+
+/// [`canonical_arguments`] of the usual arguments, a JSON object, without building its
+/// value: every call's identity is taken on every pass (the duplicate rule of aging), and
+/// parsing each into a tree of owned values was a quarter of a dry run on real
+/// trajectories. The members are read as borrowed slices in key order; a string without
+/// escapes is written as it stands (it cannot hold a quote or a control character, so
+/// serde_json writes it the same), anything else is rendered as the full path renders it.
+/// `None` (the full path) when the text is not an object or a key has an escape.
+fn canonical_flat_object(text: &str) -> Option<String> {
+    let members: BTreeMap<&str, &RawValue> = serde_json::from_str(text).ok()?;
+    let mut out = Vec::with_capacity(text.len());
+    out.push(b'{');
+    for (i, (key, raw)) in members.into_iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        write_json_string(&mut out, key);
+        out.push(b':');
+        let raw = raw.get();
+        if (raw.starts_with('"') && !raw.contains('\\')) || matches!(raw, "true" | "false" | "null") {
+            out.extend_from_slice(raw.as_bytes());
+        } else if raw.starts_with('"') {
+            write_json_string(&mut out, &serde_json::from_str::<String>(raw).ok()?);
+        } else {
+            write_canonical(&serde_json::from_str::<Value>(raw).ok()?, &mut out);
+        }
+    }
+    out.push(b'}');
+    String::from_utf8(out).ok()
 }

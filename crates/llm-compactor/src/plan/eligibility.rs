@@ -104,7 +104,7 @@ pub fn eligible(messages: &[Message], pairs: &Pairs, layout: &Layout, rules: Agi
 /// conversation ([`super::AgingIndex`]) extends it instead of recomputing it.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Answers {
-    ids: HashMap<String, u32>,
+    ids: HashMap<String, u32, foldhash::quality::RandomState>,
     /// Per message: its call's interned identity (results that answer a call only).
     identity: Vec<Option<u32>>,
     /// Per message: a failed tool result.

@@ -30,18 +30,27 @@ pub fn is_failed_result(message: &Message) -> bool {
     if !message.is_tool_result() {
         return false;
     }
-    let extras = &message.extras;
-    if extras.get("is_error").and_then(Value::as_bool) == Some(true) {
+    // One pass over the (few) extras, not three hashed lookups: this runs for every
+    // tool result on every pass.
+    let (mut is_error, mut status, mut error) = (None, None, None);
+    for (key, value) in &message.extras {
+        match key.as_str() {
+            "is_error" => is_error = Some(value),
+            "status" => status = Some(value),
+            "error" => error = Some(value),
+            _ => {}
+        }
+    }
+    if is_error.and_then(Value::as_bool) == Some(true) {
         return true;
     }
-    if extras
-        .get("status")
+    if status
         .and_then(Value::as_str)
         .is_some_and(|s| s.eq_ignore_ascii_case("error") || s.eq_ignore_ascii_case("failed"))
     {
         return true;
     }
-    match extras.get("error") {
+    match error {
         Some(Value::String(s)) => !s.is_empty(),
         Some(Value::Object(_)) => true,
         _ => false,
