@@ -297,7 +297,9 @@ impl From<MessageRepr> for Message {
 }
 
 /// The native JSON form of a [`Message`] as it is written: empty fields left out, and
-/// `sysprompt` only where it differs from what the role implies.
+/// `sysprompt` only where it differs from what the role implies. The session writer
+/// writes the same bytes by hand (`session/message_line.rs`): a field changed here must
+/// change there (`tests/message_digest.rs` compares the two).
 #[derive(Serialize)]
 struct MessageOut<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -149,8 +149,8 @@ impl Replayer {
     }
 
     /// [`Replayer::apply`] of a record the caller gives up: a message is moved into the
-    /// conversation instead of copied (the writer's and the loader's path: each appended
-    /// or loaded message was copied once more before).
+    /// conversation instead of copied (the session writer's path: each appended message
+    /// was copied once more before).
     ///
     /// # Errors
     /// As [`Replayer::check`]; nothing changes then.
@@ -171,7 +171,9 @@ impl Replayer {
     }
 
     fn push_message(&mut self, id: &str, mut message: Message) {
-        message.id = Some(id.to_owned());
+        if message.id.as_deref() != Some(id) {
+            message.id = Some(id.to_owned());
+        }
         self.positions.insert(id.to_owned(), self.messages.len());
         self.messages.push(message);
     }
