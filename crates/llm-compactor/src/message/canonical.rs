@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use serde_json::Value;
 use serde_json::value::RawValue;
 
-use super::json_string::{write_json_array, write_json_string, write_json_value};
+use super::json_string::{write_json_array, write_json_members, write_json_string, write_json_value};
 
 /// The canonical JSON text of a value: object keys sorted (by their UTF-8 bytes, at
 /// every depth), no spaces.
@@ -33,18 +33,9 @@ pub fn canonical_json(value: &Value) -> String {
 pub(crate) fn write_canonical(value: &Value, out: &mut Vec<u8>) {
     match value {
         Value::Object(object) => {
-            let mut keys: Vec<&String> = object.keys().collect();
-            keys.sort();
-            out.push(b'{');
-            for (i, key) in keys.into_iter().enumerate() {
-                if i > 0 {
-                    out.push(b',');
-                }
-                write_json_string(out, key);
-                out.push(b':');
-                write_canonical(&object[key], out);
-            }
-            out.push(b'}');
+            let mut members: Vec<(&String, &Value)> = object.iter().collect();
+            members.sort_by(|a, b| a.0.cmp(b.0));
+            write_json_members(out, members, |out, item| write_canonical(item, out));
         }
         Value::Array(items) => write_json_array(out, items, |out, item| write_canonical(item, out)),
         Value::String(text) => write_json_string(out, text),

@@ -121,14 +121,23 @@ pub(crate) fn write_json_array<T>(
 
 /// Appends an object as [`write_json_value`] writes it.
 pub(crate) fn write_json_object(out: &mut Vec<u8>, object: &Map<String, Value>) {
+    write_json_members(out, object, write_json_value);
+}
+
+/// Appends `{"key":value,...}` in the order given, each value written by `write`.
+pub(crate) fn write_json_members<'a>(
+    out: &mut Vec<u8>,
+    members: impl IntoIterator<Item = (&'a String, &'a Value)>,
+    mut write: impl FnMut(&mut Vec<u8>, &'a Value),
+) {
     out.push(b'{');
-    for (i, (key, item)) in object.iter().enumerate() {
+    for (i, (key, item)) in members.into_iter().enumerate() {
         if i > 0 {
             out.push(b',');
         }
         write_json_string(out, key);
         out.push(b':');
-        write_json_value(out, item);
+        write(out, item);
     }
     out.push(b'}');
 }
