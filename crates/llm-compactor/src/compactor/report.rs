@@ -89,6 +89,13 @@ impl Compactor {
     /// makes no request, waits for nothing and changes nothing.
     pub fn plan(&self, messages: &[Message], options: &CompactOptions) -> PlanReport {
         let counter = options.counter.clone().unwrap_or_else(|| Arc::clone(&self.counter));
+        if counter.additive() {
+            // Each message counted once: the total is their sum, and the trim preview
+            // reads the same counts instead of counting its suffix again.
+            let counts = counter.count_each(messages);
+            let tokens = counts.iter().sum();
+            return self.plan_counted(messages, tokens, Some(&counts), counter, options);
+        }
         let tokens = counter.count_messages(messages);
         self.plan_counted(messages, tokens, None, counter, options)
     }

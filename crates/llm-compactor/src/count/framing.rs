@@ -30,6 +30,7 @@
 //! Only the reply priming is per request; everything else is per message, which keeps
 //! the per-message counts additive (and memoizable).
 
+use crate::message::json_string::json_string_chars;
 use crate::message::{Content, Message, Part};
 
 /// Framing tokens around every message.
@@ -91,27 +92,8 @@ pub fn tool_calls_json_chars(message: &Message) -> usize {
     2 + (calls.len() - 1)
         + calls
             .iter()
-            .map(|c| PER_CALL + quoted_chars(&c.id) + quoted_chars(&c.name) + quoted_chars(&c.arguments))
+            .map(|c| PER_CALL + json_string_chars(&c.id) + json_string_chars(&c.name) + json_string_chars(&c.arguments))
             .sum::<usize>()
-}
-
-/// Chars of `serde_json::to_string(text)`: the quotes, every char, and what serde_json's
-/// escaping adds (`\"`, `\\`, `\b` `\f` `\n` `\r` `\t`, `\u00XX` for the other
-/// control chars).
-fn quoted_chars(text: &str) -> usize {
-    let mut chars = 2;
-    for &b in text.as_bytes() {
-        // A UTF-8 continuation byte is not a char of its own.
-        if b & 0xC0 != 0x80 {
-            chars += 1;
-        }
-        chars += match b {
-            b'"' | b'\\' | 0x08 | 0x0C | b'\n' | b'\r' | b'\t' => 1,
-            0x00..=0x1F => 5,
-            _ => 0,
-        };
-    }
-    chars
 }
 
 /// Tokens of a content under `count_text`, as the rule above says.

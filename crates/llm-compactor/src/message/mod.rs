@@ -17,6 +17,7 @@
 pub mod canonical;
 mod content;
 pub mod digest;
+mod flat_arguments;
 pub(crate) mod json_string;
 mod model;
 

@@ -27,7 +27,7 @@ use super::failed::is_failed_result;
 use super::identity::call_identity;
 use super::pairs::Pairs;
 use super::stub::{is_stub, stub_chars, stub_text};
-use crate::message::Message;
+use crate::message::{Content, Message};
 
 /// The two numbers aging is governed by.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -66,11 +66,7 @@ pub struct Eligible {
 /// Every eligible tool result of `messages` under `layout`, in index order.
 pub fn eligible(messages: &[Message], pairs: &Pairs, layout: &Layout, rules: AgingRules) -> Vec<Eligible> {
     let Some(cut) = layout.cut else { return Vec::new() };
-    // Chars of all content after each index.
-    let mut after = vec![0usize; messages.len() + 1];
-    for i in (0..messages.len()).rev() {
-        after[i] = after[i + 1] + messages[i].content.chars();
-    }
+    let graced = graced_from(messages, rules.reclaim_min);
     let mut answers = Answers::default();
     for i in 0..messages.len() {
         answers.push(i, pairs, messages);
@@ -82,9 +78,18 @@ pub fn eligible(messages: &[Message], pairs: &Pairs, layout: &Layout, rules: Agi
         if i > cut || !message.is_tool_result() || message.is_sticky() || is_stub(&message.content) {
             continue;
         }
-        let chars = after[i] - after[i + 1];
+        // A result in the grace whose call was answered once is never eligible, nor one
+        // too short to be stubbed for its size: its chars are not needed.
+        let aged_by_bytes = i < graced && may_exceed(&message.content, rules.min_chars);
+        if !aged_by_bytes && answers.repeated(i).is_none() {
+            continue;
+        }
+        let chars = message.content.chars();
+        // Every message after `i` up to `graced` is there: an epoch of content follows
+        // `i` exactly when `i < graced` (see `graced_from`).
+        let chars_after = if i < graced { rules.reclaim_min } else { 0 };
         let stub_chars = || stub_chars(chars, pairs.call(messages, i).map(|c| c.name.as_str()));
-        if let Some(reason) = judge(i, chars, after[i + 1], &answers, stub_chars, rules) {
+        if let Some(reason) = judge(i, chars, chars_after, &answers, stub_chars, rules) {
             out.push(
                 Found {
                     index: i,
@@ -98,26 +103,59 @@ pub fn eligible(messages: &[Message], pairs: &Pairs, layout: &Layout, rules: Agi
     out
 }
 
+/// False only when `content` certainly has at most `chars` chars: a text's bytes bound
+/// its chars, read without decoding them.
+fn may_exceed(content: &Content, chars: usize) -> bool {
+    match content {
+        Content::Text(text) => text.len() > chars,
+        _ => true,
+    }
+}
+
+/// The first index whose following messages hold less than `reclaim_min` content chars
+/// (the trailing grace starts after it): a message before it has at least an epoch of
+/// content after it, one at or after it has not. Counted from the end, only as far back
+/// as one epoch of content, not over the whole conversation.
+fn graced_from(messages: &[Message], reclaim_min: usize) -> usize {
+    // `after`: chars of messages[j + 1..]; message j has an epoch after it iff
+    // after >= reclaim_min, and `after` only grows as j goes down.
+    let mut after = 0usize;
+    for j in (0..messages.len()).rev() {
+        if after >= reclaim_min {
+            return j + 1;
+        }
+        after += messages[j].content.chars();
+    }
+    0
+}
+
 /// The answers of every repeated call: per message its call identity (interned) and
 /// whether it failed, per identity how often it was answered, its newest answer and its
 /// newest answer that did not fail. Built one message at a time, so a growing
 /// conversation ([`super::AgingIndex`]) extends it instead of recomputing it.
+///
+/// Whether an answer failed matters only once its call is answered again, so it is read
+/// then (for the earlier answer too), not for every result: reading a message's extras
+/// is one more visit to memory the pass has long left, and most calls are answered once.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Answers {
     ids: HashMap<String, u32, foldhash::quality::RandomState>,
     /// Per message: its call's interned identity (results that answer a call only).
     identity: Vec<Option<u32>>,
-    /// Per message: a failed tool result.
+    /// Per message: a failed tool result (read only for the answers of a repeated call;
+    /// `false` for the others).
     failed: Vec<bool>,
-    /// Per identity: (answers, newest answer, newest answer that did not fail).
+    /// Per identity: (answers, newest answer, newest answer that did not fail, the
+    /// latter kept from the second answer on).
     per_identity: Vec<(usize, usize, Option<usize>)>,
 }
 
 impl Answers {
-    /// Indexes message `i` (the next one) of `messages`, paired by `pairs`.
+    /// Indexes message `i` (the next one) of `messages`, paired by `pairs`; `messages`
+    /// holds every message indexed before.
     pub(crate) fn push(&mut self, i: usize, pairs: &Pairs, messages: &[Message]) {
         debug_assert_eq!(i, self.identity.len());
-        let failed = is_failed_result(&messages[i]);
+        self.failed.push(false);
         let identity = pairs
             .call(messages, i)
             .map(|c| call_identity(&c.name, &c.arguments))
@@ -127,16 +165,29 @@ impl Answers {
                 if id as usize == self.per_identity.len() {
                     self.per_identity.push((0, i, None));
                 }
-                let entry = &mut self.per_identity[id as usize];
-                entry.0 += 1;
-                entry.1 = i;
-                if !failed {
-                    entry.2 = Some(i);
+                let (count, newest, _) = self.per_identity[id as usize];
+                if count == 1 {
+                    // Answered again: the first answer's failure now matters.
+                    self.note_answer(id, newest, messages);
                 }
+                self.per_identity[id as usize].0 += 1;
+                if count >= 1 {
+                    self.note_answer(id, i, messages);
+                }
+                self.per_identity[id as usize].1 = i;
                 id
             });
         self.identity.push(identity);
-        self.failed.push(failed);
+    }
+
+    /// Reads whether answer `i` of identity `id` failed, and keeps it as the newest good
+    /// answer when it did not (answers are noted in index order).
+    fn note_answer(&mut self, id: u32, i: usize, messages: &[Message]) {
+        let failed = is_failed_result(&messages[i]);
+        self.failed[i] = failed;
+        if !failed {
+            self.per_identity[id as usize].2 = Some(i);
+        }
     }
 
     /// The interned identity of the call message `i` answers, if it answers one.
@@ -218,4 +269,136 @@ impl Found {
 /// (before the stubs' own few dozen chars).
 pub fn reclaimable_pool(eligible: &[Eligible]) -> usize {
     eligible.iter().map(|e| e.chars).sum()
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+    use crate::message::ToolCall;
+    use crate::plan::cut::layout_with;
+
+    /// The rule as first written: every message's content chars summed from the end, for
+    /// every index. What `eligible` computes lazily must equal it.
+    fn eligible_reference(messages: &[Message], pairs: &Pairs, layout: &Layout, rules: AgingRules) -> Vec<Eligible> {
+        let Some(cut) = layout.cut else { return Vec::new() };
+        let mut after = vec![0usize; messages.len() + 1];
+        for i in (0..messages.len()).rev() {
+            after[i] = after[i + 1] + messages[i].content.chars();
+        }
+        let mut answers = Answers::default();
+        for i in 0..messages.len() {
+            answers.push(i, pairs, messages);
+        }
+        let mut out = Vec::new();
+        for &i in &layout.middle {
+            let message = &messages[i];
+            if i > cut || !message.is_tool_result() || message.is_sticky() || is_stub(&message.content) {
+                continue;
+            }
+            let chars = after[i] - after[i + 1];
+            let stub_chars = || stub_chars(chars, pairs.call(messages, i).map(|c| c.name.as_str()));
+            if let Some(reason) = judge(i, chars, after[i + 1], &answers, stub_chars, rules) {
+                out.push(
+                    Found {
+                        index: i,
+                        chars,
+                        reason,
+                    }
+                    .with_stub(messages, pairs),
+                );
+            }
+        }
+        out
+    }
+
+    /// A run of turns: each an assistant turn calling one of a few tools with one of a few
+    /// arguments, answered by a result of multi-byte text (so bytes and chars differ), or
+    /// a user turn.
+    fn conversation() -> impl Strategy<Value = Vec<Message>> {
+        let turn = (
+            0u8..3,
+            0u8..3,
+            0usize..400,
+            prop::bool::ANY,
+            prop::bool::weighted(0.2),
+            prop::bool::weighted(0.3),
+        );
+        prop::collection::vec(turn, 0..24).prop_map(|turns| {
+            let mut messages = vec![Message::system("sys")];
+            for (n, (tool, arg, size, wide, user, failed)) in turns.into_iter().enumerate() {
+                if user {
+                    messages.push(Message::user("é".repeat(size / 8)));
+                    continue;
+                }
+                let id = format!("c{n}");
+                let name = ["read", "bash", "grep"][tool as usize];
+                let arguments = format!("{{\"path\": \"f{arg}\"}}");
+                messages.push(Message::assistant("").with_tool_calls(vec![ToolCall::new(id.clone(), name, arguments)]));
+                let unit = if wide { "日本" } else { "ab" };
+                let mut result = Message::tool(id, unit.repeat(size / 2));
+                if failed {
+                    result.extras.insert("is_error".into(), true.into());
+                }
+                messages.push(result);
+            }
+            messages
+        })
+    }
+
+    /// `Answers::repeated` of every message as first written: every result's identity and
+    /// failure read up front, the counts summed over the whole conversation.
+    fn repeated_reference(messages: &[Message], pairs: &Pairs) -> Vec<Option<(bool, bool)>> {
+        let identity: Vec<Option<String>> = (0..messages.len())
+            .map(|i| pairs.call(messages, i).map(|c| call_identity(&c.name, &c.arguments)))
+            .collect();
+        let failed: Vec<bool> = messages.iter().map(is_failed_result).collect();
+        (0..messages.len())
+            .map(|i| {
+                let mine = identity[i].as_ref()?;
+                let answers: Vec<usize> = (0..messages.len())
+                    .filter(|&j| identity[j].as_ref() == Some(mine))
+                    .collect();
+                if answers.len() < 2 {
+                    return None;
+                }
+                let newest = *answers.last()?;
+                let newest_good = answers.iter().rev().find(|&&j| !failed[j]);
+                let superseded = newest_good.is_some_and(|&good| good > i);
+                Some((superseded, !superseded && (!failed[i] || newest == i)))
+            })
+            .collect()
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(500))]
+
+        #[test]
+        fn eligible_equals_the_rule_summed_over_every_index(
+            messages in conversation(),
+            keep_recent in 0usize..6,
+            min_chars in 0usize..300,
+            reclaim_min in 0usize..2_000,
+        ) {
+            let pairs = Pairs::build(&messages);
+            let layout = layout_with(&messages, &pairs, keep_recent);
+            let rules = AgingRules { min_chars, reclaim_min };
+            prop_assert_eq!(
+                eligible(&messages, &pairs, &layout, rules),
+                eligible_reference(&messages, &pairs, &layout, rules)
+            );
+        }
+
+        #[test]
+        fn answers_read_failures_lazily_and_judge_as_if_read_up_front(messages in conversation()) {
+            let pairs = Pairs::build(&messages);
+            let mut answers = Answers::default();
+            for i in 0..messages.len() {
+                answers.push(i, &pairs, &messages);
+            }
+            let lazy: Vec<_> = (0..messages.len()).map(|i| answers.repeated(i)).collect();
+            prop_assert_eq!(lazy, repeated_reference(&messages, &pairs));
+        }
+    }
 }

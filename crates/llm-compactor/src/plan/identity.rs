@@ -4,7 +4,7 @@
 //! the model has already re-run it once after losing it, so the newest answer is
 //! protected forever and every older copy is dead weight.
 
-use crate::message::canonical_arguments;
+use crate::message::canonical::write_canonical_arguments;
 
 /// The identity of a call: the tool's name, a NUL, and its canonical arguments (JSON
 /// re-rendered with sorted keys; anything else verbatim).
@@ -15,9 +15,10 @@ use crate::message::canonical_arguments;
 /// assert_ne!(call_identity("fs_read", "{}"), call_identity("fs_list", "{}"));
 /// ```
 pub fn call_identity(name: &str, arguments: &str) -> String {
-    let mut identity = String::with_capacity(name.len() + arguments.len() + 1);
-    identity.push_str(name);
-    identity.push('\0');
-    identity.push_str(&canonical_arguments(arguments));
-    identity
+    let mut identity = Vec::with_capacity(name.len() + arguments.len() + 1);
+    identity.extend_from_slice(name.as_bytes());
+    identity.push(0);
+    write_canonical_arguments(arguments, &mut identity);
+    // The name, a NUL and `canonical_arguments`' UTF-8: UTF-8.
+    String::from_utf8(identity).unwrap_or_else(|_| format!("{name}\0{arguments}"))
 }
