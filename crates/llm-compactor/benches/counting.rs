@@ -5,6 +5,8 @@
 //! 2. Per-round cost in an agent loop whose conversation has grown to ~1M tokens: one new
 //!    message per round, counted through the memo versus a full recount.
 //! 3. The whole `compactor count` path on the largest trajectory (read, parse, count).
+//! 4. The heuristic counter's view of tool calls: the chars of their compact JSON
+//!    (`tool_calls_json_chars`) over every call of the corpus, in MB/s of call text.
 //!
 //! Text comes from the real trajectories when `LLM_COMPACTOR_DATA` (or `../shared/data`)
 //! has them, from a deterministic synthetic generator otherwise.
@@ -21,6 +23,7 @@ use std::time::{Duration, Instant};
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use llm_compactor::Message;
+use llm_compactor::count::framing::tool_calls_json_chars;
 use llm_compactor::count::{BpeCounter, MemoCounter, TokenCounter};
 
 const TARGET_TOKENS: usize = 1_000_000;
@@ -244,6 +247,26 @@ fn largest_file(c: &mut Criterion) {
     c.bench_function("largest_trajectory_read_parse_count_o200k", |b| b.iter(count));
 }
 
+fn tool_call_chars(c: &mut Criterion) {
+    let (messages, source) = corpus_messages();
+    let calls: Vec<&Message> = messages.iter().filter(|m| !m.tool_calls.is_empty()).collect();
+    let bytes: usize = calls
+        .iter()
+        .flat_map(|m| &m.tool_calls)
+        .map(|call| call.id.len() + call.name.len() + call.arguments.len())
+        .sum();
+    println!(
+        "\ntool calls of {} messages ({source}): {bytes} bytes of ids, names and arguments\n",
+        calls.len()
+    );
+    let mut group = c.benchmark_group("tool_call_json_chars");
+    group.throughput(Throughput::Bytes(bytes as u64));
+    group.bench_function(source, |b| {
+        b.iter(|| calls.iter().map(|m| tool_calls_json_chars(black_box(m))).sum::<usize>())
+    });
+    group.finish();
+}
+
 fn config() -> Criterion {
     Criterion::default()
         .sample_size(10)
@@ -254,6 +277,6 @@ fn config() -> Criterion {
 criterion_group! {
     name = benches;
     config = config();
-    targets = throughput, per_round, largest_file
+    targets = throughput, per_round, largest_file, tool_call_chars
 }
 criterion_main!(benches);

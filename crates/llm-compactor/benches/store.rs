@@ -119,6 +119,8 @@ fn main() {
         .enable_all()
         .build()
         .unwrap();
+    // Pushed to only by the store features' rows.
+    #[cfg_attr(not(any(feature = "sqlite", feature = "postgres")), allow(unused_mut))]
     let mut rows = vec![
         measure_file(
             "JSONL file (messages not fsynced: the default)",

@@ -89,53 +89,38 @@ pub(crate) fn write_json_string(out: &mut Vec<u8>, text: &str) {
     out.push(b'"');
 }
 
-/// The high bit of every byte of `word` that equals `byte`, exactly (no carry reaches a
-/// neighbour: the low seven bits of each byte are added apart).
-fn equal_bytes(word: u64, byte: u8) -> u64 {
-    let x = word ^ (ONES * u64::from(byte));
-    !(((x & !HIGHS).wrapping_add(!HIGHS)) | x) & HIGHS
-}
-
-/// The high bit of every byte of `word` below 0x20, exactly.
-fn control_bytes(word: u64) -> u64 {
-    !(((word & !HIGHS).wrapping_add(ONES * 0x60)) | word) & HIGHS
-}
-
 /// Chars of the literal [`write_json_string`] writes for `text` (quotes included),
 /// without writing it: every char of `text`, one more for each `"`, `\` and short
-/// control escape, five more for each `\u00xx`. Eight bytes per step, no branch on the
-/// bytes: this is the heuristic counter's view of every tool call, on every count.
+/// control escape, five more for each `\u00xx`. This is the heuristic counter's view of
+/// every tool call, on every count, so each byte's share is computed without a branch
+/// ([`literal_chars_of_byte`]) and summed in 16-bit lanes a chunk at a time, a loop the
+/// compiler turns into vector instructions (about twice the speed of eight bytes per step
+/// in a `u64` on the real trajectories' arguments).
 pub(crate) fn json_string_chars(text: &str) -> usize {
-    let bytes = text.as_bytes();
-    let mut words = bytes.chunks_exact(8);
-    let (mut chars, mut extra) = (2usize, 0usize);
-    for chunk in &mut words {
-        let mut raw = [0u8; 8];
-        raw.copy_from_slice(chunk);
-        let word = u64::from_le_bytes(raw);
-        // A UTF-8 continuation byte (10xxxxxx) is not a char of its own.
-        let continuation = word & !(word << 1) & HIGHS;
-        chars += 8 - continuation.count_ones() as usize;
-        let quoted = equal_bytes(word, b'"') | equal_bytes(word, b'\\');
-        let control = control_bytes(word);
-        if (quoted | control) != 0 {
-            let short = [0x08, b'\t', b'\n', 0x0c, b'\r']
-                .into_iter()
-                .fold(0, |found, byte| found | equal_bytes(word, byte));
-            extra += (quoted | short).count_ones() as usize + 5 * (control & !short).count_ones() as usize;
-        }
-    }
-    for &byte in words.remainder() {
-        if byte & 0xC0 != 0x80 {
-            chars += 1;
-        }
-        extra += match byte {
-            b'"' | b'\\' | 0x08 | 0x0C | b'\n' | b'\r' | b'\t' => 1,
-            0x00..=0x1F => 5,
-            _ => 0,
-        };
-    }
-    chars + extra
+    // At most 6 per byte (a control byte written `\u00xx`): 4,096 of them fit in a u16.
+    const CHUNK: usize = 4096;
+    2 + text
+        .as_bytes()
+        .chunks(CHUNK)
+        .map(|chunk| {
+            chunk
+                .iter()
+                .fold(0u16, |sum, &byte| sum.wrapping_add(literal_chars_of_byte(byte))) as usize
+        })
+        .sum::<usize>()
+}
+
+/// What one byte of a string adds to the chars of its JSON literal: 1 for the first byte
+/// of a char (not a UTF-8 continuation byte), 1 more for `"` and `\`, for a short escape
+/// (`\b` `\t` `\n` `\f` `\r`) 1 more, for any other control byte 5 more (`\u00xx`).
+#[inline(always)]
+fn literal_chars_of_byte(byte: u8) -> u16 {
+    let starts_char = u16::from(byte & 0xC0 != 0x80);
+    let quoted = u16::from((byte == b'"') | (byte == b'\\'));
+    let control = u16::from(byte < 0x20);
+    // 0x08 0x09 0x0A 0x0C 0x0D; 0x0B (vertical tab) has no short escape.
+    let short = u16::from((byte.wrapping_sub(0x08) < 6) & (byte != 0x0B));
+    starts_char + quoted + control * 5 - short * 4
 }
 
 /// Appends `value` to `out` exactly as `serde_json::to_writer(out, value)` would (compact,
