@@ -96,6 +96,18 @@ async fn passthrough(State(state): State<Arc<AppState>>, request: Request) -> Re
     state.metrics.request(Route::Other);
     let result = async {
         let (method, path, headers, body) = read_body(&state, request).await?;
+        let bare = path.split('?').next().unwrap_or_default();
+        if method == Method::POST && bare.trim_end_matches('/').ends_with("/responses") {
+            // OpenAI's Responses API is not compacted (yet): say so once, rather than let
+            // an agent on `client.responses.create` believe it is managed.
+            static RESPONSES_WARNED: std::sync::Once = std::sync::Once::new();
+            RESPONSES_WARNED.call_once(|| {
+                tracing::warn!(
+                    path = %bare,
+                    "the Responses API is passed through uncompacted; only /v1/chat/completions and /v1/messages are compacted"
+                );
+            });
+        }
         let response = send(&state, method, &path, &headers, body).await?;
         Ok::<_, ProxyError>(relay(response, None))
     }

@@ -119,6 +119,33 @@ async fn other_paths_pass_through_and_health_and_metrics_answer() {
 }
 
 #[tokio::test]
+async fn the_responses_api_is_passed_through_byte_for_byte_and_counted_as_passthrough() {
+    // Not compacted (the README says so): a request far over the budget reaches the
+    // upstream exactly as sent.
+    let up = upstream().await;
+    let proxy = proxy(&up.url(), 1_000, Arc::new(MemoryStore::new())).await;
+    let body = serde_json::to_vec(&json!({
+        "model": "m",
+        "input": [{"role": "user", "content": "x ".repeat(20_000)}],
+    }))
+    .unwrap();
+    let r = client()
+        .post(format!("{}/v1/responses?trace=1", proxy.url()))
+        .header("content-type", "application/json")
+        .body(body.clone())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    assert_eq!(r.bytes().await.unwrap().as_ref(), body.as_slice());
+    let metrics = metrics(&proxy.url()).await;
+    assert!(
+        metrics.contains("compactor_proxy_requests_total{route=\"passthrough\"} 1"),
+        "{metrics}"
+    );
+}
+
+#[tokio::test]
 async fn an_oversized_body_gets_a_clear_413() {
     let up = upstream().await;
     let store: Arc<dyn SessionStore> = Arc::new(MemoryStore::new());

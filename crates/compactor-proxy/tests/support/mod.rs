@@ -81,6 +81,11 @@ pub async fn upstream() -> Upstream {
     let app = Router::new()
         .route("/v1/chat/completions", post(chat))
         .route("/v1/messages", post(messages))
+        // The Responses API, which the proxy passes through: echoes the body it got.
+        .route(
+            "/v1/responses",
+            post(|body: axum::body::Bytes| async move { ([("content-type", "application/json")], body) }),
+        )
         .route(
             "/v1/models",
             get(|| async { axum::Json(json!({"object":"list","data":[{"id":"m","object":"model"}]})) }),
