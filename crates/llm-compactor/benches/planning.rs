@@ -16,7 +16,7 @@ use llm_compactor::count::{BpeCounter, HeuristicCounter, MemoCounter, TokenCount
 use llm_compactor::message::{Message, ToolCall};
 use llm_compactor::plan::{self, AgingRules, Pairs};
 use llm_compactor::summarize::{next_chunk, render_units};
-use llm_compactor::{CompactOptions, Compactor, CompactorConfig};
+use llm_compactor::{CompactOptions, Compactor, CompactorConfig, Conversation};
 
 /// 10,000 messages: a system prompt, then 3,333 rounds of (assistant call, tool result,
 /// user nudge); results average ~700 chars, one in fifty is fat (20,000), some calls repeat.
@@ -197,6 +197,15 @@ fn real_9898(c: &mut Criterion) {
     let heuristic = Compactor::new(config.clone(), std::sync::Arc::new(HeuristicCounter));
     group.bench_function("plan_heuristic", |b| {
         b.iter(|| black_box(heuristic.plan(&messages, &options).trim.map(|t| t.tokens_after)))
+    });
+    // The same dry run of a `Conversation` (`plan_in`): counted as it grew by the
+    // compactor's own counter, its aging index (pairs, identities, chars) kept for the
+    // epoch decision. Both are built once here, untimed, as an agent loop builds them a
+    // message at a time.
+    let conversation = Conversation::from_messages(heuristic.counter().clone(), messages.clone());
+    black_box(heuristic.plan_in(&conversation, &options));
+    group.bench_function("plan_in_conversation_heuristic", |b| {
+        b.iter(|| black_box(heuristic.plan_in(&conversation, &options).trim.map(|t| t.tokens_after)))
     });
     let o200k_options = CompactOptions {
         target: Some(o200k_goal),

@@ -1,5 +1,5 @@
-//! The epoch decision of a growing [`Conversation`] (read from its aging index, each
-//! message learned once) is the decision of the slice API, on every prefix of generated
+//! The epoch decision and the dry run of a growing [`Conversation`] (read from its aging
+//! index, each message learned once) are the decision and the dry run of the slice API, on every prefix of generated
 //! agent runs: repeated calls, failed re-reads, sticky turns, orphans, stubs already in
 //! place, huge recent results, and compactions that rewrite the conversation in between.
 
@@ -144,6 +144,16 @@ fn check_every_prefix(
         prop_assert_eq!(
             c.needs_compaction_in(&conversation),
             c.needs_compaction(conversation.messages())
+        );
+        // The dry run of the conversation (pairs and eligible results read from its aging
+        // index) is the dry run of its messages.
+        let options = CompactOptions::default();
+        prop_assert_eq!(
+            c.plan_in(&conversation, &options),
+            c.plan(conversation.messages(), &options),
+            "plan after step {} ({:?})",
+            n,
+            step
         );
     }
     Ok(())

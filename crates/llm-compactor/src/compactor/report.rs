@@ -12,7 +12,7 @@ use super::{CompactOptions, Compactor};
 use crate::conversation::Conversation;
 use crate::count::TokenCounter;
 use crate::message::Message;
-use crate::plan::{self, CostReceipt, Eligible, Pairs};
+use crate::plan::{self, AgingIndex, CostReceipt, Eligible, Pairs};
 
 /// Why a pass is (or is not) needed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -94,21 +94,33 @@ impl Compactor {
             // reads the same counts instead of counting its suffix again.
             let counts = counter.count_each(messages);
             let tokens = counts.iter().sum();
-            return self.plan_counted(messages, tokens, Some(&counts), counter, options);
+            return self.plan_counted(messages, tokens, Some(&counts), counter, options, None);
         }
         let tokens = counter.count_messages(messages);
-        self.plan_counted(messages, tokens, None, counter, options)
+        self.plan_counted(messages, tokens, None, counter, options, None)
     }
 
     /// [`Compactor::plan`] of a [`Conversation`]: its tokens are the counter's
     /// [`TokenCounter::count_conversation`], and when the conversation was counted by
     /// that (additive) counter the trim preview is planned over its cached counts
-    /// ([`plan::plan_trim_known`]): no message is counted again.
+    /// ([`plan::plan_trim_known`]): no message is counted again. With aging on, the pairs
+    /// and the eligible results are read from the conversation's aging index
+    /// ([`AgingIndex::eligible`]), which the epoch decision keeps from round to round: no
+    /// call is paired or parsed again either. The report equals [`Compactor::plan`]'s of
+    /// the same messages (`tests/aging_index.rs` checks it on every prefix of generated
+    /// runs).
     pub fn plan_in(&self, conversation: &Conversation, options: &CompactOptions) -> PlanReport {
         let counter = options.counter.clone().unwrap_or_else(|| Arc::clone(&self.counter));
         let tokens = counter.count_conversation(conversation);
         let known = (counter.additive() && conversation.counted_by(counter.as_ref())).then(|| conversation.counts());
-        self.plan_counted(conversation.messages(), tokens, known, counter, options)
+        if !self.config.age_observations {
+            return self.plan_counted(conversation.messages(), tokens, known, counter, options, None);
+        }
+        // With aging on, the conversation's aging index (kept from round to round for the
+        // epoch decision) gives the pairs and the eligible results.
+        conversation.with_aging_index(|index| {
+            self.plan_counted(conversation.messages(), tokens, known, counter, options, Some(index))
+        })
     }
 
     fn plan_counted(
@@ -118,16 +130,25 @@ impl Compactor {
         known: Option<&[usize]>,
         counter: Arc<dyn TokenCounter>,
         options: &CompactOptions,
+        index: Option<&AgingIndex>,
     ) -> PlanReport {
-        let pairs = Pairs::build(messages);
-        let layout = plan::layout_with(messages, &pairs, self.config.keep_recent);
+        let built;
+        let pairs = match index {
+            Some(index) => index.pairs(),
+            None => {
+                built = Pairs::build(messages);
+                &built
+            }
+        };
+        let layout = plan::layout_with(messages, pairs, self.config.keep_recent);
         // The window as the pass would fit it to `max_recent_tokens`.
-        let (layout, _) = self.fit_recent(messages, &pairs, layout, counter.as_ref(), options);
+        let (layout, _) = self.fit_recent(messages, pairs, layout, counter.as_ref(), options);
         let aging = self.config.age_observations;
-        let eligible = if aging {
-            plan::eligible(messages, &pairs, &layout, self.aging_rules())
-        } else {
-            Vec::new()
+        let eligible = match (aging, index, layout.cut) {
+            (false, ..) => Vec::new(),
+            (true, Some(index), Some(cut)) => index.eligible(messages, cut, self.aging_rules()),
+            (true, Some(_), None) => Vec::new(),
+            (true, None, _) => plan::eligible(messages, pairs, &layout, self.aging_rules()),
         };
         let pool = plan::reclaimable_pool(&eligible);
         let trigger = self.config.trigger();
@@ -149,10 +170,8 @@ impl Compactor {
         };
         let target = options.target.unwrap_or(self.config.target());
         let trim = match known {
-            Some(counts) => {
-                plan::choose_trim_known(messages, &pairs, &layout, target, tokens, counter.as_ref(), counts)
-            }
-            None => plan::choose_trim_counted(messages, &pairs, &layout, target, tokens, counter.as_ref()),
+            Some(counts) => plan::choose_trim_known(messages, pairs, &layout, target, tokens, counter.as_ref(), counts),
+            None => plan::choose_trim_counted(messages, pairs, &layout, target, tokens, counter.as_ref()),
         }
         .map(|t| TrimPreview {
             cut_index: t.cut_index,

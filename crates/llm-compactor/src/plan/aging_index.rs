@@ -25,7 +25,7 @@
 //! [`super::eligibility`]) decides each result for the slice API and for this index, and
 //! `tests/aging_index.rs` checks the two agree on every prefix of generated conversations.
 
-use super::eligibility::{AgingRules, Answers, judge};
+use super::eligibility::{AgingRules, Answers, Eligible, Found, judge};
 use super::fenwick::Fenwick;
 use super::pairs::{Pairs, PairsBuilder};
 use super::pinned::is_pinned;
@@ -255,6 +255,33 @@ impl AgingIndex {
             tokens: judged.tokens.prefix(end) as usize,
             stub_tokens: judged.stubs.prefix(end) as usize,
         }
+    }
+
+    /// The eligible results of `0..=cut` as [`super::eligible`] lists them for the same
+    /// messages, read from the index: each candidate up to `cut` judged by the same rule
+    /// (one function decides both) from the index's chars, answers and stub lengths,
+    /// without pairing, parsing or counting the conversation again. Read-only: the
+    /// judgments kept for the epoch decision are neither read nor changed. `messages` are
+    /// the indexed messages.
+    pub fn eligible(&self, messages: &[Message], cut: usize, rules: AgingRules) -> Vec<Eligible> {
+        let total = self.char_sums[self.len()];
+        self.candidates
+            .iter()
+            .take_while(|&&(i, _)| i <= cut)
+            .filter_map(|&(i, stub_chars)| {
+                let chars = self.char_sums[i + 1] - self.char_sums[i];
+                let after = total - self.char_sums[i + 1];
+                let reason = judge(i, chars, after, &self.answers, || stub_chars, rules)?;
+                Some(
+                    Found {
+                        index: i,
+                        chars,
+                        reason,
+                    }
+                    .with_stub(messages, self.pairs()),
+                )
+            })
+            .collect()
     }
 
     /// `counter`'s count of message `index` (of `chars` content chars) with its content
