@@ -144,11 +144,12 @@ impl Compactor {
         // The window as the pass would fit it to `max_recent_tokens`.
         let (layout, _) = self.fit_recent(messages, pairs, layout, counter.as_ref(), options);
         let aging = self.config.age_observations;
-        let eligible = match (aging, index, layout.cut) {
-            (false, ..) => Vec::new(),
-            (true, Some(index), Some(cut)) => index.eligible(messages, cut, self.aging_rules()),
-            (true, Some(_), None) => Vec::new(),
-            (true, None, _) => plan::eligible(messages, pairs, &layout, self.aging_rules()),
+        let eligible = match (aging, index) {
+            (false, _) => Vec::new(),
+            (true, Some(index)) => layout
+                .cut
+                .map_or_else(Vec::new, |cut| index.eligible(messages, cut, self.aging_rules())),
+            (true, None) => plan::eligible(messages, pairs, &layout, self.aging_rules()),
         };
         let pool = plan::reclaimable_pool(&eligible);
         let trigger = self.config.trigger();

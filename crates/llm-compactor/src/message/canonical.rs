@@ -4,10 +4,7 @@
 //! (the calibrated counter and the session both key on it) and a tool call's arguments
 //! (the elision loop breaker counts call identities). Both go through here.
 
-use std::collections::BTreeMap;
-
 use serde_json::Value;
-use serde_json::value::RawValue;
 
 use super::flat_arguments::write_flat_arguments;
 use super::json_string::{write_json_array, write_json_members, write_json_string, write_json_value};
@@ -70,67 +67,16 @@ pub(crate) fn write_canonical_arguments(arguments: &str, out: &mut Vec<u8>) {
     if write_flat_arguments(arguments, out).is_some() {
         return;
     }
-    write_canonical_members(arguments, out);
+    write_canonical_parsed(arguments, out);
 }
 
-/// [`write_canonical_arguments`] through serde_json: the members read as borrowed raw
-/// values where that works, the whole value parsed where it does not.
-pub(crate) fn write_canonical_members(arguments: &str, out: &mut Vec<u8>) {
-    let start = out.len();
-    if write_canonical_flat_object(arguments, out).is_some() {
-        return;
-    }
-    out.truncate(start);
+/// [`write_canonical_arguments`] through serde_json's full parse: what the one-scan path
+/// (`super::flat_arguments`) does not accept (nested values, floats, `\/` and `\u`
+/// escapes, a text that is not JSON, written verbatim), and the reference it is tested
+/// against.
+pub(crate) fn write_canonical_parsed(arguments: &str, out: &mut Vec<u8>) {
     match serde_json::from_str::<Value>(arguments) {
         Ok(value) => write_canonical(&value, out),
         Err(_) => out.extend_from_slice(arguments.as_bytes()),
     }
-}
-
-/// [`canonical_arguments`] of the usual arguments, a JSON object, without building its
-/// value: every call's identity is taken on every pass (the duplicate rule of aging), and
-/// parsing each into a tree of owned values was a quarter of a dry run on real
-/// trajectories. The members are read as borrowed slices in key order; a string that
-/// serde_json would write back as it stands (no escape, or only the short escapes it
-/// writes itself: `\"` `\\` `\n` `\t` `\r` `\b` `\f`) is copied, anything else is
-/// rendered as the full path renders it. `None` (the full path; `out` holds a partial
-/// object then) when the text is not an object or a key has an escape.
-fn write_canonical_flat_object(text: &str, out: &mut Vec<u8>) -> Option<()> {
-    let members: BTreeMap<&str, &RawValue> = serde_json::from_str(text).ok()?;
-    out.push(b'{');
-    for (i, (key, raw)) in members.into_iter().enumerate() {
-        if i > 0 {
-            out.push(b',');
-        }
-        write_json_string(out, key);
-        out.push(b':');
-        let raw = raw.get();
-        if (raw.starts_with('"') && written_back_as_is(raw)) || matches!(raw, "true" | "false" | "null") {
-            out.extend_from_slice(raw.as_bytes());
-        } else if raw.starts_with('"') {
-            write_json_string(out, &serde_json::from_str::<String>(raw).ok()?);
-        } else {
-            write_canonical(&serde_json::from_str::<Value>(raw).ok()?, out);
-        }
-    }
-    out.push(b'}');
-    Some(())
-}
-
-/// True when the JSON string literal `raw` (valid: serde_json has read it) decodes to a
-/// string that serde_json writes as `raw` again: none of its escapes is `\/` or `\u`
-/// (serde_json writes the char of `\/` bare, and the char of a `\u` bare or in its own
-/// spelling); every other escape is one serde_json writes itself, and a valid literal
-/// holds no raw control character.
-fn written_back_as_is(raw: &str) -> bool {
-    let bytes = raw.as_bytes();
-    let mut from = 0;
-    while let Some(at) = raw.get(from..).and_then(|rest| rest.find('\\')) {
-        let escape = from + at + 1;
-        if matches!(bytes.get(escape), Some(b'/' | b'u') | None) {
-            return false;
-        }
-        from = escape + 1;
-    }
-    true
 }

@@ -145,12 +145,12 @@ mod tests {
     use proptest::prelude::*;
 
     use super::*;
-    use crate::message::canonical::write_canonical_members;
+    use crate::message::canonical::write_canonical_parsed;
 
-    /// The full path's answer: serde_json reads the text, the canonical writer writes it.
+    /// The full path's answer: serde_json parses the text, the canonical writer writes it.
     fn full_path(text: &str) -> Vec<u8> {
         let mut out = Vec::new();
-        write_canonical_members(text, &mut out);
+        write_canonical_parsed(text, &mut out);
         out
     }
 

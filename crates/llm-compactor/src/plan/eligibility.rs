@@ -85,8 +85,8 @@ pub fn eligible(messages: &[Message], pairs: &Pairs, layout: &Layout, rules: Agi
             continue;
         }
         let chars = message.content.chars();
-        // Every message after `i` up to `graced` is there: an epoch of content follows
-        // `i` exactly when `i < graced` (see `graced_from`).
+        // An epoch of content follows `i` exactly when `i < graced` (see `graced_from`);
+        // `judge` compares the chars after `i` with the epoch, so the epoch stands for them.
         let chars_after = if i < graced { rules.reclaim_min } else { 0 };
         let stub_chars = || stub_chars(chars, pairs.call(messages, i).map(|c| c.name.as_str()));
         if let Some(reason) = judge(i, chars, chars_after, &answers, stub_chars, rules) {
