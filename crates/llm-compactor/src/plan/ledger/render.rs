@@ -197,6 +197,20 @@ fn error_line(e: &ErrorFact) -> (String, usize) {
     (line, e.last_seen)
 }
 
+/// The commands' heading, its legend naming only the marks its lines carry: a
+/// transcript whose tool results report no exit status shows no ✓ or ✗, and a legend that
+/// promised them would read as if every command's status were unknown for a reason.
+fn commands_title(commands: &[&CommandFact]) -> &'static str {
+    let exits = commands.iter().any(|c| c.exit.is_some());
+    let repeats = commands.iter().any(|c| c.runs > 1);
+    match (exits, repeats) {
+        (true, true) => "Commands run (newest last; ✓ exit 0, ✗ N exit status N, ×N runs)",
+        (true, false) => "Commands run (newest last; ✓ exit 0, ✗ N exit status N)",
+        (false, true) => "Commands run (newest last; ×N runs)",
+        (false, false) => "Commands run (newest last)",
+    }
+}
+
 fn command_line(c: &CommandFact) -> (String, usize) {
     let mut line = format!("`{}`", c.command);
     match c.exit {
@@ -274,7 +288,7 @@ fn sections(ledger: &Ledger, budget: usize) -> [Section; 7] {
                 .collect(),
         ),
         Section::new(
-            "Commands run (newest last; ✓ exit 0, ✗ N exit status N, ×N runs)",
+            commands_title(&commands),
             commands.into_iter().map(command_line).collect(),
         ),
         Section::new("Resolved errors", errors(false)),
@@ -287,6 +301,30 @@ fn sections(ledger: &Ledger, budget: usize) -> [Section; 7] {
 mod tests {
     use super::*;
     use crate::plan::ledger::{CommandFact, FileFact};
+
+    #[test]
+    fn the_commands_legend_names_only_the_marks_its_lines_carry() {
+        let command = |exit, runs| CommandFact {
+            command: "make".into(),
+            exit,
+            runs,
+            last_seen: 0,
+        };
+        for (facts, title) in [
+            (vec![command(None, 1)], "Commands run (newest last)"),
+            (vec![command(None, 2)], "Commands run (newest last; ×N runs)"),
+            (
+                vec![command(Some(1), 1)],
+                "Commands run (newest last; ✓ exit 0, ✗ N exit status N)",
+            ),
+            (
+                vec![command(Some(0), 1), command(None, 3)],
+                "Commands run (newest last; ✓ exit 0, ✗ N exit status N, ×N runs)",
+            ),
+        ] {
+            assert_eq!(commands_title(&facts.iter().collect::<Vec<_>>()), title);
+        }
+    }
 
     fn big() -> Ledger {
         Ledger {
