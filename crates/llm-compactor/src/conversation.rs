@@ -28,7 +28,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use sha2::{Digest, Sha256};
 
 use crate::count::TokenCounter;
-use crate::message::{Message, message_digest};
+use crate::message::Message;
+use crate::message::digest::{lower_hex, message_digest_hex};
 use crate::plan::AgingIndex;
 
 /// A conversation with each message's token count and the chained digest of its
@@ -222,7 +223,7 @@ impl Conversation {
     /// end): one finalization once the prefix was digested; the first time, each message
     /// not digested yet is digested once.
     pub fn prefix_digest(&self, n: usize) -> Option<String> {
-        self.prefix_state(n).map(|state| hex::encode(state.finalize()))
+        self.prefix_state(n).map(|state| lower_hex(&state.finalize().into()))
     }
 
     /// [`Conversation::prefix_digest`] of the whole conversation.
@@ -243,7 +244,7 @@ impl Conversation {
             if i > 0 {
                 state.update(b"\n");
             }
-            state.update(message_digest(&self.messages[i]).as_bytes());
+            state.update(message_digest_hex(&self.messages[i]));
             chain.push(state);
         }
         Some(chain[n].clone())

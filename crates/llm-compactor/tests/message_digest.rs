@@ -9,7 +9,7 @@
 
 use llm_compactor::message::digest::digest_value;
 use llm_compactor::message::{
-    Content, Message, Part, Role, ToolCall, canonical_arguments, canonical_json, message_digest,
+    Content, Message, Part, Role, ToolCall, canonical_arguments, canonical_json, conversation_digest, message_digest,
 };
 use llm_compactor::session::{Record, encode_line};
 use proptest::prelude::*;
@@ -129,6 +129,15 @@ proptest! {
     }
 
     #[test]
+    fn a_conversation_digest_is_the_digest_of_the_joined_message_digests(
+        messages in proptest::collection::vec(arb_message(), 0..6),
+    ) {
+        let joined: Vec<String> = messages.iter().map(reference_digest).collect();
+        let reference = hex::encode(Sha256::digest(joined.join("\n").as_bytes()));
+        prop_assert_eq!(conversation_digest(&messages), reference);
+    }
+
+    #[test]
     fn content_is_serialized_as_its_value(content in arb_content()) {
         prop_assert_eq!(
             serde_json::to_string(&content).expect("serializes"),
@@ -191,6 +200,33 @@ proptest! {
     fn canonical_json_is_the_sorted_copy_rendered(value in arb_json()) {
         prop_assert_eq!(canonical_json(&value), serde_json::to_string(&sorted(&value)).expect("serializes"));
     }
+}
+
+/// The digest's buffer is kept per thread between digests: a message rendered after a
+/// longer one (and after one big enough that the buffer is let go) is digested alone.
+#[test]
+fn a_digest_does_not_read_what_the_previous_digest_left_in_its_buffer() {
+    let messages = [
+        Message::tool("call_1", "x".repeat(3 << 20)),
+        Message::user("short"),
+        Message::assistant("a \"quoted\" line\nand another ".repeat(500)),
+        Message::user("short"),
+        Message::user(""),
+    ];
+    for message in &messages {
+        assert_eq!(message_digest(message), reference_digest(message));
+    }
+    assert_eq!(
+        conversation_digest(&messages),
+        hex::encode(Sha256::digest(
+            messages
+                .iter()
+                .map(reference_digest)
+                .collect::<Vec<_>>()
+                .join("\n")
+                .as_bytes()
+        ))
+    );
 }
 
 #[test]

@@ -47,9 +47,10 @@ use sha2::{Digest, Sha256};
 use crate::conversation::Conversation;
 use crate::count::fingerprint::hash_message;
 use crate::count::{ConversationCount, HeuristicCounter, TokenCounter};
+use crate::message::Message;
 #[cfg(doc)]
 use crate::message::conversation_digest;
-use crate::message::{Message, message_digest};
+use crate::message::digest::{lower_hex, message_digest_hex};
 use crate::usage::Usage;
 
 /// The one bill the calibrated counter remembers.
@@ -158,7 +159,7 @@ impl CalibratedCounter {
             if i > 0 {
                 joined.update(b"\n");
             }
-            joined.update(message_digest(message).as_bytes());
+            joined.update(message_digest_hex(message));
         }
         (fingerprints, joined)
     }
@@ -224,7 +225,7 @@ impl CalibratedCounter {
 
     /// Makes the bill of `messages` messages the record: its digest is `joined` finalized.
     fn anchor_on(&self, messages: usize, billed: u64, model: &str, fingerprints: Arc<Vec<u64>>, joined: Sha256) {
-        let digest = hex::encode(joined.clone().finalize());
+        let digest = lower_hex(&joined.clone().finalize().into());
         *self.lock() = Some(Anchored {
             record: CalibrationRecord {
                 messages,
