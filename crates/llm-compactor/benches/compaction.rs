@@ -335,12 +335,26 @@ fn passes(messages: &[Message]) -> Vec<Pass> {
             compactor: Compactor::new(config(32_000, false), Arc::clone(&counter)).with_summarizer(summarizer(None)),
             expect: |r| !r.fallback && !r.summary.is_empty() && r.elisions.is_empty(),
         });
-        // A budget whose trigger the aged conversation fits: aging alone is enough.
+        // A budget whose target the aged conversation fits, with a trigger the whole
+        // conversation passes: aging alone is enough (at the trigger, the cost policy
+        // accepts an elision-only pass only when it lands at or under the target). Aging
+        // reclaims a sixth of this trajectory, so the ratios are set close together.
+        let (trigger_ratio, target_ratio) = (0.9, 0.85);
         let aged = aged_count(messages, counter.as_ref(), config(32_000, true));
+        let budget = (aged as f64 / target_ratio).ceil() as usize + 8;
+        assert!(
+            counter.count_messages(messages) as f64 > budget as f64 * trigger_ratio,
+            "elision_only_{label}: the whole conversation must pass the trigger of budget {budget}"
+        );
+        let elision_config = CompactorConfig::builder(budget)
+            .age_observations(true)
+            .trigger_ratio(trigger_ratio)
+            .target_ratio(target_ratio)
+            .build()
+            .expect("a valid bench configuration");
         out.push(Pass {
             name: format!("elision_only_{label}"),
-            compactor: Compactor::new(config(aged * 5 / 4 + 8, true), Arc::clone(&counter))
-                .with_summarizer(summarizer(None)),
+            compactor: Compactor::new(elision_config, Arc::clone(&counter)).with_summarizer(summarizer(None)),
             expect: |r| !r.fallback && r.summary.is_empty() && !r.elisions.is_empty() && r.attempts.is_empty(),
         });
         out.push(Pass {
