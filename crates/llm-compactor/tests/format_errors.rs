@@ -38,10 +38,60 @@ fn invalid_json_gives_line_and_column() {
         err.to_string(),
         "conv.json: invalid JSON at line 3, column 20: trailing comma"
     );
-    let err = error(b"", None);
-    assert!(
-        err.problem.starts_with("invalid JSON at line 1, column 0: EOF"),
-        "{err}"
+}
+
+/// An empty file (or only a byte-order mark and blank lines) says so, not "EOF while
+/// parsing a value at line 1, column 0".
+#[test]
+fn empty_input_is_called_empty() {
+    for input in [&b""[..], b"   \n\n", b"\xef\xbb\xbf", b"\xef\xbb\xbf\r\n"] {
+        let err = error(input, None);
+        assert!(
+            err.problem.starts_with("empty: expected a conversation"),
+            "{input:?}: {err}"
+        );
+    }
+}
+
+/// A file of one JSON value per line is another kind of file, not a broken conversation:
+/// the error says what it is and what to do (serde_json alone says "trailing characters").
+#[test]
+fn json_lines_are_named_as_such() {
+    let messages = "{\"role\":\"user\",\"content\":\"hi\"}\n{\"role\":\"assistant\",\"content\":\"yo\"}\n";
+    for input in [
+        messages.to_owned(),
+        messages.replace('\n', "\r\n"),
+        format!("\u{feff}{messages}"),
+    ] {
+        assert_error(
+            &input,
+            None,
+            None,
+            "one JSON value per line (JSON Lines: line 1 is an object, line 2 another value)",
+        );
+        assert_error(&input, None, None, "`jq -s . FILE`");
+    }
+    // A compactor session transcript: pointed at the session commands.
+    let transcript = concat!(
+        r#"{"id":"a","payload":{"v":1},"ts":"2025-01-01T00:00:00Z","type":"header","v":1}"#,
+        "\n",
+        r#"{"id":"b","payload":{"role":"user","content":"hi"},"ts":"2025-01-01T00:00:00Z","type":"message","v":1}"#,
+        "\n"
+    );
+    assert_error(transcript, None, None, "a session transcript (JSON Lines");
+    assert_error(transcript, None, None, "`compactor session replay`");
+    // Two documents that are not one per line keep serde_json's located message.
+    assert_error(
+        "[\n1\n]\n[\n2\n]",
+        None,
+        None,
+        "invalid JSON at line 4, column 1: trailing characters",
+    );
+    assert_error(
+        "[1] [2]",
+        None,
+        None,
+        "invalid JSON at line 1, column 5: trailing characters",
     );
 }
 
