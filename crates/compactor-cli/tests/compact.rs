@@ -66,15 +66,75 @@ fn json_result_has_every_field() {
         "elisions",
         "usage",
         "attempts",
+        "repairs",
+        "truncations",
+        "receipt",
     ] {
         assert!(r.get(key).is_some(), "{key}");
     }
+    assert_eq!(r["repairs"], serde_json::json!([]));
+    assert_eq!(r["receipt"]["tokens_before"], r["tokens_before"]);
     assert!(r["tokens_after"].as_u64() < r["tokens_before"].as_u64());
     assert_eq!(r["fallback"], true);
     assert!(r["messages"].is_array());
     assert!(r["summary"].as_str().unwrap().contains("dropped unsummarized"));
     // The notice sits right after the system prompt.
     assert_eq!(r["messages"][1]["content"], r["summary"]);
+}
+
+/// A broken input is repaired before the pass, and the user is told what was removed or
+/// added: the JSON result lists the repairs, and the report names each one (it said
+/// "summarized 0 messages" and nothing else, for a conversation that lost a message).
+#[test]
+fn repairs_are_reported_in_the_json_and_on_stderr() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = write_json(
+        dir.path(),
+        "broken.json",
+        &serde_json::json!([
+            {"role": "user", "content": "a"},
+            {"role": "tool", "tool_call_id": "ghost", "content": "an orphan"},
+            {"role": "assistant", "content": null, "tool_calls": [
+                {"id": "asked", "type": "function", "function": {"name": "ls", "arguments": "{}"}}
+            ]},
+            {"role": "user", "content": "go on"},
+        ]),
+    );
+    let out = run(
+        &[
+            "compact",
+            input.to_str().unwrap(),
+            "--json",
+            "--summarizer",
+            "none",
+            "--counter",
+            "heuristic",
+        ],
+        None,
+    );
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let r = stdout_json(&out);
+    let kinds: Vec<&str> = r["repairs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds, ["dropped-orphan", "synthetic-answer"]);
+    assert_eq!(r["repairs"][0]["index"], 1);
+    assert_eq!(r["repairs"][1]["tool_call_id"], "asked");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("repaired the conversation; nothing to compact"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("summarized 0 messages"), "{stderr}");
+    assert!(stderr.contains("the input was repaired first (2 changes)"), "{stderr}");
+    assert!(
+        stderr.contains("dropped #1: a tool result that answers no call before it (tool_call_id ghost)"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("answered call asked after #2"), "{stderr}");
 }
 
 #[test]

@@ -4,6 +4,7 @@
 use std::path::PathBuf;
 
 use llm_compactor::format::Document;
+use llm_compactor::plan::Repair;
 use llm_compactor::{CompactionResult, Message};
 use serde_json::{Value, json};
 
@@ -78,6 +79,35 @@ fn bars(before: usize, after: usize) -> String {
     )
 }
 
+/// What the repair did to a broken input before the pass, a line each (the input's
+/// indices): a conversation that lost a message must say so.
+fn repairs_report(repairs: &[Repair]) -> String {
+    let mut out = String::new();
+    if repairs.is_empty() {
+        return out;
+    }
+    let noun = if repairs.len() == 1 { "change" } else { "changes" };
+    out.push_str(&format!(
+        "compactor: the input was repaired first ({} {noun}):\n",
+        repairs.len()
+    ));
+    for repair in repairs {
+        out.push_str(&match repair {
+            Repair::DroppedOrphan { index, message } => format!(
+                "  dropped #{index}: a tool result that answers no call before it (tool_call_id {})\n",
+                escape_controls(message.tool_call_id.as_deref().unwrap_or("none"))
+            ),
+            Repair::SyntheticAnswer {
+                after, tool_call_id, ..
+            } => format!(
+                "  answered call {} after #{after}: it had no result (a synthetic \"no result recorded\" answer)\n",
+                escape_controls(tool_call_id)
+            ),
+        });
+    }
+    out
+}
+
 /// The messages array of a document in its own format.
 fn messages_value(document: &Document) -> Value {
     match document.to_value() {
@@ -100,6 +130,9 @@ pub fn result_json(document: &Document, result: &CompactionResult) -> Value {
         "elisions": result.elisions,
         "usage": result.usage,
         "attempts": result.attempts,
+        "repairs": result.repairs,
+        "truncations": result.truncations,
+        "receipt": result.receipt,
     })
 }
 
@@ -118,6 +151,11 @@ pub fn human_report(
         format!("aged {} tool results (no summary needed)", result.elisions.len())
     } else if result.fallback {
         format!("HARD TRIM: dropped {} messages unsummarized", result.dropped)
+    } else if result.dropped == 0 {
+        // Only the repairs changed the conversation (listed below).
+        "repaired the conversation; nothing to compact (no messages between the sticky prefix and the recent \
+         window)"
+            .to_owned()
     } else {
         format!("summarized {} messages", result.dropped)
     };
@@ -126,6 +164,14 @@ pub fn human_report(
         result.tokens_before, result.tokens_after
     ));
     out.push_str(&bars(result.tokens_before, result.tokens_after));
+    out.push_str(&repairs_report(&result.repairs));
+    if !result.truncations.is_empty() {
+        let cut: usize = result.truncations.iter().map(|t| t.cut_chars).sum();
+        out.push_str(&format!(
+            "compactor: {} recent tool results cut head-and-tail to fit (max_recent_tokens): {cut} chars\n",
+            result.truncations.len()
+        ));
+    }
     if !result.elisions.is_empty() && !result.is_elision_only() {
         out.push_str(&format!("compactor: {} tool results stubbed\n", result.elisions.len()));
     }
