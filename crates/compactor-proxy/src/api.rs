@@ -1,11 +1,14 @@
-//! The two compacted APIs: how their requests are read, keyed and written back, and
+//! The three compacted APIs: how their requests are read, keyed and written back, and
 //! where their responses report usage.
 //!
-//! Both APIs go through the library's own importers and exporters
-//! ([`llm_compactor::format::Document`]), so a request the proxy does not change is
-//! written back as it came, and the messages the engine sees are the ones `compactor
+//! Every API goes through the library's own importers and exporters
+//! ([`llm_compactor::format::Document`] for chat completions and Messages,
+//! [`ResponsesRequest`] for the Responses API), so a request the proxy does not change
+//! is written back as it came, and the messages the engine sees are the ones `compactor
 //! compact` would see for the same file.
 
+use llm_compactor::Message;
+use llm_compactor::format::responses::{ResponsesError, ResponsesRequest};
 use llm_compactor::format::{Document, Format};
 use llm_compactor::message::canonical_json;
 use serde_json::Value;
@@ -18,30 +21,61 @@ pub enum Api {
     OpenAi,
     /// `POST /v1/messages`.
     Anthropic,
+    /// `POST /v1/responses` (OpenAI's Responses API, its `input` items).
+    Responses,
 }
 
 impl Api {
-    /// The library's wire format for this API.
-    pub fn format(self) -> Format {
-        match self {
-            Api::OpenAi => Format::OpenAi,
-            Api::Anthropic => Format::Anthropic,
-        }
-    }
-
     /// The route's name in logs and metrics.
     pub fn name(self) -> &'static str {
         match self {
             Api::OpenAi => "chat_completions",
             Api::Anthropic => "messages",
+            Api::Responses => "responses",
         }
     }
 }
 
-/// A parsed request: the document, the model, and whether it streams.
+/// A request's conversation and every other field, in the codec of its API.
+pub enum Wire {
+    /// Chat completions or Messages.
+    Document(Document),
+    /// A Responses API request.
+    Responses(ResponsesRequest),
+}
+
+impl Wire {
+    /// The conversation.
+    pub fn messages(&self) -> &[Message] {
+        match self {
+            Wire::Document(document) => document.messages(),
+            Wire::Responses(request) => request.messages(),
+        }
+    }
+
+    /// The request with `messages` instead, as JSON.
+    pub fn to_value(&self, messages: Vec<Message>) -> Value {
+        match self {
+            Wire::Document(document) => document.with_messages(messages).to_value(),
+            Wire::Responses(request) => request.with_messages(messages).to_value(),
+        }
+    }
+}
+
+/// Why a request body is not compacted.
+#[derive(Debug)]
+pub enum ParseError {
+    /// Malformed for this API: a 400 (chat completions and Messages).
+    Invalid(String),
+    /// Well-formed but not modelled (a Responses request that continues a server-side
+    /// conversation, or holds hosted tool calls): forwarded unchanged.
+    Unsupported(String),
+}
+
+/// A parsed request: the conversation, the model, and whether it streams.
 pub struct Request {
     /// The conversation and every other top-level field.
-    pub document: Document,
+    pub wire: Wire,
     /// The `model` field (empty when absent).
     pub model: String,
     /// `"stream": true`.
@@ -53,11 +87,17 @@ pub struct Request {
 /// Reads a request body of `api`.
 ///
 /// # Errors
-/// The problem in words (invalid JSON, not a conversation), for a 400.
-pub fn parse(api: Api, body: &[u8]) -> Result<Request, String> {
-    let value: Value = serde_json::from_slice(body).map_err(|e| format!("request body is not JSON: {e}"))?;
+/// [`ParseError::Invalid`]: the problem in words (invalid JSON, not a conversation), for
+/// a 400; a Responses request that is malformed or not modelled is
+/// [`ParseError::Unsupported`] (the upstream answers it as it would without us).
+pub fn parse(api: Api, body: &[u8]) -> Result<Request, ParseError> {
+    let invalid = |problem: String| match api {
+        Api::Responses => ParseError::Unsupported(problem),
+        _ => ParseError::Invalid(problem),
+    };
+    let value: Value = serde_json::from_slice(body).map_err(|e| invalid(format!("request body is not JSON: {e}")))?;
     if !value.is_object() {
-        return Err("request body must be a JSON object".to_owned());
+        return Err(invalid("request body must be a JSON object".to_owned()));
     }
     let model = value
         .get("model")
@@ -66,9 +106,22 @@ pub fn parse(api: Api, body: &[u8]) -> Result<Request, String> {
         .to_owned();
     let stream = value.get("stream").and_then(Value::as_bool).unwrap_or(false);
     let derived_key = derived_key(api, &model, &value);
-    let document = Document::from_value(value, Some(api.format()), "request").map_err(|e| e.to_string())?;
+    let wire = match api {
+        Api::OpenAi | Api::Anthropic => {
+            let format = if api == Api::OpenAi {
+                Format::OpenAi
+            } else {
+                Format::Anthropic
+            };
+            Wire::Document(Document::from_value(value, Some(format), "request").map_err(|e| invalid(e.to_string()))?)
+        }
+        Api::Responses => Wire::Responses(ResponsesRequest::from_value(value, "request").map_err(|e| match e {
+            ResponsesError::Unsupported(why) => ParseError::Unsupported(why),
+            ResponsesError::Invalid(e) => invalid(e.to_string()),
+        })?),
+    };
     Ok(Request {
-        document,
+        wire,
         model,
         stream,
         derived_key,
@@ -79,9 +132,13 @@ pub fn parse(api: Api, body: &[u8]) -> Result<Request, String> {
 /// the system prompt and the first user message — what stays the same across the rounds
 /// of one agent run and differs between runs.
 fn derived_key(api: Api, model: &str, value: &Value) -> String {
-    let messages = value.get("messages").and_then(Value::as_array);
+    let messages = match api {
+        Api::Responses => value.get("input").and_then(Value::as_array),
+        _ => value.get("messages").and_then(Value::as_array),
+    };
     let system = match api {
         Api::Anthropic => value.get("system").cloned().unwrap_or(Value::Null),
+        Api::Responses => value.get("instructions").cloned().unwrap_or(Value::Null),
         Api::OpenAi => messages
             .and_then(|m| {
                 m.iter()
@@ -93,6 +150,7 @@ fn derived_key(api: Api, model: &str, value: &Value) -> String {
     let first_user = messages
         .and_then(|m| m.iter().find(|m| m.get("role").and_then(Value::as_str) == Some("user")))
         .and_then(|m| m.get("content").cloned())
+        .or_else(|| value.get("input").filter(|input| input.is_string()).cloned())
         .unwrap_or(Value::Null);
     let mut hasher = Sha256::new();
     for part in [model.to_owned(), canonical_json(&system), canonical_json(&first_user)] {
@@ -102,11 +160,18 @@ fn derived_key(api: Api, model: &str, value: &Value) -> String {
     format!("auto-{}", &hex::encode(hasher.finalize())[..24])
 }
 
-/// The prompt tokens a response object reports (OpenAI `usage.prompt_tokens`; Anthropic
-/// `usage.input_tokens` plus cache reads and writes, which are prompt tokens too).
+/// The prompt tokens a response object reports (OpenAI `usage.prompt_tokens`; the
+/// Responses API's `usage.input_tokens`, cached ones included, at the top of a response
+/// or in its stream's `response.completed` event; Anthropic `usage.input_tokens` plus
+/// cache reads and writes, which are prompt tokens too).
 pub fn prompt_tokens(api: Api, value: &Value) -> Option<u64> {
     match api {
         Api::OpenAi => value.get("usage")?.get("prompt_tokens")?.as_u64(),
+        Api::Responses => value
+            .get("usage")
+            .or_else(|| value.get("response").and_then(|r| r.get("usage")))?
+            .get("input_tokens")?
+            .as_u64(),
         Api::Anthropic => {
             let usage = value
                 .get("usage")
@@ -145,9 +210,41 @@ mod tests {
         let a = br#"{"model":"m","messages":[{"role":"system","content":"s"},{"role":"user","content":"u"}]}"#;
         let b = br#"{"model":"m","messages":[{"role":"system","content":"s"},{"role":"user","content":"u"},{"role":"assistant","content":"x"}]}"#;
         let c = br#"{"model":"m","messages":[{"role":"system","content":"s"},{"role":"user","content":"v"}]}"#;
-        let key = |body: &[u8]| parse(Api::OpenAi, body).unwrap().derived_key;
+        let key = |body: &[u8]| parse(Api::OpenAi, body).map(|r| r.derived_key).ok().unwrap();
         assert_eq!(key(a), key(b));
         assert_ne!(key(a), key(c));
+    }
+
+    #[test]
+    fn responses_usage_is_read_from_the_response_and_from_its_completed_event() {
+        let v = serde_json::json!({"object":"response","usage":{"input_tokens":42,"output_tokens":3}});
+        assert_eq!(prompt_tokens(Api::Responses, &v), Some(42));
+        let done = serde_json::json!({"type":"response.completed","response":{"usage":{"input_tokens":9}}});
+        assert_eq!(prompt_tokens(Api::Responses, &done), Some(9));
+        let created = serde_json::json!({"type":"response.created","response":{"usage":null}});
+        assert_eq!(prompt_tokens(Api::Responses, &created), None);
+    }
+
+    #[test]
+    fn a_responses_session_is_keyed_by_its_instructions_and_first_user_input() {
+        let key = |body: &[u8]| parse(Api::Responses, body).map(|r| r.derived_key).ok().unwrap();
+        let a = br#"{"model":"m","instructions":"s","input":[{"role":"user","content":"u"}]}"#;
+        let b = br#"{"model":"m","instructions":"s","input":[{"role":"user","content":"u"},{"type":"function_call","call_id":"c","name":"f","arguments":"{}"}]}"#;
+        let c = br#"{"model":"m","instructions":"t","input":[{"role":"user","content":"u"}]}"#;
+        let d = br#"{"model":"m","instructions":"s","input":"u"}"#;
+        let e = br#"{"model":"m","instructions":"s","input":"v"}"#;
+        assert_eq!(key(a), key(b));
+        assert_ne!(key(a), key(c));
+        assert_ne!(key(d), key(e));
+        // Malformed or unmodelled: forwarded, never a 400 of ours.
+        for body in [
+            &b"{"[..],
+            br#"{"input":"x","previous_response_id":"r"}"#,
+            br#"{"input":[{"type":"item_reference","id":"i"}]}"#,
+        ] {
+            assert!(matches!(parse(Api::Responses, body), Err(ParseError::Unsupported(_))));
+        }
+        assert!(matches!(parse(Api::OpenAi, b"{"), Err(ParseError::Invalid(_))));
     }
 
     #[test]

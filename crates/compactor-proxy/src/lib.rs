@@ -2,6 +2,8 @@
 //!
 //! An OpenAI- and Anthropic-compatible HTTP proxy that keeps any agent, in any language,
 //! inside its context window: point the SDK's base URL at it and change nothing else.
+//! Chat completions, the Responses API and Anthropic Messages are compacted; every
+//! other path is passed through.
 //!
 //! Per session (the `x-compactor-session` header, else a digest of model, system prompt
 //! and first user message) it serves a *stable prefix*: once a compaction replaced the

@@ -33,6 +33,7 @@ pub struct Metrics {
     /// Estimated cost saved, in thousandths of a base-input-token unit.
     cost_saved_milli: AtomicI64,
     requests_chat: AtomicU64,
+    requests_responses: AtomicU64,
     requests_messages: AtomicU64,
     requests_other: AtomicU64,
     pub(crate) compactions: AtomicU64,
@@ -53,6 +54,8 @@ pub enum Route {
     Chat,
     /// `/v1/messages`.
     Messages,
+    /// `/v1/responses`.
+    Responses,
     /// Anything passed through.
     Other,
 }
@@ -97,6 +100,7 @@ impl Metrics {
     pub fn request(&self, route: Route) {
         let counter = match route {
             Route::Chat => &self.requests_chat,
+            Route::Responses => &self.requests_responses,
             Route::Messages => &self.requests_messages,
             Route::Other => &self.requests_other,
         };
@@ -133,6 +137,7 @@ impl Metrics {
             "Requests received, by route.",
             &[
                 ("{route=\"chat_completions\"}", get(&self.requests_chat)),
+                ("{route=\"responses\"}", get(&self.requests_responses)),
                 ("{route=\"messages\"}", get(&self.requests_messages)),
                 ("{route=\"passthrough\"}", get(&self.requests_other)),
             ],

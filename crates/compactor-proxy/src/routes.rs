@@ -1,4 +1,4 @@
-//! The routes: the two compacted APIs, `/healthz`, `/metrics`, and everything else
+//! The routes: the three compacted APIs, `/healthz`, `/metrics`, and everything else
 //! passed through unchanged.
 
 use std::sync::Arc;
@@ -13,7 +13,7 @@ use axum::routing::{get, post};
 use bytes::Bytes;
 use std::sync::atomic::Ordering;
 
-use crate::api::{self, Api};
+use crate::api::{self, Api, ParseError};
 use crate::client_key::{key_of, with_client_key};
 use crate::config::ProxyConfig;
 use crate::error::ProxyError;
@@ -42,6 +42,7 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/metrics", get(metrics))
         .route("/v1/chat/completions", post(chat))
         .route("/v1/messages", post(messages))
+        .route("/v1/responses", post(responses))
         .fallback(passthrough)
         .with_state(state)
 }
@@ -64,6 +65,13 @@ async fn chat(State(state): State<Arc<AppState>>, request: Request) -> Response 
 async fn messages(State(state): State<Arc<AppState>>, request: Request) -> Response {
     state.metrics.request(Route::Messages);
     compacted(state, Api::Anthropic, request)
+        .await
+        .unwrap_or_else(|e| e.into_response())
+}
+
+async fn responses(State(state): State<Arc<AppState>>, request: Request) -> Response {
+    state.metrics.request(Route::Responses);
+    compacted(state, Api::Responses, request)
         .await
         .unwrap_or_else(|e| e.into_response())
 }
@@ -98,13 +106,13 @@ async fn passthrough(State(state): State<Arc<AppState>>, request: Request) -> Re
         let (method, path, headers, body) = read_body(&state, request).await?;
         let bare = path.split('?').next().unwrap_or_default();
         if method == Method::POST && bare.trim_end_matches('/').ends_with("/responses") {
-            // OpenAI's Responses API is not compacted (yet): say so once, rather than let
-            // an agent on `client.responses.create` believe it is managed.
+            // A Responses API path other than `/v1/responses` (a prefixed base URL) is not
+            // compacted: say so once, rather than let an agent believe it is managed.
             static RESPONSES_WARNED: std::sync::Once = std::sync::Once::new();
             RESPONSES_WARNED.call_once(|| {
                 tracing::warn!(
                     path = %bare,
-                    "the Responses API is passed through uncompacted; only /v1/chat/completions and /v1/messages are compacted"
+                    "passed through uncompacted; only /v1/chat/completions, /v1/messages and /v1/responses are compacted"
                 );
             });
         }
@@ -147,7 +155,17 @@ fn relay(response: reqwest::Response, tap: Option<Tap>) -> Response {
 async fn compacted(state: Arc<AppState>, api: Api, request: Request) -> Result<Response, ProxyError> {
     let (method, path, headers, body) = read_body(&state, request).await?;
     let started = Instant::now();
-    let parsed = api::parse(api, &body).map_err(ProxyError::BadRequest)?;
+    let parsed = match api::parse(api, &body) {
+        Ok(parsed) => parsed,
+        Err(ParseError::Invalid(problem)) => return Err(ProxyError::BadRequest(problem)),
+        Err(ParseError::Unsupported(why)) => {
+            // Forwarded as it came: the upstream answers it as it would without us.
+            tracing::debug!(route = api.name(), %why, "not compacted; forwarded unchanged");
+            state.metrics.added_latency(started.elapsed());
+            let response = send(&state, method, &path, &headers, body).await?;
+            return Ok(relay(response, None));
+        }
+    };
     let key = headers
         .get(SESSION_HEADER)
         .and_then(|v| v.to_str().ok())

@@ -310,7 +310,7 @@ impl SessionState {
         force: bool,
         leased: bool,
     ) -> Result<Step, ProxyError> {
-        let client = request.document.messages();
+        let client = request.wire.messages();
         let mut rewritten = false;
         let mut removed = 0;
         let mut effective: Vec<Message> = match self.matching_replacement(client) {
@@ -386,7 +386,7 @@ impl SessionState {
         let body = if !rewritten && !compacted {
             original.clone()
         } else {
-            let value = request.document.with_messages(effective.clone()).to_value();
+            let value = request.wire.to_value(effective.clone());
             bytes::Bytes::from(serde_json::to_vec(&value).map_err(|e| ProxyError::BadRequest(e.to_string()))?)
         };
         Ok(Step::Ready(Prepared {

@@ -118,19 +118,21 @@ async fn other_paths_pass_through_and_health_and_metrics_answer() {
     );
 }
 
+/// A Responses request the codec does not model (it continues a conversation the
+/// server keeps) reaches the upstream exactly as sent, however large.
 #[tokio::test]
-async fn the_responses_api_is_passed_through_byte_for_byte_and_counted_as_passthrough() {
-    // Not compacted (the README says so): a request far over the budget reaches the
-    // upstream exactly as sent.
+async fn a_responses_request_on_server_state_is_passed_through_byte_for_byte() {
     let up = upstream().await;
     let proxy = proxy(&up.url(), 1_000, Arc::new(MemoryStore::new())).await;
     let body = serde_json::to_vec(&json!({
         "model": "m",
+        "previous_response_id": "resp_0",
+        "metadata": {"echo_body": "true"},
         "input": [{"role": "user", "content": "x ".repeat(20_000)}],
     }))
     .unwrap();
     let r = client()
-        .post(format!("{}/v1/responses?trace=1", proxy.url()))
+        .post(format!("{}/v1/responses", proxy.url()))
         .header("content-type", "application/json")
         .body(body.clone())
         .send()
@@ -140,9 +142,88 @@ async fn the_responses_api_is_passed_through_byte_for_byte_and_counted_as_passth
     assert_eq!(r.bytes().await.unwrap().as_ref(), body.as_slice());
     let metrics = metrics(&proxy.url()).await;
     assert!(
-        metrics.contains("compactor_proxy_requests_total{route=\"passthrough\"} 1"),
+        metrics.contains("compactor_proxy_requests_total{route=\"responses\"} 1"),
         "{metrics}"
     );
+    assert_eq!(metric(&metrics, "compactor_proxy_compactions_total"), 0.0);
+}
+
+/// An agent on the Responses API (reasoning, function calls and their outputs, the
+/// items fed back each round), through the proxy: every request the upstream sees fits
+/// the budget, the prefix changes only at compactions, no output loses its call, a
+/// reasoning item stays right before its call, and the record replays to what the
+/// upstream last saw.
+#[tokio::test]
+async fn the_responses_api_is_compacted_with_its_turns_whole() {
+    let up = upstream().await;
+    let store: Arc<dyn SessionStore> = Arc::new(MemoryStore::new());
+    let budget = 2_000;
+    let proxy = proxy(&up.url(), budget, store.clone()).await;
+    let mut input = vec![json!({"role": "user", "content": [{"type": "input_text", "text": "make the build green"}]})];
+    for i in 0..30 {
+        input.push(json!({"type": "reasoning", "id": format!("rs_{i}"), "summary": [], "encrypted_content": format!("enc{i}")}));
+        input.push(json!({"type": "function_call", "call_id": format!("c{i}"), "name": "shell", "arguments": format!("{{\"n\":{i}}}")}));
+        input.push(json!({"type": "function_call_output", "call_id": format!("c{i}"), "output": format!("{i}: {}", "log ".repeat(80))}));
+        let body = json!({"model": "m", "instructions": "You are an agent.", "input": input, "store": false});
+        let r = client()
+            .post(format!("{}/v1/responses", proxy.url()))
+            .header("x-compactor-session", "resp")
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 200);
+        let answer: Value = r.json().await.unwrap();
+        assert_eq!(answer["object"], "response");
+        input.extend(answer["output"].as_array().unwrap().iter().cloned());
+    }
+    let received = up.received();
+    assert_eq!(received.len(), 30);
+    let mut breaks = 0;
+    for (k, r) in received.iter().enumerate() {
+        assert!(r.tokens() <= budget, "request {k} over the budget: {}", r.tokens());
+        assert_eq!(r.body["instructions"], "You are an agent.");
+        assert_eq!(r.body["store"], false);
+        let items = r.body["input"].as_array().unwrap();
+        let mut calls = std::collections::HashSet::new();
+        for (j, item) in items.iter().enumerate() {
+            match item["type"].as_str() {
+                Some("function_call") => {
+                    assert_eq!(items[j - 1]["type"], "reasoning", "request {k} item {j}");
+                    calls.insert(item["call_id"].as_str().unwrap());
+                }
+                Some("function_call_output") => {
+                    assert!(
+                        calls.contains(item["call_id"].as_str().unwrap()),
+                        "request {k}: an orphan output"
+                    );
+                }
+                _ => {}
+            }
+        }
+        if k > 0 {
+            let prev = received[k - 1].body["input"].as_array().unwrap();
+            if items.len() < prev.len() || items[..prev.len()] != prev[..] {
+                breaks += 1;
+            }
+        }
+    }
+    let metrics = metrics(&proxy.url()).await;
+    let compactions = metric(&metrics, "compactor_proxy_compactions_total") as usize;
+    assert!(compactions >= 2, "the run should compact: {metrics}");
+    assert_eq!(breaks, compactions, "the prefix breaks only at compaction rounds");
+    assert_eq!(
+        metric(&metrics, "compactor_proxy_requests_total{route=\"responses\"}"),
+        30.0
+    );
+    let exported = export_jsonl(store.as_ref(), "resp").await.unwrap();
+    let transcript = Transcript::parse(std::path::Path::new("resp.jsonl"), exported.as_bytes()).unwrap();
+    let replayed: Vec<_> = transcript
+        .messages()
+        .iter()
+        .map(|m| llm_compactor::Message { id: None, ..m.clone() })
+        .collect();
+    assert_eq!(replayed, received.last().unwrap().messages());
 }
 
 #[tokio::test]

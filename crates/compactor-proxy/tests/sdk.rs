@@ -40,6 +40,10 @@ async fn sdk_checks(script: &str, header: fn(&support::Received) -> Option<Strin
         assert!(out.contains(check), "{check} missing:\n{out}");
     }
     let received = up.received();
+    if script == "openai_client.py" {
+        assert!(out.contains("responses ok"), "responses ok missing:\n{out}");
+        assert!(received.iter().any(|r| r.path == "/v1/responses"));
+    }
     for r in &received {
         assert_eq!(
             header(r).as_deref(),

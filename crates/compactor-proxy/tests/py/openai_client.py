@@ -1,4 +1,5 @@
-"""The official OpenAI SDK against the proxy: plain, streamed, tool calls, errors.
+"""The official OpenAI SDK against the proxy: plain, streamed, tool calls, the Responses
+API, errors.
 
 Env: PROXY (the proxy's origin), DEAD_PROXY (a proxy whose upstream is down).
 Prints one line per check; exits non-zero on the first failure.
@@ -46,6 +47,33 @@ for chunk in client.chat.completions.create(
         streamed_calls += chunk.choices[0].delta.tool_calls
 assert streamed_calls and streamed_calls[0].function.name == "get_weather"
 print("tools ok")
+
+# The Responses API: plain, streamed, and a function call answered with its output.
+r = client.responses.create(model="m", instructions="Be brief.", input="hello")
+assert r.output_text == "echo: hello", r
+assert r.usage.input_tokens > 0
+items = [{"role": "user", "content": [{"type": "input_text", "text": "hello"}]}]
+r = client.responses.create(model="m", instructions="Be brief.", input=items)
+assert r.output_text == "echo: hello", r
+deltas = []
+completed = None
+for event in client.responses.create(model="m", instructions="Be brief.", input=items, stream=True):
+    if event.type == "response.output_text.delta":
+        deltas.append(event.delta)
+    if event.type == "response.completed":
+        completed = event.response
+assert "".join(deltas) == "echo: hello", deltas
+assert completed is not None and completed.usage.input_tokens > 0
+rtools = [{"type": "function", "name": "get_weather", "parameters": {"type": "object"}}]
+items = items + [{"role": "user", "content": "use a tool please"}]
+r = client.responses.create(model="m", input=items, tools=rtools)
+call = r.output[0]
+assert call.type == "function_call" and call.name == "get_weather", r
+items += [item.model_dump(exclude_none=True) for item in r.output]
+items.append({"type": "function_call_output", "call_id": call.call_id, "output": "sunny"})
+r = client.responses.create(model="m", input=items, tools=rtools)
+assert r.output_text == "echo: sunny", r
+print("responses ok")
 
 try:
     client.chat.completions.create(model="err-401", messages=base)

@@ -15,6 +15,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use compactor_proxy::ProxyConfig;
 use llm_compactor::count::{HeuristicCounter, TokenCounter};
+use llm_compactor::format::responses::ResponsesRequest;
 use llm_compactor::format::{Document, Format};
 use llm_compactor::store::SessionStore;
 use llm_compactor::{Compactor, CompactorConfig, Message};
@@ -34,6 +35,12 @@ pub struct Received {
 impl Received {
     /// The conversation it carried, in the library's model.
     pub fn messages(&self) -> Vec<Message> {
+        if self.path.ends_with("/responses") {
+            // A request the proxy forwards unmodelled (`previous_response_id`) has none.
+            return ResponsesRequest::from_value(self.body.clone(), "upstream")
+                .map(|r| r.messages().to_vec())
+                .unwrap_or_default();
+        }
         let format = if self.path.ends_with("/messages") {
             Format::Anthropic
         } else {
@@ -81,11 +88,7 @@ pub async fn upstream() -> Upstream {
     let app = Router::new()
         .route("/v1/chat/completions", post(chat))
         .route("/v1/messages", post(messages))
-        // The Responses API, which the proxy passes through: echoes the body it got.
-        .route(
-            "/v1/responses",
-            post(|body: axum::body::Bytes| async move { ([("content-type", "application/json")], body) }),
-        )
+        .route("/v1/responses", post(responses))
         .route(
             "/v1/models",
             get(|| async { axum::Json(json!({"object":"list","data":[{"id":"m","object":"model"}]})) }),
@@ -156,6 +159,19 @@ fn scripted_error(model: &str, tokens: usize) -> Option<Response> {
     None
 }
 
+/// What a scripted upstream answers `received` with: its model, its tokens and the
+/// reply, or the error its model asks for.
+fn scripted(script: &Script, received: &Received) -> Result<(String, usize, Value), Box<Response>> {
+    let model = received.body["model"].as_str().unwrap_or_default().to_owned();
+    let tokens = received.tokens();
+    if let Some(response) = scripted_error(&model, tokens) {
+        return Err(Box::new(response));
+    }
+    let messages = received.messages();
+    let reply = next_reply(script, &model, messages.last().unwrap());
+    Ok((model, tokens, reply))
+}
+
 fn next_reply(script: &Script, model: &str, last: &Message) -> Value {
     if model == "replay" {
         return script.replies.lock().unwrap().pop_front().expect("a scripted reply");
@@ -168,13 +184,10 @@ fn next_reply(script: &Script, model: &str, last: &Message) -> Value {
 
 async fn chat(State(script): State<Arc<Script>>, headers: HeaderMap, axum::Json(body): axum::Json<Value>) -> Response {
     let received = record(&script, "/v1/chat/completions", &headers, &body);
-    let model = body["model"].as_str().unwrap_or_default().to_owned();
-    let tokens = received.tokens();
-    if let Some(response) = scripted_error(&model, tokens) {
-        return response;
-    }
-    let messages = received.messages();
-    let reply = next_reply(&script, &model, messages.last().unwrap());
+    let (model, tokens, reply) = match scripted(&script, &received) {
+        Ok(scripted) => scripted,
+        Err(response) => return *response,
+    };
     let finish = if reply.get("tool_calls").is_some() {
         "tool_calls"
     } else {
@@ -260,13 +273,10 @@ async fn messages(
     axum::Json(body): axum::Json<Value>,
 ) -> Response {
     let received = record(&script, "/v1/messages", &headers, &body);
-    let model = body["model"].as_str().unwrap_or_default().to_owned();
-    let tokens = received.tokens();
-    if let Some(response) = scripted_error(&model, tokens) {
-        return response;
-    }
-    let messages = received.messages();
-    let reply = next_reply(&script, &model, messages.last().unwrap());
+    let (model, tokens, reply) = match scripted(&script, &received) {
+        Ok(scripted) => scripted,
+        Err(response) => return *response,
+    };
     let mut content = Vec::new();
     if let Some(text) = reply["content"].as_str() {
         content.push(json!({"type":"text","text":text}));
@@ -319,6 +329,64 @@ async fn messages(
         json!({"type":"message_delta","delta":{"stop_reason":stop,"stop_sequence":null},"usage":{"output_tokens":5}}),
     ));
     second.push(event("message_stop", json!({"type":"message_stop"})));
+    sse(first, second, None)
+}
+
+/// The Responses API: the same scripted replies as an output item, usage as
+/// `input_tokens`; streamed as `response.*` events, the usage in `response.completed`.
+/// A request with `echo_body: true` in its metadata gets its own body back.
+async fn responses(
+    State(script): State<Arc<Script>>,
+    headers: HeaderMap,
+    axum::Json(body): axum::Json<Value>,
+) -> Response {
+    let received = record(&script, "/v1/responses", &headers, &body);
+    if body["metadata"]["echo_body"] == "true" {
+        return axum::Json(body).into_response();
+    }
+    let (model, tokens, reply) = match scripted(&script, &received) {
+        Ok(scripted) => scripted,
+        Err(response) => return *response,
+    };
+    let output = match reply.get("tool_calls").and_then(Value::as_array) {
+        Some(calls) => calls
+            .iter()
+            .map(|call| {
+                json!({"type": "function_call", "id": "fc_1", "call_id": call["id"], "name": call["function"]["name"],
+                       "arguments": call["function"]["arguments"], "status": "completed"})
+            })
+            .collect(),
+        None => vec![
+            json!({"type": "message", "id": "msg_1", "role": "assistant", "status": "completed",
+                            "content": [{"type": "output_text", "text": reply["content"], "annotations": []}]}),
+        ],
+    };
+    let response = |status: &str, output: Vec<Value>, usage: Value| {
+        json!({"id": "resp_1", "object": "response", "created_at": 1, "status": status, "model": model,
+               "output": output, "parallel_tool_calls": true, "tool_choice": "auto", "tools": [],
+               "usage": usage})
+    };
+    let usage = json!({"input_tokens": tokens, "input_tokens_details": {"cached_tokens": 0},
+                       "output_tokens": 5, "output_tokens_details": {"reasoning_tokens": 0},
+                       "total_tokens": tokens + 5});
+    if body["stream"].as_bool() != Some(true) {
+        return axum::Json(response("completed", output, usage)).into_response();
+    }
+    let event = |data: Value| format!("event: {}\ndata: {data}\n\n", data["type"].as_str().unwrap());
+    let first = vec![event(json!({"type": "response.created", "sequence_number": 0,
+                                  "response": response("in_progress", vec![], Value::Null)}))];
+    let mut second = Vec::new();
+    if let Some(text) = reply["content"].as_str() {
+        let (a, b) = text.split_at(text.len() / 2);
+        for (n, delta) in [a, b].into_iter().enumerate() {
+            second.push(event(
+                json!({"type": "response.output_text.delta", "sequence_number": n + 1, "item_id": "msg_1",
+                                     "output_index": 0, "content_index": 0, "delta": delta, "logprobs": []}),
+            ));
+        }
+    }
+    second.push(event(json!({"type": "response.completed", "sequence_number": 3,
+                              "response": response("completed", output, usage)})));
     sse(first, second, None)
 }
 

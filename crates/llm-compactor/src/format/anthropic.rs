@@ -11,6 +11,7 @@
 
 use serde_json::{Map, Value};
 
+use super::responses::RESPONSES_HINT_KEY;
 use super::wire::{kind_of, take_messages};
 use super::{FormatError, bare_message};
 use crate::message::{Content, Message, Part, Role, ToolCall};
@@ -423,7 +424,7 @@ fn tool_result_block(message: &Message) -> Value {
 
 fn insert_extras(object: &mut Map<String, Value>, extras: &Map<String, Value>) {
     for (key, value) in extras {
-        if key != ANTHROPIC_HINT_KEY && !object.contains_key(key) {
+        if key != ANTHROPIC_HINT_KEY && key != RESPONSES_HINT_KEY && !object.contains_key(key) {
             object.insert(key.clone(), value.clone());
         }
     }

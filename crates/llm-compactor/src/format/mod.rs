@@ -65,7 +65,9 @@
 //!   dropped. An OpenAI target without any such parameter is a bare messages array. A
 //!   mini-swe-agent target is a fresh trajectory (`info` empty).
 //!
-//! [`openhands`] reads OpenHands event streams (import only) into messages.
+//! [`openhands`] reads OpenHands event streams (import only) into messages;
+//! [`responses`] reads and writes OpenAI Responses API requests (the proxy's
+//! `/v1/responses`).
 //!
 //! Anthropic → OpenAI → Anthropic is lossless for conversations that only use text,
 //! base64 images, tool use with object inputs and tool results of text, with tool
@@ -77,6 +79,7 @@ mod detect;
 mod mini_swe_agent;
 mod openai;
 pub mod openhands;
+pub mod responses;
 mod roles;
 mod wire;
 

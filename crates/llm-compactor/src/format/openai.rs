@@ -10,6 +10,7 @@
 use serde_json::{Map, Value};
 
 use super::anthropic::ANTHROPIC_HINT_KEY;
+use super::responses::RESPONSES_HINT_KEY;
 use super::wire::{fill_messages, kind_of, take_messages};
 use super::{FormatError, bare_message};
 use crate::message::{Content, Message, Part, Role, ToolCall};
@@ -183,7 +184,29 @@ fn import_function(j: usize, object: Map<String, Value>) -> Result<(String, Stri
 pub(super) fn export_message(message: &Message) -> Value {
     let mut object = Map::new();
     object.insert("role".into(), Value::String(message.role.as_str().into()));
-    match &message.content {
+    insert_content(&mut object, &message.content);
+    if !message.tool_calls.is_empty() {
+        let calls = message.tool_calls.iter().map(export_tool_call).collect();
+        object.insert("tool_calls".into(), Value::Array(calls));
+    }
+    if let Some(id) = &message.tool_call_id {
+        object.insert("tool_call_id".into(), Value::String(id.clone()));
+    }
+    if let Some(name) = &message.name {
+        object.insert("name".into(), Value::String(name.clone()));
+    }
+    for (key, value) in &message.extras {
+        if key != ANTHROPIC_HINT_KEY && key != RESPONSES_HINT_KEY && !object.contains_key(key) {
+            object.insert(key.clone(), value.clone());
+        }
+    }
+    Value::Object(object)
+}
+
+/// Writes `content` as `object`'s `content` (nothing when absent), without Anthropic's
+/// tool-use placeholders.
+pub(super) fn insert_content(object: &mut Map<String, Value>, content: &Content) {
+    match content {
         Content::Absent => {}
         Content::Parts(parts) => {
             let parts = parts
@@ -197,22 +220,6 @@ pub(super) fn export_message(message: &Message) -> Value {
             object.insert("content".into(), other.to_value());
         }
     }
-    if !message.tool_calls.is_empty() {
-        let calls = message.tool_calls.iter().map(export_tool_call).collect();
-        object.insert("tool_calls".into(), Value::Array(calls));
-    }
-    if let Some(id) = &message.tool_call_id {
-        object.insert("tool_call_id".into(), Value::String(id.clone()));
-    }
-    if let Some(name) = &message.name {
-        object.insert("name".into(), Value::String(name.clone()));
-    }
-    for (key, value) in &message.extras {
-        if key != ANTHROPIC_HINT_KEY && !object.contains_key(key) {
-            object.insert(key.clone(), value.clone());
-        }
-    }
-    Value::Object(object)
 }
 
 fn export_tool_call(call: &ToolCall) -> Value {

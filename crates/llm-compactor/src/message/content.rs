@@ -149,7 +149,8 @@ impl<'de> Deserialize<'de> for Content {
 /// [`Part::Other`] and travels as the exact JSON object it was.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Part {
-    /// `{"type": "text", "text": ...}` plus any other fields.
+    /// `{"type": "text", "text": ...}` plus any other fields (the Responses API's
+    /// `input_text` and `output_text` parts too, their `type` kept among the extras).
     Text {
         /// The text.
         text: String,
@@ -187,7 +188,7 @@ impl Part {
     /// The part's `type` string.
     pub fn kind(&self) -> &str {
         match self {
-            Part::Text { .. } => "text",
+            Part::Text { extras, .. } => extras.get("type").and_then(Value::as_str).unwrap_or("text"),
             Part::Thinking { .. } => "thinking",
             Part::ToolUse { .. } => "tool_use",
             Part::Other(value) => value.get("type").and_then(Value::as_str).unwrap_or(""),
@@ -254,8 +255,10 @@ impl Part {
         {
             return Ok(Part::ToolUse { id: id.clone() });
         }
+        // The Responses API's `input_text` / `output_text` parts are text too (counted and
+        // rendered as text); their `type` stays among the extras, so it is written back.
         let typed_field = match kind.as_deref() {
-            Some("text") => Some("text"),
+            Some("text" | "input_text" | "output_text") => Some("text"),
             Some("thinking") => Some("thinking"),
             _ => None,
         };
@@ -265,7 +268,9 @@ impl Part {
             let Some(Value::String(text)) = object.shift_remove(field) else {
                 unreachable!("checked just above")
             };
-            object.shift_remove("type");
+            if kind.as_deref() == Some(field) {
+                object.shift_remove("type");
+            }
             return Ok(if field == "text" {
                 Part::Text { text, extras: object }
             } else {

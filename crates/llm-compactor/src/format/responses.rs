@@ -1,0 +1,409 @@
+//! OpenAI Responses API requests (`POST /v1/responses`): the `input` items as messages.
+//!
+//! Why a request codec and not a [`super::Format`]: a Responses request is not a
+//! conversation file anyone keeps on disk, and there is no conversion to or from it; the
+//! proxy needs to read its conversation, let the engine compact it, and write the request
+//! back with everything else as it came. So this module reads a request object into
+//! [`Message`]s plus an envelope, and writes them back, losslessly: **import followed by
+//! export gives back an equal [`Value`]**, as for the other formats.
+//!
+//! How items become messages:
+//!
+//! - `instructions` (a string) becomes a leading system message (sticky, counted, never
+//!   summarized) and is written back to `instructions`.
+//! - A string `input` is one user message, written back as a string.
+//! - A `message` item of role `user`, `system` or `developer` (typed or the short
+//!   `{role, content}` form) is a message of that role; its `input_text` parts are text.
+//! - An assistant turn is a run of consecutive `reasoning`, assistant `message`,
+//!   `function_call` and `custom_tool_call` items: ONE assistant message whose text is
+//!   its `output_text` and whose tool calls are its calls (`call_id`, `name`,
+//!   `arguments` or `input`). Grouping keeps a reasoning item with the call it led to (a
+//!   cut between them is a request OpenAI refuses); the original items are kept in the
+//!   message's extras under [`RESPONSES_HINT_KEY`] and written back verbatim.
+//! - A `function_call_output` or `custom_tool_call_output` item is a tool message
+//!   answering `call_id`; its `output` is the content (a stub, when aged).
+//!
+//! Anything else (`previous_response_id`, whose conversation lives on the server; item
+//! types this module does not model, such as hosted tool calls or `item_reference`) is
+//! [`ResponsesError::Unsupported`]: the caller passes such a request through unchanged
+//! rather than guess at it.
+
+use serde_json::{Map, Value};
+
+use super::openai::insert_content;
+use super::wire::kind_of;
+use super::{FormatError, bare_message};
+use crate::message::{Content, Message, Role, ToolCall};
+
+/// The extras key of a message read from a Responses request: `"instructions"`, `"input"`
+/// (a string input), or, on an assistant turn, the array of its original items. Other
+/// formats never write it.
+pub const RESPONSES_HINT_KEY: &str = "_llm_compactor_responses";
+
+/// Why a Responses request cannot be read as a conversation.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum ResponsesError {
+    /// Well-formed, but with parts this codec does not model: pass it through unchanged.
+    #[error("not compacted: {0}")]
+    Unsupported(String),
+    /// Malformed (not an object, an item without its required fields).
+    #[error(transparent)]
+    Invalid(#[from] FormatError),
+}
+
+/// A Responses API request read as a conversation.
+///
+/// ```
+/// use llm_compactor::format::responses::ResponsesRequest;
+/// use serde_json::json;
+///
+/// let body = json!({
+///     "model": "gpt-5", "instructions": "Be brief.",
+///     "input": [
+///         {"role": "user", "content": "list the files"},
+///         {"type": "function_call", "call_id": "c1", "name": "ls", "arguments": "{}"},
+///         {"type": "function_call_output", "call_id": "c1", "output": "a.txt"}
+///     ]
+/// });
+/// let request = ResponsesRequest::from_value(body.clone(), "request").unwrap();
+/// assert_eq!(request.messages().len(), 4); // instructions, user, the call, its output
+/// assert_eq!(request.messages()[2].tool_calls[0].id, "c1");
+/// assert_eq!(request.to_value(), body);
+/// ```
+#[derive(Clone, Debug, PartialEq)]
+pub struct ResponsesRequest {
+    messages: Vec<Message>,
+    /// The request object with `input` (and `instructions` when read as a message) left
+    /// as `null` placeholders that keep their key order.
+    envelope: Map<String, Value>,
+}
+
+impl ResponsesRequest {
+    /// Reads a request body.
+    ///
+    /// # Errors
+    /// [`ResponsesError::Unsupported`] for a request this codec does not model (see the
+    /// module docs), [`ResponsesError::Invalid`] for a malformed one.
+    pub fn from_value(value: Value, source_name: &str) -> Result<ResponsesRequest, ResponsesError> {
+        let Value::Object(mut envelope) = value else {
+            return Err(FormatError::whole(
+                source_name,
+                format!("a Responses request is an object, not {}", kind_of(&value)),
+            )
+            .into());
+        };
+        if envelope.get("previous_response_id").is_some_and(|v| !v.is_null()) {
+            return Err(ResponsesError::Unsupported(
+                "previous_response_id: the conversation is kept by the server".into(),
+            ));
+        }
+        if envelope.get("conversation").is_some_and(|v| !v.is_null()) {
+            return Err(ResponsesError::Unsupported(
+                "conversation: the conversation is kept by the server".into(),
+            ));
+        }
+        let mut messages = Vec::new();
+        if let Some(Value::String(text)) = envelope.get("instructions") {
+            let mut message = bare_message(Role::System);
+            message.content = Content::Text(text.clone());
+            message.extras.insert(RESPONSES_HINT_KEY.into(), "instructions".into());
+            messages.push(message);
+            envelope.insert("instructions".into(), Value::Null);
+        }
+        match envelope.get_mut("input").map(Value::take) {
+            Some(Value::String(text)) => {
+                let mut message = bare_message(Role::User);
+                message.content = Content::Text(text);
+                message.extras.insert(RESPONSES_HINT_KEY.into(), "input".into());
+                messages.push(message);
+            }
+            Some(Value::Array(items)) => messages.extend(import_items(items, source_name)?),
+            Some(other) => {
+                return Err(FormatError::whole(
+                    source_name,
+                    format!("`input` must be a string or an array of items, not {}", kind_of(&other)),
+                )
+                .into());
+            }
+            None => return Err(FormatError::whole(source_name, "a Responses request has no `input`").into()),
+        }
+        Ok(ResponsesRequest { messages, envelope })
+    }
+
+    /// The conversation: the instructions (when a string), then the input.
+    pub fn messages(&self) -> &[Message] {
+        &self.messages
+    }
+
+    /// The same request with other messages (a compacted conversation).
+    pub fn with_messages(&self, messages: Vec<Message>) -> ResponsesRequest {
+        ResponsesRequest {
+            messages,
+            envelope: self.envelope.clone(),
+        }
+    }
+
+    /// The request as JSON: every other field as it came, `instructions` and `input`
+    /// from the messages.
+    pub fn to_value(&self) -> Value {
+        let mut object = self.envelope.clone();
+        let mut messages = self.messages.as_slice();
+        if let Some((first, rest)) = messages.split_first()
+            && hint(first) == Some("instructions")
+            && let Content::Text(text) = &first.content
+        {
+            object.insert("instructions".into(), Value::String(text.clone()));
+            messages = rest;
+        }
+        let input = match messages {
+            [only] if hint(only) == Some("input") && only.role == Role::User => match &only.content {
+                Content::Text(text) => Value::String(text.clone()),
+                _ => Value::Array(export_items(messages)),
+            },
+            _ => Value::Array(export_items(messages)),
+        };
+        object.insert("input".into(), input);
+        Value::Object(object)
+    }
+}
+
+fn hint(message: &Message) -> Option<&str> {
+    message.extras.get(RESPONSES_HINT_KEY).and_then(Value::as_str)
+}
+
+/// The kind of an input item: its `type`, or `message` for the short `{role, content}`.
+fn item_kind(item: &Map<String, Value>) -> Option<&str> {
+    match item.get("type") {
+        Some(Value::String(kind)) => Some(kind),
+        None if item.contains_key("role") => Some("message"),
+        _ => None,
+    }
+}
+
+/// Items of an assistant turn: what the model produced in one response.
+fn is_turn_item(item: &Map<String, Value>) -> bool {
+    match item_kind(item) {
+        Some("reasoning" | "function_call" | "custom_tool_call") => true,
+        Some("message") => item.get("role").and_then(Value::as_str) == Some("assistant"),
+        _ => false,
+    }
+}
+
+fn import_items(items: Vec<Value>, source_name: &str) -> Result<Vec<Message>, ResponsesError> {
+    let mut messages = Vec::new();
+    let mut turn: Vec<Map<String, Value>> = Vec::new();
+    // The index of the turn's last item, which a turn's error names.
+    let mut turn_end = 0;
+    for (index, item) in items.into_iter().enumerate() {
+        let Value::Object(item) = item else {
+            return Err(FormatError::at(
+                source_name,
+                index,
+                format!("an input item must be an object, not {}", kind_of(&item)),
+            )
+            .into());
+        };
+        if is_turn_item(&item) {
+            turn.push(item);
+            turn_end = index;
+            continue;
+        }
+        if !turn.is_empty() {
+            messages.push(
+                assistant_turn(std::mem::take(&mut turn)).map_err(|p| FormatError::at(source_name, turn_end, p))?,
+            );
+        }
+        let message = match item_kind(&item) {
+            Some("message") => input_message(item),
+            Some("function_call_output" | "custom_tool_call_output") => tool_output(item),
+            Some(kind) => {
+                return Err(ResponsesError::Unsupported(format!(
+                    "input item {index} is of type `{kind}`"
+                )));
+            }
+            None => Err("an input item has neither a `type` nor a `role`".to_owned()),
+        };
+        messages.push(message.map_err(|p| FormatError::at(source_name, index, p))?);
+    }
+    if !turn.is_empty() {
+        messages.push(assistant_turn(turn).map_err(|p| FormatError::at(source_name, turn_end, p))?);
+    }
+    Ok(messages)
+}
+
+fn string_field(item: &Map<String, Value>, field: &str, what: &str) -> Result<String, String> {
+    match item.get(field) {
+        Some(Value::String(text)) => Ok(text.clone()),
+        Some(other) => Err(format!("{what}: `{field}` must be a string, not {}", kind_of(other))),
+        None => Err(format!("{what} has no `{field}`")),
+    }
+}
+
+/// A `user` / `system` / `developer` message item (an assistant one is a turn item).
+fn input_message(mut item: Map<String, Value>) -> Result<Message, String> {
+    let role = string_field(&item, "role", "a message item")?;
+    item.shift_remove("role");
+    let content = item
+        .shift_remove("content")
+        .map_or(Ok(Content::Absent), Content::from_value)?;
+    let mut message = bare_message(Role::from(role.as_str()));
+    message.content = content;
+    message.extras = item;
+    Ok(message)
+}
+
+/// A `function_call_output` / `custom_tool_call_output` item: the answer to `call_id`.
+fn tool_output(mut item: Map<String, Value>) -> Result<Message, String> {
+    let call_id = string_field(&item, "call_id", "a tool output item")?;
+    item.shift_remove("call_id");
+    let content = item
+        .shift_remove("output")
+        .map_or(Ok(Content::Absent), Content::from_value)?;
+    let mut message = bare_message(Role::Tool);
+    message.content = content;
+    message.tool_call_id = Some(call_id);
+    message.extras = item;
+    Ok(message)
+}
+
+/// One assistant message from the items of a turn; the items themselves are kept under
+/// [`RESPONSES_HINT_KEY`].
+fn assistant_turn(items: Vec<Map<String, Value>>) -> Result<Message, String> {
+    let (text, tool_calls) = turn_parts(&items)?;
+    let mut message = bare_message(Role::Assistant);
+    message.content = text.map_or(Content::Absent, Content::Text);
+    message.tool_calls = tool_calls;
+    let items = items.into_iter().map(Value::Object).collect();
+    message.extras.insert(RESPONSES_HINT_KEY.into(), Value::Array(items));
+    Ok(message)
+}
+
+/// A turn's text (its assistant messages' `output_text`, joined by newlines) and calls.
+fn turn_parts(items: &[Map<String, Value>]) -> Result<(Option<String>, Vec<ToolCall>), String> {
+    let mut texts = Vec::new();
+    let mut calls = Vec::new();
+    for item in items {
+        match item_kind(item) {
+            Some("message") => match item.get("content") {
+                Some(Value::String(text)) => texts.push(text.clone()),
+                Some(Value::Array(parts)) => {
+                    for part in parts {
+                        if let Some(text) = part.get("text").and_then(Value::as_str)
+                            && matches!(part.get("type").and_then(Value::as_str), Some("output_text" | "text"))
+                        {
+                            texts.push(text.to_owned());
+                        }
+                    }
+                }
+                _ => {}
+            },
+            Some(kind @ ("function_call" | "custom_tool_call")) => {
+                let what = format!("a {kind} item");
+                let arguments = if kind == "function_call" { "arguments" } else { "input" };
+                calls.push(ToolCall {
+                    id: string_field(item, "call_id", &what)?,
+                    name: string_field(item, "name", &what)?,
+                    arguments: string_field(item, arguments, &what)?,
+                    extras: Map::new(),
+                });
+            }
+            _ => {}
+        }
+    }
+    Ok(((!texts.is_empty()).then(|| texts.join("\n")), calls))
+}
+
+fn export_items(messages: &[Message]) -> Vec<Value> {
+    // The output type each call expects (a custom tool's answer is a custom output).
+    let mut custom_calls = std::collections::HashSet::new();
+    let mut items = Vec::new();
+    for message in messages {
+        match message.role {
+            Role::Assistant => {
+                if let Some(Value::Array(turn)) = message.extras.get(RESPONSES_HINT_KEY) {
+                    for item in turn {
+                        if item.get("type").and_then(Value::as_str) == Some("custom_tool_call")
+                            && let Some(id) = item.get("call_id").and_then(Value::as_str)
+                        {
+                            custom_calls.insert(id.to_owned());
+                        }
+                    }
+                }
+                items.extend(export_turn(message));
+            }
+            Role::Tool => items.push(export_tool_output(message, &custom_calls)),
+            _ => items.push(export_input_message(message)),
+        }
+    }
+    items
+}
+
+/// The original items of an assistant turn, when the message still says what they say.
+fn message_items(message: &Message) -> Option<&Vec<Value>> {
+    let Some(Value::Array(items)) = message.extras.get(RESPONSES_HINT_KEY) else {
+        return None;
+    };
+    let maps: Option<Vec<Map<String, Value>>> = items.iter().map(|i| i.as_object().cloned()).collect();
+    let (text, calls) = turn_parts(&maps?).ok()?;
+    let content = text.map_or(Content::Absent, Content::Text);
+    (content == message.content && calls == message.tool_calls).then_some(items)
+}
+
+fn export_turn(message: &Message) -> Vec<Value> {
+    if let Some(items) = message_items(message) {
+        return items.clone();
+    }
+    // A turn made here (or changed): its text as an output message, then its calls.
+    let mut items = Vec::new();
+    let text = message.content.to_value();
+    if let Some(text) = text.as_str().filter(|t| !t.is_empty()) {
+        items.push(serde_json::json!({
+            "type": "message", "role": "assistant",
+            "content": [{"type": "output_text", "text": text, "annotations": []}]
+        }));
+    } else if let Value::Array(parts) = text {
+        items.push(serde_json::json!({"type": "message", "role": "assistant", "content": parts}));
+    }
+    for call in &message.tool_calls {
+        items.push(serde_json::json!({
+            "type": "function_call", "call_id": call.id, "name": call.name, "arguments": call.arguments
+        }));
+    }
+    items
+}
+
+fn export_tool_output(message: &Message, custom_calls: &std::collections::HashSet<String>) -> Value {
+    let mut object = Map::new();
+    let call_id = message.tool_call_id.clone().unwrap_or_default();
+    let kind = match message.extras.get("type") {
+        Some(kind) => kind.clone(),
+        None if custom_calls.contains(&call_id) => "custom_tool_call_output".into(),
+        None => "function_call_output".into(),
+    };
+    object.insert("type".into(), kind);
+    object.insert("call_id".into(), Value::String(call_id));
+    if message.content != Content::Absent {
+        object.insert("output".into(), message.content.to_value());
+    }
+    for (key, value) in &message.extras {
+        if !object.contains_key(key) && key != RESPONSES_HINT_KEY {
+            object.insert(key.clone(), value.clone());
+        }
+    }
+    Value::Object(object)
+}
+
+fn export_input_message(message: &Message) -> Value {
+    let mut object = Map::new();
+    if let Some(kind) = message.extras.get("type") {
+        object.insert("type".into(), kind.clone());
+    }
+    object.insert("role".into(), Value::String(message.role.as_str().into()));
+    insert_content(&mut object, &message.content);
+    for (key, value) in &message.extras {
+        if !object.contains_key(key) && key != RESPONSES_HINT_KEY {
+            object.insert(key.clone(), value.clone());
+        }
+    }
+    Value::Object(object)
+}
