@@ -173,7 +173,7 @@ async fn build_config(serve: &ServeArgs) -> Result<ProxyConfig, CliError> {
         .ok_or_else(|| CliError::Usage("compactor proxy needs --upstream URL".to_owned()))?;
     if serve.engine.format().is_some() {
         return Err(CliError::Usage(
-            "--format does not apply to the proxy: each route has its own (/v1/chat/completions: openai, /v1/messages: anthropic)".to_owned(),
+            "--format does not apply to the proxy: each route has its own (/v1/chat/completions: openai, /v1/responses: the Responses API, /v1/messages: anthropic)".to_owned(),
         ));
     }
     let pricing = serve
