@@ -6,11 +6,12 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 VENV="${COMPACTOR_PY_SDKS:-target/py-sdks}"
 PYTHON="${PYTHON:-python3}"
-if [ -x "$VENV/bin/python" ] && "$VENV/bin/python" -c "import openai, anthropic" 2>/dev/null; then
+# The OpenAI SDK must have the Responses API (openai >= 1.66).
+if [ -x "$VENV/bin/python" ] && "$VENV/bin/python" -c "import anthropic; from openai.resources.responses import Responses" 2>/dev/null; then
     echo "python-sdks: $VENV is ready"
     exit 0
 fi
 "$PYTHON" -m venv "$VENV"
 "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check \
-    "openai>=1.50,<4" "anthropic>=0.40,<3"
+    "openai>=1.66,<4" "anthropic>=0.40,<3"
 "$VENV/bin/python" -c "import openai, anthropic; print('python-sdks: openai', openai.__version__, 'anthropic', anthropic.__version__)"
