@@ -188,3 +188,99 @@ async fn a_real_trajectory_replayed_through_the_proxy_stays_in_budget_keeps_its_
         .collect();
     assert_eq!(replayed, seen, "export + replay equals what the upstream last saw");
 }
+
+/// One chat message of a trajectory as Responses input items (a system message is the
+/// request's `instructions` instead).
+fn as_items(message: &Value) -> Vec<Value> {
+    let text = message["content"].as_str().unwrap_or_default();
+    match message["role"].as_str() {
+        Some("assistant") => {
+            let mut items = Vec::new();
+            if !text.is_empty() {
+                items.push(json!({"type": "message", "role": "assistant",
+                                  "content": [{"type": "output_text", "text": text, "annotations": []}]}));
+            }
+            for call in message["tool_calls"].as_array().into_iter().flatten() {
+                items.push(json!({"type": "function_call", "call_id": call["id"],
+                                  "name": call["function"]["name"], "arguments": call["function"]["arguments"]}));
+            }
+            items
+        }
+        Some("tool") => {
+            vec![json!({"type": "function_call_output", "call_id": message["tool_call_id"], "output": text})]
+        }
+        _ => vec![json!({"role": "user", "content": [{"type": "input_text", "text": text}]})],
+    }
+}
+
+/// The same real trajectory, played on the Responses API: the agent sends its whole,
+/// growing `input` each round, as `client.responses.create` users do with `store: false`.
+#[tokio::test]
+async fn a_real_trajectory_on_the_responses_api_stays_in_budget_keeps_its_prefix_and_replays() {
+    let Some(traj) = trajectory() else { return };
+    let up = upstream().await;
+    let replies: Vec<Value> = traj.iter().filter(|m| m["role"] == "assistant").cloned().collect();
+    up.script.replies.lock().unwrap().extend(replies.clone());
+    let store: Arc<dyn SessionStore> = Arc::new(MemoryStore::new());
+    let budget = 4_000;
+    let proxy = proxy(&up.url(), budget, store.clone()).await;
+    let instructions = traj[0]["content"].as_str().unwrap().to_owned();
+    assert_eq!(traj[0]["role"], "system");
+    let mut i = traj.iter().position(|m| m["role"] == "assistant").unwrap();
+    let mut input: Vec<Value> = traj[1..i].iter().flat_map(as_items).collect();
+    while i < traj.len() {
+        let body = json!({"model": "replay", "instructions": instructions, "input": input, "store": false});
+        let r = support::client()
+            .post(format!("{}/v1/responses", proxy.url()))
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 200, "round at message {i}");
+        let answer: Value = r.json().await.unwrap();
+        input.extend(answer["output"].as_array().unwrap().iter().cloned());
+        i += 1;
+        while i < traj.len() && traj[i]["role"] != "assistant" {
+            input.extend(as_items(&traj[i]));
+            i += 1;
+        }
+    }
+    let received = up.received();
+    assert_eq!(received.len(), replies.len());
+    for (round, request) in received.iter().enumerate() {
+        assert!(request.tokens() <= budget, "round {round}: {} tokens", request.tokens());
+        assert_eq!(request.body["instructions"], instructions.as_str());
+        assert_no_orphans(&request.messages(), round);
+    }
+    let compactions = metric(&metrics(&proxy.url()).await, "compactor_proxy_compactions_total") as usize;
+    assert!(compactions >= 1, "a {budget}-token budget must compact this run");
+    let shared = received
+        .windows(2)
+        .filter(|pair| {
+            let (prev, next) = (
+                pair[0].body["input"].as_array().unwrap(),
+                pair[1].body["input"].as_array().unwrap(),
+            );
+            next.len() >= prev.len() && next[..prev.len()] == prev[..]
+        })
+        .count();
+    let eligible = received.len() - 1 - compactions;
+    assert!(
+        shared * 10 >= eligible * 9,
+        "only {shared} of {eligible} rounds kept the prefix"
+    );
+    eprintln!(
+        "responses trajectory: {} rounds, {compactions} compactions, {shared}/{eligible} prefix-stable",
+        received.len()
+    );
+    let sessions = store.sessions().await.unwrap();
+    assert_eq!(sessions.len(), 1, "one session, never started over: {sessions:?}");
+    let exported = export_jsonl(store.as_ref(), &sessions[0].session).await.unwrap();
+    let transcript = Transcript::parse(std::path::Path::new("s.jsonl"), exported.as_bytes()).unwrap();
+    let replayed: Vec<Message> = transcript
+        .messages()
+        .iter()
+        .map(|m| Message { id: None, ..m.clone() })
+        .collect();
+    assert_eq!(replayed, received.last().unwrap().messages());
+}
