@@ -109,6 +109,16 @@ fn what_the_codec_does_not_model_is_unsupported_and_malformed_input_is_located()
             json!({"input": [{"type": "web_search_call", "id": "ws", "status": "completed"}]}),
             "`web_search_call`",
         ),
+        // Found by the fuzzer: a message of a role the API has no message of was read as
+        // a message and written back as a tool output.
+        (
+            json!({"input": [{"type": "message", "role": "tool", "content": null}]}),
+            "input item 0 is a message of role `tool`",
+        ),
+        (
+            json!({"input": [{"role": "function", "content": "x"}]}),
+            "a message of role `function`",
+        ),
     ] {
         match ResponsesRequest::from_value(body, "request") {
             Err(ResponsesError::Unsupported(problem)) => assert!(problem.contains(says), "{problem}"),

@@ -1,6 +1,6 @@
 //! Hostile input never panics (issue 10, "done when"): arbitrary bytes and arbitrary
 //! structured JSON fed to every importer (OpenAI, Anthropic, mini-swe-agent, OpenHands,
-//! format detection), to every conversion of what they accept, and to the transcript
+//! Responses API requests, format detection), to every conversion of what they accept, and to the transcript
 //! loader; and whatever an importer or the loader accepted is compacted, whose output
 //! must be a conversation a provider accepts. Each must answer `Ok` or a clear error — a
 //! panic fails the property. The case counts are bounded so this runs in seconds in CI.
@@ -12,6 +12,7 @@ use std::sync::Arc;
 
 use engine_support::{Scripted, provider_valid, reply};
 use llm_compactor::count::HeuristicCounter;
+use llm_compactor::format::responses::ResponsesRequest;
 use llm_compactor::format::{Document, Format, detect, openhands};
 use llm_compactor::session::Transcript;
 use llm_compactor::{CompactError, CompactOptions, Compactor, CompactorConfig, Message};
@@ -68,6 +69,10 @@ fn key() -> impl Strategy<Value = String> {
             "tool_call_metadata",
             "function_call",
             "is_error",
+            "call_id",
+            "output",
+            "instructions",
+            "previous_response_id",
         ])
         .prop_map(str::to_owned),
         "[a-z_]{1,8}",
@@ -96,6 +101,8 @@ fn block() -> impl Strategy<Value = Value> {
             "image_url",
             "document",
             "refusal",
+            "input_text",
+            "output_text",
             "",
         ]),
         any_json(),
@@ -146,10 +153,54 @@ fn message() -> impl Strategy<Value = Value> {
         })
 }
 
+/// A Responses API input item, or something close to one.
+fn response_item() -> impl Strategy<Value = Value> {
+    (
+        prop::sample::select(vec![
+            "message",
+            "reasoning",
+            "function_call",
+            "custom_tool_call",
+            "function_call_output",
+            "custom_tool_call_output",
+            "item_reference",
+            "",
+        ]),
+        message(),
+        prop::sample::select(vec!["c1", "c2", "c3"]),
+        content(),
+        prop::collection::vec((key(), any_json()), 0..2),
+    )
+        .prop_map(|(kind, message, call_id, output, extra)| {
+            let mut object: Map<String, Value> = extra.into_iter().collect();
+            match kind {
+                "message" | "" => {
+                    if let Value::Object(message) = message {
+                        object.extend(message);
+                    }
+                    if kind == "message" {
+                        object.insert("type".into(), json!("message"));
+                    }
+                }
+                _ => {
+                    object.insert("type".into(), json!(kind));
+                    object.insert("call_id".into(), json!(call_id));
+                    object.insert("name".into(), json!("f"));
+                    object.insert("arguments".into(), json!("{}"));
+                    object.insert("input".into(), json!("patch"));
+                    object.insert("output".into(), output);
+                }
+            }
+            Value::Object(object)
+        })
+}
+
 /// A whole document in any of the shapes the formats use, or not quite.
 fn document() -> impl Strategy<Value = Value> {
     let messages = || prop::collection::vec(message(), 0..8);
     prop_oneof![
+        (prop::collection::vec(response_item(), 0..8), prop::option::of(".{0,8}"))
+            .prop_map(|(items, instructions)| json!({"model": "m", "instructions": instructions, "input": items})),
         messages().prop_map(Value::Array),
         (messages(), content()).prop_map(|(m, system)| json!({"system": system, "messages": m})),
         messages().prop_map(|m| json!({"info": {}, "messages": m, "trajectory_format": "mini-swe-agent-1"})),
@@ -205,6 +256,11 @@ fn compacts_cleanly(messages: &[Message]) {
 /// accepts compacts cleanly.
 fn exercise(value: &Value) {
     let _ = detect(value);
+    if let Ok(request) = ResponsesRequest::from_value(value.clone(), "fuzz") {
+        // Lossless: what it accepts it writes back as it came.
+        assert_eq!(&request.to_value(), value, "a Responses request round trip");
+        compacts_cleanly(request.messages());
+    }
     if let Ok(messages) = openhands::import_history(value, "fuzz") {
         compacts_cleanly(&messages);
     }

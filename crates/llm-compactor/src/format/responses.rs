@@ -24,7 +24,8 @@
 //!   answering `call_id`; its `output` is the content (a stub, when aged).
 //!
 //! Anything else (`previous_response_id`, whose conversation lives on the server; item
-//! types this module does not model, such as hosted tool calls or `item_reference`) is
+//! types this module does not model, such as hosted tool calls or `item_reference`; a
+//! message of a role the API has no input message of) is
 //! [`ResponsesError::Unsupported`]: the caller passes such a request through unchanged
 //! rather than guess at it.
 
@@ -214,7 +215,15 @@ fn import_items(items: Vec<Value>, source_name: &str) -> Result<Vec<Message>, Re
             );
         }
         let message = match item_kind(&item) {
-            Some("message") => input_message(item),
+            Some("message") => match item.get("role").and_then(Value::as_str) {
+                Some("user" | "system" | "developer") => input_message(item),
+                Some(role) => {
+                    return Err(ResponsesError::Unsupported(format!(
+                        "input item {index} is a message of role `{role}`"
+                    )));
+                }
+                None => Err("a message item has no `role` string".to_owned()),
+            },
             Some("function_call_output" | "custom_tool_call_output") => tool_output(item),
             Some(kind) => {
                 return Err(ResponsesError::Unsupported(format!(
