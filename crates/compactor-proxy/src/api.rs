@@ -106,15 +106,14 @@ pub fn parse(api: Api, body: &[u8]) -> Result<Request, ParseError> {
         .to_owned();
     let stream = value.get("stream").and_then(Value::as_bool).unwrap_or(false);
     let derived_key = derived_key(api, &model, &value);
+    let document = |value, format| {
+        Document::from_value(value, Some(format), "request")
+            .map(Wire::Document)
+            .map_err(|e| invalid(e.to_string()))
+    };
     let wire = match api {
-        Api::OpenAi | Api::Anthropic => {
-            let format = if api == Api::OpenAi {
-                Format::OpenAi
-            } else {
-                Format::Anthropic
-            };
-            Wire::Document(Document::from_value(value, Some(format), "request").map_err(|e| invalid(e.to_string()))?)
-        }
+        Api::OpenAi => document(value, Format::OpenAi)?,
+        Api::Anthropic => document(value, Format::Anthropic)?,
         Api::Responses => Wire::Responses(ResponsesRequest::from_value(value, "request").map_err(|e| match e {
             ResponsesError::Unsupported(why) => ParseError::Unsupported(why),
             ResponsesError::Invalid(e) => invalid(e.to_string()),

@@ -8,7 +8,6 @@ use std::collections::HashSet;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use llm_compactor::format::{Document, Format};
 use llm_compactor::session::Transcript;
 use llm_compactor::store::{MemoryStore, SessionStore, export_jsonl};
 use llm_compactor::{Message, Role};
@@ -118,6 +117,63 @@ fn assert_no_orphans(messages: &[Message], round: usize) {
     assert!(open.is_empty(), "round {round}: unanswered calls {open:?}");
 }
 
+/// What a trajectory played through the proxy must show, whichever API it spoke
+/// (`conversation`: the body's field holding the conversation): every request within
+/// the budget with no orphan and no unanswered call, at least one compaction, the prefix
+/// kept by at least 90% of the other rounds, one session that never started over, and
+/// its transcript replaying to exactly what the upstream last saw.
+async fn assert_run_kept_its_promises(
+    proxy: &str,
+    store: &dyn SessionStore,
+    received: &[support::Received],
+    budget: usize,
+    conversation: &str,
+) {
+    for (round, request) in received.iter().enumerate() {
+        assert!(
+            request.tokens() <= budget,
+            "round {round}: {} tokens over the budget",
+            request.tokens()
+        );
+        assert_no_orphans(&request.messages(), round);
+    }
+    let compactions = metric(&metrics(proxy).await, "compactor_proxy_compactions_total") as usize;
+    assert!(compactions >= 1, "a {budget}-token budget must compact this run");
+    let shared = received
+        .windows(2)
+        .filter(|pair| {
+            let (prev, next) = (
+                pair[0].body[conversation].as_array().unwrap(),
+                pair[1].body[conversation].as_array().unwrap(),
+            );
+            next.len() >= prev.len() && next[..prev.len()] == prev[..]
+        })
+        .count();
+    let eligible = received.len() - 1 - compactions;
+    assert!(
+        shared * 10 >= eligible * 9,
+        "only {shared} of {eligible} non-compaction rounds kept the previous prefix"
+    );
+    eprintln!(
+        "trajectory ({conversation}): {} rounds, {compactions} compactions, {shared}/{eligible} prefix-stable",
+        received.len()
+    );
+    let sessions = store.sessions().await.unwrap();
+    assert_eq!(sessions.len(), 1, "one session, never started over: {sessions:?}");
+    let exported = export_jsonl(store, &sessions[0].session).await.unwrap();
+    let transcript = Transcript::parse(std::path::Path::new("s.jsonl"), exported.as_bytes()).unwrap();
+    let replayed: Vec<Message> = transcript
+        .messages()
+        .iter()
+        .map(|m| Message { id: None, ..m.clone() })
+        .collect();
+    assert_eq!(
+        replayed,
+        received.last().unwrap().messages(),
+        "export + replay equals what the upstream last saw"
+    );
+}
+
 #[tokio::test]
 async fn a_real_trajectory_replayed_through_the_proxy_stays_in_budget_keeps_its_prefix_and_replays() {
     let Some(python) = python() else { return };
@@ -144,49 +200,7 @@ async fn a_real_trajectory_replayed_through_the_proxy_stays_in_budget_keeps_its_
 
     let received = up.received();
     assert_eq!(received.len(), replies.len());
-    for (round, request) in received.iter().enumerate() {
-        assert!(
-            request.tokens() <= budget,
-            "round {round}: {} tokens over the budget",
-            request.tokens()
-        );
-        assert_no_orphans(&request.messages(), round);
-    }
-    let compactions = metric(&metrics(&proxy.url()).await, "compactor_proxy_compactions_total") as usize;
-    assert!(compactions >= 1, "a {budget}-token budget must compact this run");
-    let mut shared = 0;
-    for pair in received.windows(2) {
-        let (prev, next) = (
-            pair[0].body["messages"].as_array().unwrap(),
-            pair[1].body["messages"].as_array().unwrap(),
-        );
-        if next.len() >= prev.len() && next[..prev.len()] == prev[..] {
-            shared += 1;
-        }
-    }
-    let eligible = received.len() - 1 - compactions;
-    assert!(
-        shared * 10 >= eligible * 9,
-        "only {shared} of {eligible} non-compaction rounds kept the previous prefix"
-    );
-    eprintln!(
-        "trajectory: {} rounds, {compactions} compactions, {shared}/{eligible} prefix-stable",
-        received.len()
-    );
-
-    let sessions = store.sessions().await.unwrap();
-    assert_eq!(sessions.len(), 1, "one session, never started over: {sessions:?}");
-    let exported = export_jsonl(store.as_ref(), &sessions[0].session).await.unwrap();
-    let transcript = Transcript::parse(std::path::Path::new("s.jsonl"), exported.as_bytes()).unwrap();
-    let seen = Document::from_value(received.last().unwrap().body.clone(), Some(Format::OpenAi), "upstream")
-        .unwrap()
-        .into_messages();
-    let replayed: Vec<Message> = transcript
-        .messages()
-        .iter()
-        .map(|m| Message { id: None, ..m.clone() })
-        .collect();
-    assert_eq!(replayed, seen, "export + replay equals what the upstream last saw");
+    assert_run_kept_its_promises(&proxy.url(), store.as_ref(), &received, budget, "messages").await;
 }
 
 /// One chat message of a trajectory as Responses input items (a system message is the
@@ -247,40 +261,8 @@ async fn a_real_trajectory_on_the_responses_api_stays_in_budget_keeps_its_prefix
     }
     let received = up.received();
     assert_eq!(received.len(), replies.len());
-    for (round, request) in received.iter().enumerate() {
-        assert!(request.tokens() <= budget, "round {round}: {} tokens", request.tokens());
+    for request in &received {
         assert_eq!(request.body["instructions"], instructions.as_str());
-        assert_no_orphans(&request.messages(), round);
     }
-    let compactions = metric(&metrics(&proxy.url()).await, "compactor_proxy_compactions_total") as usize;
-    assert!(compactions >= 1, "a {budget}-token budget must compact this run");
-    let shared = received
-        .windows(2)
-        .filter(|pair| {
-            let (prev, next) = (
-                pair[0].body["input"].as_array().unwrap(),
-                pair[1].body["input"].as_array().unwrap(),
-            );
-            next.len() >= prev.len() && next[..prev.len()] == prev[..]
-        })
-        .count();
-    let eligible = received.len() - 1 - compactions;
-    assert!(
-        shared * 10 >= eligible * 9,
-        "only {shared} of {eligible} rounds kept the prefix"
-    );
-    eprintln!(
-        "responses trajectory: {} rounds, {compactions} compactions, {shared}/{eligible} prefix-stable",
-        received.len()
-    );
-    let sessions = store.sessions().await.unwrap();
-    assert_eq!(sessions.len(), 1, "one session, never started over: {sessions:?}");
-    let exported = export_jsonl(store.as_ref(), &sessions[0].session).await.unwrap();
-    let transcript = Transcript::parse(std::path::Path::new("s.jsonl"), exported.as_bytes()).unwrap();
-    let replayed: Vec<Message> = transcript
-        .messages()
-        .iter()
-        .map(|m| Message { id: None, ..m.clone() })
-        .collect();
-    assert_eq!(replayed, received.last().unwrap().messages());
+    assert_run_kept_its_promises(&proxy.url(), store.as_ref(), &received, budget, "input").await;
 }

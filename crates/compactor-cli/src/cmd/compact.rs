@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use llm_compactor::format::Document;
 use llm_compactor::plan::Repair;
 use llm_compactor::{CompactionResult, Message};
-use serde_json::{Value, json};
+use serde_json::{Map, Value};
 
 use super::compact_opts::CompactOpts;
 use super::interrupt::Interrupt;
@@ -116,24 +116,20 @@ fn messages_value(document: &Document) -> Value {
     }
 }
 
-/// The `--json` object.
+/// The `--json` object: the whole [`CompactionResult`] as it serializes (so a field the
+/// result gains is printed without a change here), its messages in the document's wire
+/// format, and the lists and the receipt present even when empty.
 pub fn result_json(document: &Document, result: &CompactionResult) -> Value {
-    json!({
-        "messages": messages_value(document),
-        "summary": result.summary,
-        "dropped": result.dropped,
-        "cut_index": result.cut_index,
-        "tokens_before": result.tokens_before,
-        "tokens_after": result.tokens_after,
-        "fallback": result.fallback,
-        "exhausted": result.exhausted,
-        "elisions": result.elisions,
-        "usage": result.usage,
-        "attempts": result.attempts,
-        "repairs": result.repairs,
-        "truncations": result.truncations,
-        "receipt": result.receipt,
-    })
+    let mut object = match serde_json::to_value(result) {
+        Ok(Value::Object(object)) => object,
+        _ => Map::new(),
+    };
+    object.insert("messages".into(), messages_value(document));
+    for key in ["repairs", "truncations"] {
+        object.entry(key).or_insert_with(|| Value::Array(Vec::new()));
+    }
+    object.entry("receipt").or_insert(Value::Null);
+    Value::Object(object)
 }
 
 /// The human report printed on stderr. Text from the model or the conversation (the

@@ -252,11 +252,8 @@ fn string_field(item: &Map<String, Value>, field: &str, what: &str) -> Result<St
 fn input_message(mut item: Map<String, Value>) -> Result<Message, String> {
     let role = string_field(&item, "role", "a message item")?;
     item.shift_remove("role");
-    let content = item
-        .shift_remove("content")
-        .map_or(Ok(Content::Absent), Content::from_value)?;
     let mut message = bare_message(Role::from(role.as_str()));
-    message.content = content;
+    message.content = take_content(&mut item, "content")?;
     message.extras = item;
     Ok(message)
 }
@@ -265,20 +262,22 @@ fn input_message(mut item: Map<String, Value>) -> Result<Message, String> {
 fn tool_output(mut item: Map<String, Value>) -> Result<Message, String> {
     let call_id = string_field(&item, "call_id", "a tool output item")?;
     item.shift_remove("call_id");
-    let content = item
-        .shift_remove("output")
-        .map_or(Ok(Content::Absent), Content::from_value)?;
     let mut message = bare_message(Role::Tool);
-    message.content = content;
+    message.content = take_content(&mut item, "output")?;
     message.tool_call_id = Some(call_id);
     message.extras = item;
     Ok(message)
 }
 
+/// The content under `key`, taken out of `item` (absent when there is none).
+fn take_content(item: &mut Map<String, Value>, key: &str) -> Result<Content, String> {
+    item.shift_remove(key).map_or(Ok(Content::Absent), Content::from_value)
+}
+
 /// One assistant message from the items of a turn; the items themselves are kept under
 /// [`RESPONSES_HINT_KEY`].
 fn assistant_turn(items: Vec<Map<String, Value>>) -> Result<Message, String> {
-    let (text, tool_calls) = turn_parts(&items)?;
+    let (text, tool_calls) = turn_parts(items.iter())?;
     let mut message = bare_message(Role::Assistant);
     message.content = text.map_or(Content::Absent, Content::Text);
     message.tool_calls = tool_calls;
@@ -288,7 +287,9 @@ fn assistant_turn(items: Vec<Map<String, Value>>) -> Result<Message, String> {
 }
 
 /// A turn's text (its assistant messages' `output_text`, joined by newlines) and calls.
-fn turn_parts(items: &[Map<String, Value>]) -> Result<(Option<String>, Vec<ToolCall>), String> {
+fn turn_parts<'a>(
+    items: impl IntoIterator<Item = &'a Map<String, Value>>,
+) -> Result<(Option<String>, Vec<ToolCall>), String> {
     let mut texts = Vec::new();
     let mut calls = Vec::new();
     for item in items {
@@ -352,8 +353,8 @@ fn message_items(message: &Message) -> Option<&Vec<Value>> {
     let Some(Value::Array(items)) = message.extras.get(RESPONSES_HINT_KEY) else {
         return None;
     };
-    let maps: Option<Vec<Map<String, Value>>> = items.iter().map(|i| i.as_object().cloned()).collect();
-    let (text, calls) = turn_parts(&maps?).ok()?;
+    let maps: Option<Vec<&Map<String, Value>>> = items.iter().map(Value::as_object).collect();
+    let (text, calls) = turn_parts(maps?).ok()?;
     let content = text.map_or(Content::Absent, Content::Text);
     (content == message.content && calls == message.tool_calls).then_some(items)
 }
@@ -394,11 +395,7 @@ fn export_tool_output(message: &Message, custom_calls: &std::collections::HashSe
     if message.content != Content::Absent {
         object.insert("output".into(), message.content.to_value());
     }
-    for (key, value) in &message.extras {
-        if !object.contains_key(key) && key != RESPONSES_HINT_KEY {
-            object.insert(key.clone(), value.clone());
-        }
-    }
+    append_extras(&mut object, message);
     Value::Object(object)
 }
 
@@ -409,10 +406,15 @@ fn export_input_message(message: &Message) -> Value {
     }
     object.insert("role".into(), Value::String(message.role.as_str().into()));
     insert_content(&mut object, &message.content);
+    append_extras(&mut object, message);
+    Value::Object(object)
+}
+
+/// The message's kept fields after the modelled ones (those already written win).
+fn append_extras(object: &mut Map<String, Value>, message: &Message) {
     for (key, value) in &message.extras {
         if !object.contains_key(key) && key != RESPONSES_HINT_KEY {
             object.insert(key.clone(), value.clone());
         }
     }
-    Value::Object(object)
 }
