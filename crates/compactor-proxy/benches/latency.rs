@@ -12,7 +12,9 @@
 //! round of each session compact, and every later round carries the rewrite: the
 //! stable-prefix check on every request), `LATENCY_SESSION_ROUNDS` (rounds per session,
 //! default 100; the first round of each session is not sampled), `LATENCY_STORE`
-//! (`memory` instead of the SQLite file, to see what the durable write costs).
+//! (`memory` instead of the SQLite file, to see what the durable write costs),
+//! `LATENCY_API` (`chat`, the default: `/v1/chat/completions`; `responses`: the same
+//! conversation as OpenAI Responses `input` items on `/v1/responses`, `store: false`).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -49,36 +51,35 @@ async fn upstream() -> String {
         "choices":[{"index":0,"message":{"role":"assistant","content":"ok"},"finish_reason":"stop"}],
         "usage":{"prompt_tokens":100,"completion_tokens":1,"total_tokens":101}
     });
-    let app = Router::new().route(
-        "/v1/chat/completions",
-        post(move |body: axum::body::Bytes| {
-            let answer = answer.clone();
-            async move {
-                let streamed = serde_json::from_slice::<Value>(&body)
-                    .ok()
-                    .and_then(|v| v.get("stream").and_then(Value::as_bool))
-                    == Some(true);
-                if !streamed {
-                    return axum::Json(answer).into_response();
-                }
-                let (tx, rx) = tokio::sync::mpsc::channel::<Result<String, std::io::Error>>(4);
-                tokio::spawn(async move {
-                    let _ = tx
-                        .send(Ok("data: {\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\"}}]}\n\n".to_owned()))
-                        .await;
-                    tokio::time::sleep(Duration::from_millis(2)).await;
-                    let _ = tx
-                        .send(Ok("data: {\"choices\":[],\"usage\":{\"prompt_tokens\":100,\"completion_tokens\":1,\"total_tokens\":101}}\n\ndata: [DONE]\n\n".to_owned()))
-                        .await;
-                });
-                let stream = futures_util::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|i| (i, rx)) });
-                Response::builder()
-                    .header("content-type", "text/event-stream")
-                    .body(Body::from_stream(stream))
-                    .unwrap()
-            }
-        }),
-    );
+    let responses_answer = json!({
+        "id":"resp_1","object":"response","created_at":1,"model":"m","status":"completed",
+        "output":[{"type":"message","id":"msg_1","role":"assistant","status":"completed",
+                   "content":[{"type":"output_text","text":"ok","annotations":[]}]}],
+        "usage":{"input_tokens":100,"output_tokens":1,"total_tokens":101}
+    });
+    let app = Router::new()
+        .route(
+            "/v1/chat/completions",
+            post(move |body: axum::body::Bytes| {
+                answer_at_once(
+                    body,
+                    answer.clone(),
+                    "data: {\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\"}}]}\n\n",
+                    "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":100,\"completion_tokens\":1,\"total_tokens\":101}}\n\ndata: [DONE]\n\n",
+                )
+            }),
+        )
+        .route(
+            "/v1/responses",
+            post(move |body: axum::body::Bytes| {
+                answer_at_once(
+                    body,
+                    responses_answer.clone(),
+                    "event: response.created\ndata: {\"type\":\"response.created\",\"response\":{\"id\":\"resp_1\",\"status\":\"in_progress\"}}\n\n",
+                    "event: response.completed\ndata: {\"type\":\"response.completed\",\"response\":{\"id\":\"resp_1\",\"status\":\"completed\",\"usage\":{\"input_tokens\":100,\"output_tokens\":1,\"total_tokens\":101}}}\n\n",
+                )
+            }),
+        );
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
     // As production API servers do: small SSE writes go out at once (no Nagle delay).
@@ -89,11 +90,76 @@ async fn upstream() -> String {
     url
 }
 
+/// `answer` as JSON, or (when the request asks `"stream": true`) `first` at once and
+/// `last` 2 ms later as an SSE body.
+async fn answer_at_once(body: axum::body::Bytes, answer: Value, first: &'static str, last: &'static str) -> Response {
+    let streamed = serde_json::from_slice::<Value>(&body)
+        .ok()
+        .and_then(|v| v.get("stream").and_then(Value::as_bool))
+        == Some(true);
+    if !streamed {
+        return axum::Json(answer).into_response();
+    }
+    let (tx, rx) = tokio::sync::mpsc::channel::<Result<String, std::io::Error>>(4);
+    tokio::spawn(async move {
+        let _ = tx.send(Ok(first.to_owned())).await;
+        tokio::time::sleep(Duration::from_millis(2)).await;
+        let _ = tx.send(Ok(last.to_owned())).await;
+    });
+    let stream = futures_util::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|i| (i, rx)) });
+    Response::builder()
+        .header("content-type", "text/event-stream")
+        .body(Body::from_stream(stream))
+        .unwrap()
+}
+
+/// The API a run speaks (`LATENCY_API`).
+#[derive(Clone, Copy, PartialEq)]
+enum Api {
+    Chat,
+    Responses,
+}
+
+impl Api {
+    fn path(self) -> &'static str {
+        match self {
+            Api::Chat => "/v1/chat/completions",
+            Api::Responses => "/v1/responses",
+        }
+    }
+
+    /// A message of the conversation as this API's request carries it.
+    fn message(self, role: &str, text: String) -> Value {
+        match (self, role) {
+            (Api::Responses, "assistant") => json!({
+                "type": "message", "role": "assistant",
+                "content": [{"type": "output_text", "text": text, "annotations": []}]
+            }),
+            _ => json!({"role": role, "content": text}),
+        }
+    }
+
+    /// The request body of `messages`.
+    fn body(self, messages: &[Value], stream: bool) -> Value {
+        let mut body = match self {
+            Api::Chat => json!({"model": "m", "messages": messages}),
+            Api::Responses => json!({"model": "m", "input": messages, "store": false}),
+        };
+        if stream {
+            body["stream"] = json!(true);
+            if self == Api::Chat {
+                body["stream_options"] = json!({"include_usage": true});
+            }
+        }
+        body
+    }
+}
+
 /// The whole answer's time, and the time to its first body byte.
-async fn time(client: &reqwest::Client, url: &str, session: &str, body: &Value) -> (Duration, Duration) {
+async fn time(client: &reqwest::Client, url: &str, api: Api, session: &str, body: &Value) -> (Duration, Duration) {
     let started = Instant::now();
     let mut response = client
-        .post(format!("{url}/v1/chat/completions"))
+        .post(format!("{url}{}", api.path()))
         .header("x-compactor-session", session)
         .json(body)
         .send()
@@ -138,6 +204,10 @@ fn main() {
     let chars = env_usize("LATENCY_CHARS", 480);
     let budget = env_usize("LATENCY_BUDGET", 10_000_000);
     let per_session = env_usize("LATENCY_SESSION_ROUNDS", 100).max(2);
+    let api = match std::env::var("LATENCY_API").as_deref() {
+        Ok("responses") => Api::Responses,
+        _ => Api::Chat,
+    };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -160,10 +230,10 @@ fn main() {
         let client = reqwest::Client::new();
 
         let words = "lorem ipsum ".repeat(chars / 12 + 1);
-        let base: Vec<Value> = std::iter::once(json!({"role":"system","content":"You are a coding agent."}))
+        let base: Vec<Value> = std::iter::once(api.message("system", "You are a coding agent.".to_owned()))
             .chain((0..history).map(|i| {
                 let role = if i % 2 == 0 { "user" } else { "assistant" };
-                json!({"role": role, "content": format!("turn {i}: {}", &words[..chars])})
+                api.message(role, format!("turn {i}: {}", &words[..chars]))
             }))
             .collect();
         let mut messages = base.clone();
@@ -177,23 +247,19 @@ fn main() {
             // Each round the agent adds a turn: the proxy checks the session's prefix,
             // counts, and writes the new message to the store, as in a real run. Every
             // other round is streamed: its first byte is timed.
-            messages.push(json!({"role":"user","content": format!("round {round}")}));
+            messages.push(api.message("user", format!("round {round}")));
             let stream = round % 2 == 1;
-            let mut body = json!({"model":"m","messages": messages});
-            if stream {
-                body["stream"] = json!(true);
-                body["stream_options"] = json!({"include_usage": true});
-            }
+            let body = api.body(&messages, stream);
             let key = format!("bench-{session}");
             // Alternate which goes first so neither side always meets a warmer cache.
             let (d, p) = if round % 4 < 2 {
-                let d = time(&client, &upstream, &key, &body).await;
-                (d, time(&client, &proxy, &key, &body).await)
+                let d = time(&client, &upstream, api, &key, &body).await;
+                (d, time(&client, &proxy, api, &key, &body).await)
             } else {
-                let p = time(&client, &proxy, &key, &body).await;
-                (time(&client, &upstream, &key, &body).await, p)
+                let p = time(&client, &proxy, api, &key, &body).await;
+                (time(&client, &upstream, api, &key, &body).await, p)
             };
-            messages.push(json!({"role":"assistant","content":"ok"}));
+            messages.push(api.message("assistant", "ok".to_owned()));
             let sampled = round >= warmup && in_session > 0;
             in_session += 1;
             if in_session == per_session {
@@ -237,9 +303,10 @@ fn main() {
             .find(|l| l.starts_with("compactor_proxy_compactions_total "))
             .unwrap_or_default()
             .to_owned();
-        let request_bytes = serde_json::to_vec(&json!({"model":"m","messages": base})).unwrap().len();
+        let request_bytes = serde_json::to_vec(&api.body(&base, false)).unwrap().len();
         println!(
-            "proxy added latency: {rounds} sampled rounds each, {history}+ messages of {chars} chars (~{} KB requests), budget {budget}, o200k counter, store {}; {compactions} (first round of each {per_session}-round session, not sampled)",
+            "proxy added latency ({}): {rounds} sampled rounds each, {history}+ messages of {chars} chars (~{} KB requests), budget {budget}, o200k counter, store {}; {compactions} (first round of each {per_session}-round session, not sampled)",
+            api.path(),
             request_bytes / 1024,
             store_url.split(':').next().unwrap_or_default()
         );

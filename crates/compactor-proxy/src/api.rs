@@ -53,11 +53,18 @@ impl Wire {
         }
     }
 
-    /// The request with `messages` instead, as JSON.
-    pub fn to_value(&self, messages: Vec<Message>) -> Value {
+    /// The request with `messages` instead, as JSON; the messages are handed back (the
+    /// caller keeps them: no copy of the conversation per rewritten request).
+    pub fn to_value(&self, messages: Vec<Message>) -> (Value, Vec<Message>) {
         match self {
-            Wire::Document(document) => document.with_messages(messages).to_value(),
-            Wire::Responses(request) => request.with_messages(messages).to_value(),
+            Wire::Document(document) => {
+                let document = document.with_messages(messages);
+                (document.to_value(), document.into_messages())
+            }
+            Wire::Responses(request) => {
+                let request = request.with_messages(messages);
+                (request.to_value(), request.into_messages())
+            }
         }
     }
 }

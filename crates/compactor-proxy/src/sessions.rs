@@ -386,7 +386,8 @@ impl SessionState {
         let body = if !rewritten && !compacted {
             original.clone()
         } else {
-            let value = request.wire.to_value(effective.clone());
+            let (value, messages) = request.wire.to_value(effective);
+            effective = messages;
             bytes::Bytes::from(serde_json::to_vec(&value).map_err(|e| ProxyError::BadRequest(e.to_string()))?)
         };
         Ok(Step::Ready(Prepared {
@@ -407,7 +408,12 @@ impl SessionState {
             return None;
         }
         let prefix = &client[..len];
-        let seen = self.verified.as_ref().is_some_and(|v| v.as_slice() == prefix);
+        // The digest check below ignores ids, names and extras; so does this one, which
+        // also does not walk the extras (a Responses turn keeps its original items there).
+        let seen = self
+            .verified
+            .as_ref()
+            .is_some_and(|v| v.len() == prefix.len() && v.iter().zip(prefix).all(|(a, b)| a.eq_for_digest(b)));
         if !seen {
             if conversation_digest(prefix) != rewrite.original_digest {
                 return None;

@@ -11,7 +11,11 @@ use llm_compactor::message::digest::digest_value;
 use llm_compactor::message::{
     Content, Message, Part, Role, ToolCall, canonical_arguments, canonical_json, conversation_digest, message_digest,
 };
-use llm_compactor::session::{Record, encode_line};
+use std::sync::Arc;
+
+use llm_compactor::count::HeuristicCounter;
+use llm_compactor::session::{ContextManager, Record, Session, SessionOptions, encode_line};
+use llm_compactor::{Compactor, CompactorConfig};
 use proptest::prelude::*;
 use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
@@ -137,6 +141,49 @@ proptest! {
         prop_assert_eq!(conversation_digest(&messages), reference);
     }
 
+    /// `eq_for_digest` stands in for a digest comparison (the proxy's check that a
+    /// request still starts with the prefix it rewrote): what it calls equal must digest
+    /// equal, whatever the ids, names and extras; a change to a digested field is seen.
+    #[test]
+    fn messages_equal_for_the_digest_have_the_same_digest(
+        message in arb_message(),
+        other in arb_message(),
+        id in proptest::option::of(arb_text()),
+        name in proptest::option::of(arb_text()),
+        extras in proptest::collection::vec(("[a-z]{1,3}", arb_json()), 0..3),
+        call_extras in proptest::collection::vec(("[a-z]{1,3}", arb_json()), 0..2),
+        field in 0usize..9,
+    ) {
+        let mut twin = message.clone();
+        twin.id = id;
+        twin.name = name;
+        twin.extras = extras.into_iter().collect();
+        if let Some(call) = twin.tool_calls.first_mut() {
+            call.extras = call_extras.into_iter().collect();
+        }
+        prop_assert!(message.eq_for_digest(&twin));
+        prop_assert_eq!(message_digest(&message), message_digest(&twin));
+        prop_assert_eq!(message.eq_for_digest(&other), message_digest(&message) == message_digest(&other));
+        // One digested field changed: not equal, and indeed another digest.
+        let mut changed = twin.clone();
+        match field % 9 {
+            0 => changed.role = if changed.role == Role::User { Role::Assistant } else { Role::User },
+            1 => changed.content = Content::Text(format!("{}x", changed.content.text())),
+            2 => changed.sticky = !changed.sticky,
+            3 => changed.sysprompt = !changed.sysprompt,
+            4 => changed.tool_call_id = Some(format!("{}x", changed.tool_call_id.clone().unwrap_or_default())),
+            5 => changed.depth = Some(changed.depth.map_or(0, |d| d.wrapping_add(1))),
+            6 => changed.tool_calls.push(ToolCall::new("c", "n", "{}")),
+            k => match changed.tool_calls.first_mut() {
+                Some(call) if k == 7 => call.arguments.push('x'),
+                Some(call) => call.name.push('x'),
+                None => changed.tool_calls.push(ToolCall::new("c", "n", "{}")),
+            },
+        }
+        prop_assert!(!message.eq_for_digest(&changed));
+        prop_assert_ne!(message_digest(&message), message_digest(&changed));
+    }
+
     #[test]
     fn content_is_serialized_as_its_value(content in arb_content()) {
         prop_assert_eq!(
@@ -199,6 +246,49 @@ proptest! {
     #[test]
     fn canonical_json_is_the_sorted_copy_rendered(value in arb_json()) {
         prop_assert_eq!(canonical_json(&value), serde_json::to_string(&sorted(&value)).expect("serializes"));
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(128))]
+
+    /// A `ContextManager` chains into its conversation's prefix digests the digests the
+    /// transcript took from the lines it wrote (the content's literal hashed in place):
+    /// every prefix must still digest to `conversation_digest` of its messages, whether the
+    /// chain was digested up to the append (the calibrated loop asks every round) or not.
+    #[test]
+    fn a_managers_prefix_digests_are_the_digests_of_its_messages(
+        batches in proptest::collection::vec(
+            (proptest::collection::vec(arb_message(), 0..4), any::<bool>(), any::<bool>()),
+            1..5,
+        ),
+    ) {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let session = Session::create(dir.path().join("s.jsonl"), SessionOptions::new()).expect("a session");
+        let config = CompactorConfig::builder(usize::MAX / 4).build().expect("a valid configuration");
+        let compactor = Arc::new(Compactor::new(config, Arc::new(HeuristicCounter)));
+        let mut manager = ContextManager::new(compactor, session);
+        for (batch, ask_first, one_by_one) in batches {
+            if ask_first {
+                let n = manager.messages().len();
+                prop_assert!(manager.conversation().prefix_digest(n).is_some());
+            }
+            if one_by_one {
+                for message in batch {
+                    manager.push(message).expect("an append");
+                }
+            } else {
+                manager.record_response(None, "m", batch).expect("an append");
+            }
+            let messages = manager.messages();
+            prop_assert_eq!(messages, manager.session().messages());
+            for k in 0..=messages.len() {
+                prop_assert_eq!(
+                    manager.conversation().prefix_digest(k).expect("a prefix"),
+                    conversation_digest(&messages[..k])
+                );
+            }
+        }
     }
 }
 

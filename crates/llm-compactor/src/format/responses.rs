@@ -136,6 +136,11 @@ impl ResponsesRequest {
         &self.messages
     }
 
+    /// The messages, by value.
+    pub fn into_messages(self) -> Vec<Message> {
+        self.messages
+    }
+
     /// The same request with other messages (a compacted conversation).
     pub fn with_messages(&self, messages: Vec<Message>) -> ResponsesRequest {
         ResponsesRequest {

@@ -236,6 +236,38 @@ impl Message {
             && self.extras == other.extras
     }
 
+    /// True when every field [`crate::message::message_digest`] covers is equal (role,
+    /// content, the flags, the tool calls' ids, names and arguments, `tool_call_id`,
+    /// depth), so both messages have the same digest; the id, the name and the wire
+    /// extras are not compared. A check "is this still the prefix that was digested" by
+    /// memory comparison instead of SHA-256, and without walking the extras' maps (a
+    /// Responses turn keeps its original items there).
+    ///
+    /// ```
+    /// use llm_compactor::message::{message_digest, Message};
+    /// let mut a = Message::user("hi");
+    /// let mut b = Message::user("hi").with_id("m1");
+    /// b.extras.insert("raw".into(), serde_json::json!({"provider": "x"}));
+    /// assert!(a.eq_for_digest(&b));
+    /// assert_eq!(message_digest(&a), message_digest(&b));
+    /// a.sticky = true;
+    /// assert!(!a.eq_for_digest(&b));
+    /// ```
+    pub fn eq_for_digest(&self, other: &Message) -> bool {
+        self.role == other.role
+            && self.content == other.content
+            && self.sticky == other.sticky
+            && self.sysprompt == other.sysprompt
+            && self.tool_call_id == other.tool_call_id
+            && self.depth == other.depth
+            && self.tool_calls.len() == other.tool_calls.len()
+            && self
+                .tool_calls
+                .iter()
+                .zip(&other.tool_calls)
+                .all(|(a, b)| a.id == b.id && a.name == b.name && a.arguments == b.arguments)
+    }
+
     /// Sticky messages are never summarized, elided or trimmed: an explicit flag, a
     /// system prompt, or a message injected at a depth.
     pub fn is_sticky(&self) -> bool {

@@ -27,6 +27,9 @@ use super::repair::{read_all, rewrite_prefix};
 use super::replay::{ReplayError, Replayer};
 use crate::message::Message;
 
+/// A batch's line buffer grown past this (a huge message) is not kept for the next batch.
+const KEEP_LINE_BYTES: usize = 1 << 20;
+
 /// The ids of the messages of a batch being appended (an import appends a whole
 /// conversation as one).
 type BatchIds = HashSet<String, foldhash::quality::RandomState>;
@@ -123,6 +126,9 @@ pub struct Session {
     poisoned: bool,
     /// The file ends in a complete line without its newline: write one before the next line.
     needs_newline: bool,
+    /// The lines of the batch being written, kept between batches so that a round's
+    /// append does not grow a fresh buffer (one grown past [`KEEP_LINE_BYTES`] is let go).
+    lines: Vec<u8>,
 }
 
 impl std::fmt::Debug for Session {
@@ -156,6 +162,7 @@ impl Session {
             options,
             poisoned: false,
             needs_newline: false,
+            lines: Vec::new(),
         };
         let id = session.options.ids.next_id();
         session.append(id, Record::Meta(meta), true)?;
@@ -189,6 +196,7 @@ impl Session {
             options,
             poisoned: false,
             needs_newline,
+            lines: Vec::new(),
         };
         Ok((session, OpenReport { repaired: torn }))
     }
@@ -391,7 +399,8 @@ impl Session {
             });
         }
         let ts = format_timestamp(self.options.clock.now());
-        let mut lines = Vec::new();
+        let mut lines = std::mem::take(&mut self.lines);
+        lines.clear();
         if self.needs_newline {
             // The kept final line was written without one (JSON Lines allows it).
             lines.push(b'\n');
@@ -402,13 +411,20 @@ impl Session {
                 problem: e.to_string(),
             })?;
         }
-        if let Err(e) = self.file.write_all(&lines) {
+        let written = self.file.write_all(&lines);
+        let written_len = lines.len() as u64;
+        self.lines = if lines.capacity() > KEEP_LINE_BYTES {
+            Vec::new()
+        } else {
+            lines
+        };
+        if let Err(e) = written {
             if self.file.set_len(self.len).is_err() {
                 self.poisoned = true;
             }
             return Err(SessionError::io(&self.path, e));
         }
-        self.len += lines.len() as u64;
+        self.len += written_len;
         self.needs_newline = false;
         if sync {
             self.sync()?;
