@@ -218,10 +218,10 @@ fn malformed_tool_calls() {
         "tool call 0: function has no arguments",
     );
     assert_error(
-        &call(r#"{"id": "a", "function": {"name": "f", "arguments": {}}}"#),
+        &call(r#"{"id": "a", "function": {"name": "f", "arguments": [1]}}"#),
         None,
         Some(0),
-        "tool call 0: function.arguments must be a string, not an object",
+        "tool call 0: function.arguments must be a string, not an array",
     );
     assert_error(
         &call(r#"7"#),
@@ -335,4 +335,37 @@ fn read_path_names_the_path_on_io_errors() {
     let err = Document::read_path(&path, None).unwrap_err();
     assert_eq!(err.source_name, path.display().to_string());
     assert!(err.to_string().contains("absent.json: "), "{err}");
+}
+
+/// The API says `function.arguments` is JSON text, but some OpenAI-compatible servers and
+/// clients send the object itself. It is read as its JSON text (what the planner, the
+/// identity of a call and the summarizer read) and written back as the object it was, so
+/// the request goes on as the client sent it; a string stays a string.
+#[test]
+fn function_arguments_sent_as_an_object_are_read_and_written_back_as_an_object() {
+    let input = r#"[{"role": "assistant", "content": null, "tool_calls": [
+        {"id": "a", "type": "function", "function": {"name": "f", "arguments": {"path": "src/x.rs", "n": 1.5, "deep": {"b": [1, 2], "a": null}}}},
+        {"id": "b", "type": "function", "function": {"name": "g", "arguments": "{\"q\": 1}"}}]},
+        {"role": "tool", "tool_call_id": "a", "content": "ok"},
+        {"role": "tool", "tool_call_id": "b", "content": "ok"}]"#;
+    let document = Document::from_bytes(input.as_bytes(), Some(Format::OpenAi), "conv.json").expect("accepted");
+    let calls = &document.messages()[0].tool_calls;
+    assert_eq!(
+        calls[0].arguments,
+        r#"{"path":"src/x.rs","n":1.5,"deep":{"b":[1,2],"a":null}}"#
+    );
+    assert_eq!(calls[1].arguments, r#"{"q": 1}"#);
+    let original: serde_json::Value = serde_json::from_str(input).expect("JSON");
+    assert_eq!(document.to_value(), original);
+    // A summary, or a stub, that changes the arguments into text that is not an object
+    // writes that text as the string the API specifies.
+    let mut messages = document.messages().to_vec();
+    messages[0].tool_calls[0].arguments = "not json".into();
+    let value = document.with_messages(messages).to_value();
+    assert_eq!(value[0]["tool_calls"][0]["function"]["arguments"], "not json");
+    assert!(
+        value[0]["tool_calls"][0]["function"]
+            .get("_llm_compactor_arguments_object")
+            .is_none()
+    );
 }

@@ -163,6 +163,12 @@ fn import_function(j: usize, object: Map<String, Value>) -> Result<(String, Stri
         match (key.as_str(), value) {
             ("name", Value::String(text)) => name = Some(text),
             ("arguments", Value::String(text)) => arguments = Some(text),
+            // The API says a string, but some OpenAI-compatible servers and clients send
+            // the object itself: kept as its JSON text, and written back as an object.
+            ("arguments", object @ Value::Object(_)) => {
+                arguments = Some(object.to_string());
+                unknown.insert(ARGUMENTS_OBJECT_KEY.into(), Value::Bool(true));
+            }
             (field @ ("name" | "arguments"), other) => {
                 return Err(format!(
                     "tool call {j}: function.{field} must be a string, not {}",
@@ -222,13 +228,29 @@ pub(super) fn insert_content(object: &mut Map<String, Value>, content: &Content)
     }
 }
 
+/// Marks (in a call's unknown `function` fields) arguments that came as a JSON object
+/// rather than the JSON text the API specifies; the exporter writes them back as they came.
+const ARGUMENTS_OBJECT_KEY: &str = "_llm_compactor_arguments_object";
+
 fn export_tool_call(call: &ToolCall) -> Value {
     let mut function = Map::new();
     function.insert("name".into(), Value::String(call.name.clone()));
-    function.insert("arguments".into(), Value::String(call.arguments.clone()));
-    if let Some(Value::Object(unknown)) = call.extras.get("function") {
+    let unknown = match call.extras.get("function") {
+        Some(Value::Object(unknown)) => Some(unknown),
+        _ => None,
+    };
+    let as_object = unknown
+        .is_some_and(|u| u.contains_key(ARGUMENTS_OBJECT_KEY))
+        .then(|| serde_json::from_str::<Value>(&call.arguments).ok())
+        .flatten()
+        .filter(Value::is_object);
+    function.insert(
+        "arguments".into(),
+        as_object.unwrap_or_else(|| Value::String(call.arguments.clone())),
+    );
+    if let Some(unknown) = unknown {
         for (key, value) in unknown {
-            if !function.contains_key(key) {
+            if key != ARGUMENTS_OBJECT_KEY && !function.contains_key(key) {
                 function.insert(key.clone(), value.clone());
             }
         }
