@@ -226,6 +226,56 @@ async fn the_responses_api_is_compacted_with_its_turns_whole() {
     assert_eq!(replayed, received.last().unwrap().messages());
 }
 
+/// Some OpenAI-compatible clients send `function.arguments` as the JSON object itself.
+/// The proxy compacts such a conversation like any other and sends every call on with
+/// its arguments as the object the client wrote (the upstream accepts what the client
+/// sends; the proxy used to answer 400).
+#[tokio::test]
+async fn tool_call_arguments_sent_as_objects_are_compacted_and_forwarded_as_objects() {
+    let up = upstream().await;
+    let store: Arc<dyn SessionStore> = Arc::new(MemoryStore::new());
+    let budget = 1_500;
+    let proxy = proxy(&up.url(), budget, store.clone()).await;
+    let mut messages = vec![json!({"role": "user", "content": "fix the build"})];
+    for i in 0..20 {
+        messages.push(json!({"role": "assistant", "content": null, "tool_calls": [{
+            "id": format!("c{i}"), "type": "function",
+            "function": {"name": "shell", "arguments": {"cmd": format!("make step{i}"), "timeout": 30}}
+        }]}));
+        messages.push(
+            json!({"role": "tool", "tool_call_id": format!("c{i}"), "content": format!("{i}: {}", "log ".repeat(60))}),
+        );
+        let response = post_chat(
+            &proxy.url(),
+            "objects",
+            None,
+            &chat_body("m", Value::Array(messages.clone())),
+        )
+        .await;
+        assert_eq!(response.status(), 200, "round {i}");
+    }
+    let received = up.received();
+    assert_eq!(received.len(), 20);
+    let mut calls = 0;
+    for (k, r) in received.iter().enumerate() {
+        assert!(r.tokens() <= budget, "request {k} over the budget: {}", r.tokens());
+        for message in r.body["messages"].as_array().unwrap() {
+            for call in message["tool_calls"].as_array().into_iter().flatten() {
+                let function = call["function"].as_object().unwrap();
+                assert!(function["arguments"].is_object(), "request {k}: {call}");
+                assert_eq!(function.len(), 2, "request {k}: only name and arguments: {call}");
+                calls += 1;
+            }
+        }
+    }
+    assert!(calls > 0);
+    let metrics = metrics(&proxy.url()).await;
+    assert!(
+        metric(&metrics, "compactor_proxy_compactions_total") >= 1.0,
+        "the run should compact: {metrics}"
+    );
+}
+
 #[tokio::test]
 async fn an_oversized_body_gets_a_clear_413() {
     let up = upstream().await;
