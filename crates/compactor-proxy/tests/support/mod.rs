@@ -55,6 +55,34 @@ impl Received {
     pub fn tokens(&self) -> usize {
         HeuristicCounter.count_messages(&self.messages())
     }
+
+    /// The conversation as it went on the wire: the Responses API's `input` items, or
+    /// the `messages`.
+    pub fn wire_conversation(&self) -> &[Value] {
+        let field = if self.path.ends_with("/responses") {
+            "input"
+        } else {
+            "messages"
+        };
+        self.body[field].as_array().map(Vec::as_slice).unwrap_or_default()
+    }
+}
+
+/// Checks that the proxy compacted at least twice, and that a request's wire
+/// conversation failed to extend the previous one's (a broken cache prefix) exactly at
+/// the rounds where it compacted.
+pub async fn assert_the_prefix_breaks_only_at_compactions(proxy: &str, received: &[Received]) {
+    let breaks = received
+        .windows(2)
+        .filter(|pair| {
+            let (prev, next) = (pair[0].wire_conversation(), pair[1].wire_conversation());
+            next.len() < prev.len() || next[..prev.len()] != prev[..]
+        })
+        .count();
+    let metrics = metrics(proxy).await;
+    let compactions = metric(&metrics, "compactor_proxy_compactions_total") as usize;
+    assert!(compactions >= 2, "the run should compact: {metrics}");
+    assert_eq!(breaks, compactions, "the prefix breaks only at compaction rounds");
 }
 
 /// What the scripted upstream does and what it saw.

@@ -11,9 +11,8 @@
 
 use serde_json::{Map, Value};
 
-use super::responses::RESPONSES_HINT_KEY;
 use super::wire::{kind_of, take_messages};
-use super::{FormatError, bare_message};
+use super::{FormatError, append_extras, bare_message};
 use crate::message::{Content, Message, Part, Role, ToolCall};
 
 /// The key in [`Message::extras`] under which the Anthropic importer records how to
@@ -418,16 +417,8 @@ fn tool_result_block(message: &Message) -> Value {
             block.insert("content".into(), other.to_value());
         }
     }
-    insert_extras(&mut block, &message.extras);
+    append_extras(&mut block, &message.extras);
     Value::Object(block)
-}
-
-fn insert_extras(object: &mut Map<String, Value>, extras: &Map<String, Value>) {
-    for (key, value) in extras {
-        if key != ANTHROPIC_HINT_KEY && key != RESPONSES_HINT_KEY && !object.contains_key(key) {
-            object.insert(key.clone(), value.clone());
-        }
-    }
 }
 
 fn export_message(message: &Message) -> Value {
@@ -446,7 +437,7 @@ fn export_message(message: &Message) -> Value {
     } else {
         object.insert("content".into(), Value::Array(blocks_with_calls(message)));
     }
-    insert_extras(&mut object, &message.extras);
+    append_extras(&mut object, &message.extras);
     Value::Object(object)
 }
 
@@ -488,6 +479,6 @@ fn tool_use_block(call: &ToolCall) -> Value {
     block.insert("id".into(), Value::String(call.id.clone()));
     block.insert("name".into(), Value::String(call.name.clone()));
     block.insert("input".into(), input);
-    insert_extras(&mut block, &call.extras);
+    append_extras(&mut block, &call.extras);
     Value::Object(block)
 }

@@ -87,7 +87,7 @@ use std::fmt;
 use std::path::Path;
 use std::str::FromStr;
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use crate::message::{Message, Role, ToolCall};
 
@@ -333,6 +333,27 @@ fn write(format: Format, messages: &[Message], envelope: &Value) -> Value {
         Format::Anthropic => anthropic::export_document(messages, envelope),
         Format::MiniSweAgent => mini_swe_agent::export_document(messages, envelope),
     }
+}
+
+/// Appends to an exported `object` the fields a message (or a call) kept that its codec
+/// does not model, after the modelled ones (a key already written wins), leaving out the
+/// codecs' own hint keys: every exporter writes extras through here, so a new hint key
+/// is one line in [`is_hint_key`], not one in each exporter.
+fn append_extras(object: &mut Map<String, Value>, extras: &Map<String, Value>) {
+    for (key, value) in extras {
+        if !is_hint_key(key) && !object.contains_key(key) {
+            object.insert(key.clone(), value.clone());
+        }
+    }
+}
+
+/// The keys under which the importers keep what they need to write a message back as it
+/// came; the crate's own, never written to the wire as they are.
+fn is_hint_key(key: &str) -> bool {
+    matches!(
+        key,
+        ANTHROPIC_HINT_KEY | responses::RESPONSES_HINT_KEY | openai::ARGUMENTS_OBJECT_KEY
+    )
 }
 
 /// A message of `role` with the given parts, used by the importers.

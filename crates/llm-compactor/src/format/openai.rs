@@ -9,10 +9,8 @@
 
 use serde_json::{Map, Value};
 
-use super::anthropic::ANTHROPIC_HINT_KEY;
-use super::responses::RESPONSES_HINT_KEY;
 use super::wire::{fill_messages, kind_of, take_messages};
-use super::{FormatError, bare_message};
+use super::{FormatError, append_extras, bare_message};
 use crate::message::{Content, Message, Part, Role, ToolCall};
 
 /// Imports an OpenAI document: a bare array, or an object with `messages`.
@@ -201,11 +199,7 @@ pub(super) fn export_message(message: &Message) -> Value {
     if let Some(name) = &message.name {
         object.insert("name".into(), Value::String(name.clone()));
     }
-    for (key, value) in &message.extras {
-        if key != ANTHROPIC_HINT_KEY && key != RESPONSES_HINT_KEY && !object.contains_key(key) {
-            object.insert(key.clone(), value.clone());
-        }
-    }
+    append_extras(&mut object, &message.extras);
     Value::Object(object)
 }
 
@@ -230,7 +224,7 @@ pub(super) fn insert_content(object: &mut Map<String, Value>, content: &Content)
 
 /// Marks (in a call's unknown `function` fields) arguments that came as a JSON object
 /// rather than the JSON text the API specifies; the exporter writes them back as they came.
-const ARGUMENTS_OBJECT_KEY: &str = "_llm_compactor_arguments_object";
+pub(super) const ARGUMENTS_OBJECT_KEY: &str = "_llm_compactor_arguments_object";
 
 fn export_tool_call(call: &ToolCall) -> Value {
     let mut function = Map::new();
@@ -249,11 +243,7 @@ fn export_tool_call(call: &ToolCall) -> Value {
         as_object.unwrap_or_else(|| Value::String(call.arguments.clone())),
     );
     if let Some(unknown) = unknown {
-        for (key, value) in unknown {
-            if key != ARGUMENTS_OBJECT_KEY && !function.contains_key(key) {
-                function.insert(key.clone(), value.clone());
-            }
-        }
+        append_extras(&mut function, unknown);
     }
     let mut object = Map::new();
     object.insert("id".into(), Value::String(call.id.clone()));

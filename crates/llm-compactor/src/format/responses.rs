@@ -33,7 +33,7 @@ use serde_json::{Map, Value};
 
 use super::openai::insert_content;
 use super::wire::kind_of;
-use super::{FormatError, bare_message};
+use super::{FormatError, append_extras, bare_message};
 use crate::message::{Content, Message, Role, ToolCall};
 
 /// The extras key of a message read from a Responses request: `"instructions"`, `"input"`
@@ -400,7 +400,7 @@ fn export_tool_output(message: &Message, custom_calls: &std::collections::HashSe
     if message.content != Content::Absent {
         object.insert("output".into(), message.content.to_value());
     }
-    append_extras(&mut object, message);
+    append_extras(&mut object, &message.extras);
     Value::Object(object)
 }
 
@@ -411,15 +411,6 @@ fn export_input_message(message: &Message) -> Value {
     }
     object.insert("role".into(), Value::String(message.role.as_str().into()));
     insert_content(&mut object, &message.content);
-    append_extras(&mut object, message);
+    append_extras(&mut object, &message.extras);
     Value::Object(object)
-}
-
-/// The message's kept fields after the modelled ones (those already written win).
-fn append_extras(object: &mut Map<String, Value>, message: &Message) {
-    for (key, value) in &message.extras {
-        if !object.contains_key(key) && key != RESPONSES_HINT_KEY {
-            object.insert(key.clone(), value.clone());
-        }
-    }
 }

@@ -225,14 +225,9 @@ impl Message {
     /// Equal in everything but the `id` (a message that was recorded, or rebuilt by a
     /// pass, may or may not carry one).
     pub fn eq_ignoring_id(&self, other: &Message) -> bool {
-        self.role == other.role
-            && self.content == other.content
-            && self.tool_calls == other.tool_calls
-            && self.tool_call_id == other.tool_call_id
+        self.eq_for_digest(other)
             && self.name == other.name
-            && self.sticky == other.sticky
-            && self.sysprompt == other.sysprompt
-            && self.depth == other.depth
+            && self.tool_calls == other.tool_calls
             && self.extras == other.extras
     }
 
