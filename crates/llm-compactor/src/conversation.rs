@@ -28,8 +28,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use sha2::{Digest, Sha256};
 
 use crate::count::TokenCounter;
-use crate::message::Message;
 use crate::message::digest::{lower_hex, message_digest_hex};
+use crate::message::{Content, Message};
 use crate::plan::AgingIndex;
 
 /// A conversation with each message's token count and the chained digest of its
@@ -196,12 +196,22 @@ impl Conversation {
             return;
         }
         self.messages.truncate(len);
+        self.forget_from(len);
+    }
+
+    /// Drops what is known of the messages from `len` on (the messages themselves are
+    /// the caller's to have removed).
+    fn forget_from(&mut self, len: usize) {
         self.counts.truncate(len);
         self.sums.truncate(len + 1);
         self.chain_mut().truncate(len + 1);
         // Pairs and answers of the dropped messages are spread through the index: it
         // is rebuilt on the next question (a truncation follows a compaction, which is
         // linear anyway).
+        self.reset_aging();
+    }
+
+    fn reset_aging(&mut self) {
         *self.aging.get_mut().unwrap_or_else(|poisoned| poisoned.into_inner()) = AgingIndex::default();
     }
 
@@ -217,6 +227,60 @@ impl Conversation {
             self.sums.push(self.sums[self.sums.len() - 1] + tokens);
             self.messages.push(message);
         }
+    }
+
+    /// Replaces the messages from `from` on with what `rebuild` makes of them (the
+    /// transcript's compaction and repair): the first `from` messages and what is known
+    /// of them are kept, the rebuilt tail is counted once (through
+    /// [`TokenCounter::count_some`]). Nothing is copied: the tail is moved out and the
+    /// rebuilt one moved in.
+    pub(crate) fn splice_tail(&mut self, from: usize, rebuild: impl FnOnce(Vec<Message>) -> Vec<Message>) {
+        let from = from.min(self.messages.len());
+        let tail = self.messages.split_off(from);
+        self.forget_from(from);
+        let rebuilt = rebuild(tail);
+        let counts = self.counter.count_some(&rebuilt);
+        for (message, tokens) in rebuilt.into_iter().zip(counts) {
+            self.counts.push(tokens);
+            self.sums.push(self.sums[self.sums.len() - 1] + tokens);
+            self.messages.push(message);
+        }
+    }
+
+    /// Sets the content of the messages at these positions (the transcript's elision:
+    /// a stub in place of a result), counting each edited message again; what is known
+    /// of the messages before the first edited one is kept. Positions past the end are
+    /// ignored.
+    pub(crate) fn set_contents(&mut self, edits: impl IntoIterator<Item = (usize, Content)>) {
+        let mut first = self.messages.len();
+        for (at, content) in edits {
+            let Some(message) = self.messages.get_mut(at) else {
+                continue;
+            };
+            message.content = content;
+            self.counts[at] = self.counter.count_message(message);
+            first = first.min(at);
+        }
+        if first == self.messages.len() {
+            return;
+        }
+        for i in first..self.messages.len() {
+            self.sums[i + 1] = self.sums[i] + self.counts[i];
+        }
+        self.chain_mut().truncate(first + 1);
+        self.reset_aging();
+    }
+
+    /// Counts every message again with `counter`, which the conversation counts with
+    /// from now on (the digests, which no counter changes, are kept).
+    pub(crate) fn recount_with(&mut self, counter: Arc<dyn TokenCounter>) {
+        self.counter = counter;
+        self.counts = self.counter.count_some(&self.messages);
+        self.sums.truncate(1);
+        for i in 0..self.counts.len() {
+            self.sums.push(self.sums[i] + self.counts[i]);
+        }
+        self.reset_aging();
     }
 
     /// [`crate::message::conversation_digest`] of the first `n` messages (`None` past the

@@ -375,6 +375,23 @@ impl Session {
         &self.replayer
     }
 
+    /// The conversation with what is known of each message: counted by the counter
+    /// [`Session::count_with`] gave it (a [`super::ContextManager`]'s), so that the
+    /// manager reads the transcript's own messages instead of keeping a copy.
+    pub(crate) fn conversation(&self) -> &crate::Conversation {
+        self.replayer.conversation()
+    }
+
+    /// Counts every message with `counter` now, and each appended one as it arrives.
+    pub(crate) fn count_with(&mut self, counter: Arc<dyn crate::count::TokenCounter>) {
+        self.replayer.count_with(counter);
+    }
+
+    /// Stops counting (a session handed back by its manager).
+    pub(crate) fn stop_counting(&mut self) {
+        self.replayer.stop_counting();
+    }
+
     fn append(&mut self, id: String, record: Record, sync: bool) -> Result<(), SessionError> {
         if self.poisoned {
             return Err(SessionError::Poisoned {

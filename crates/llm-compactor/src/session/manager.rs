@@ -212,16 +212,16 @@ impl PreparedRef<'_> {
 
 /// The glue an agent loop calls around each model request.
 ///
-/// The manager keeps the conversation as a [`Conversation`] (each message counted once,
-/// prefix digests chained) beside the transcript, and hands out borrows of it, so that a
-/// round where no pass runs costs the round's new messages, not the conversation.
+/// The manager counts the transcript's own conversation as a [`Conversation`] (each
+/// message counted once as it is appended, prefix digests chained) and hands out borrows
+/// of it, so that a round where no pass runs costs the round's new messages, not the
+/// conversation. Each message has one owner, the transcript's replay: the manager keeps
+/// no copy to keep in step.
 pub struct ContextManager {
     compactor: Arc<Compactor>,
     counter: Arc<dyn TokenCounter>,
+    /// Counted by `counter` while the manager holds it ([`Session::count_with`]).
     session: Session,
-    /// The session's messages, with what is known of each (kept equal to
-    /// `session.messages()`: every change to the transcript is mirrored here).
-    conversation: Conversation,
     room: Option<BackendRoom>,
     max_forced: u32,
     forced: u32,
@@ -246,14 +246,13 @@ pub const DEFAULT_MAX_FORCED_COMPACTIONS: u32 = 2;
 impl ContextManager {
     /// Glue over this compactor (whose counter the manager counts with: the same instance
     /// the compactor proves with) and this session.
-    pub fn new(compactor: Arc<Compactor>, session: Session) -> Self {
+    pub fn new(compactor: Arc<Compactor>, mut session: Session) -> Self {
         let counter = compactor.counter().clone();
-        let conversation = Conversation::from_messages(counter.clone(), session.messages().to_vec());
+        session.count_with(counter.clone());
         ContextManager {
             compactor,
             counter,
             session,
-            conversation,
             room: None,
             max_forced: DEFAULT_MAX_FORCED_COMPACTIONS,
             forced: 0,
@@ -293,20 +292,22 @@ impl ContextManager {
         &self.session
     }
 
-    /// The transcript, consumed (closing the manager releases nothing else).
-    pub fn into_session(self) -> Session {
+    /// The transcript, consumed (closing the manager releases nothing else; the
+    /// session no longer counts its messages).
+    pub fn into_session(mut self) -> Session {
+        self.session.stop_counting();
         self.session
     }
 
     /// The conversation as it stands.
     pub fn messages(&self) -> &[Message] {
-        self.conversation.messages()
+        self.session.messages()
     }
 
     /// The conversation as it stands, with each message's cached count and the chained
     /// prefix digests.
     pub fn conversation(&self) -> &Conversation {
-        &self.conversation
+        self.session.conversation()
     }
 
     /// Starts a run: the forced-pass allowance is renewed.
@@ -319,8 +320,7 @@ impl ContextManager {
     /// # Errors
     /// The transcript could not be written.
     pub fn push(&mut self, message: Message) -> Result<&Message, ManagerError> {
-        let stored = self.session.append_message(message)?.clone();
-        Ok(self.conversation.push(stored))
+        Ok(self.session.append_message(message)?)
     }
 
     fn emit(&self, event: ContextEvent) {
@@ -378,7 +378,7 @@ impl ContextManager {
         let room = self.room.map(|r| r.usable(0));
         let reason = if room.is_some_and(|room| request_tokens > room) {
             Some(CompactionReason::Room)
-        } else if self.compactor.needs_compaction_in(&self.conversation)
+        } else if self.compactor.needs_compaction_in(self.conversation())
             || request_tokens > self.compactor.config().trigger()
         {
             Some(CompactionReason::Threshold)
@@ -387,7 +387,7 @@ impl ContextManager {
         };
         let Some(reason) = reason else {
             return Ok(PreparedRef {
-                messages: self.conversation.messages(),
+                messages: self.session.messages(),
                 request_tokens,
                 pass: None,
             });
@@ -401,7 +401,7 @@ impl ContextManager {
     /// The whole request's tokens: the conversation, the tool declarations and the context.
     fn request_tokens(&self, request: RequestShape<'_>) -> usize {
         self.counter
-            .count_conversation_request(&self.conversation, request.tools, request.context)
+            .count_conversation_request(self.conversation(), request.tools, request.context)
     }
 
     /// After the provider rejected a request as longer than its window: forces a pass
@@ -449,13 +449,9 @@ impl ContextManager {
     }
 
     fn prepared(&self, request: RequestShape<'_>, pass: Option<PassReport>) -> PreparedRef<'_> {
-        let messages = self.conversation.messages();
-        let request_tokens =
-            self.counter
-                .count_conversation_request(&self.conversation, request.tools, request.context);
         PreparedRef {
-            messages,
-            request_tokens,
+            messages: self.session.messages(),
+            request_tokens: self.request_tokens(request),
             pass,
         }
     }
@@ -475,11 +471,9 @@ impl ContextManager {
             cancel,
             ..CompactOptions::default()
         };
-        let result = self.compactor.compact(self.conversation.messages(), options).await?;
-        let recorded = self.session.record_result(&result);
-        // The transcript is the truth, whatever part of the pass it holds.
-        self.conversation.replace(self.session.messages().to_vec());
-        let recorded = recorded?;
+        let result = self.compactor.compact(self.session.messages(), options).await?;
+        // The conversation is the transcript's, whatever part of the pass it holds.
+        let recorded = self.session.record_result(&result)?;
         self.emit(ContextEvent::CompactionDone {
             reason,
             dropped: result.dropped,
@@ -522,10 +516,9 @@ impl ContextManager {
         new_messages: impl IntoIterator<Item = Message>,
     ) -> Result<(), ManagerError> {
         if let Some(recorder) = &self.recorder {
-            recorder.record_conversation_usage(&self.conversation, usage.as_ref(), model);
+            recorder.record_conversation_usage(self.session.conversation(), usage.as_ref(), model);
         }
-        let stored = self.session.append_messages(new_messages)?;
-        self.conversation.extend(stored.iter().cloned());
+        self.session.append_messages(new_messages)?;
         Ok(())
     }
 }
