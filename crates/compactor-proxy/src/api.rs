@@ -75,7 +75,8 @@ pub enum ParseError {
     /// Malformed for this API: a 400 (chat completions and Messages).
     Invalid(String),
     /// Well-formed but not modelled (a Responses request that continues a server-side
-    /// conversation, or holds hosted tool calls): forwarded unchanged.
+    /// conversation, or holds items the codec does not model, such as
+    /// `item_reference`): forwarded unchanged.
     Unsupported(String),
 }
 

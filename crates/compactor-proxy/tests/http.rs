@@ -217,6 +217,75 @@ async fn the_responses_api_is_compacted_with_its_turns_whole() {
     assert_eq!(replayed, received.last().unwrap().messages());
 }
 
+/// A Codex-like agent on the local shell tool with hosted web search: the proxy models
+/// the shell calls and their outputs and keeps each search with its turn, so the run is
+/// compacted under the budget (it used to be passed through whole, as unmodelled), every
+/// output still follows its call and every item the upstream sees is one the client sent
+/// or the summary.
+#[tokio::test]
+async fn a_run_on_the_local_shell_tool_with_web_search_is_compacted() {
+    let up = upstream().await;
+    let store: Arc<dyn SessionStore> = Arc::new(MemoryStore::new());
+    let budget = 2_000;
+    let proxy = proxy(&up.url(), budget, store.clone()).await;
+    let mut input =
+        vec![json!({"role": "user", "content": [{"type": "input_text", "text": "find why the build fails"}]})];
+    let mut sent = std::collections::HashSet::new();
+    for i in 0..30 {
+        input.push(json!({"type": "reasoning", "id": format!("rs_{i}"), "summary": [], "encrypted_content": format!("enc{i}")}));
+        if i % 3 == 0 {
+            input.push(
+                json!({"type": "web_search_call", "id": format!("ws_{i}"), "status": "completed",
+                              "action": {"type": "search", "query": format!("error E{i}")}}),
+            );
+        }
+        input.push(json!({"type": "local_shell_call", "id": format!("lsh_{i}"), "call_id": format!("c{i}"), "status": "completed",
+                          "action": {"type": "exec", "command": ["bash", "-lc", format!("make t{i}")], "env": {}}}));
+        input.push(json!({"type": "local_shell_call_output", "call_id": format!("c{i}"), "output": format!("{i}: {}", "log ".repeat(80))}));
+        sent.extend(input.iter().map(Value::to_string));
+        let body = json!({"model": "codex-mini-latest", "input": input, "store": false,
+                          "tools": [{"type": "local_shell"}, {"type": "web_search"}]});
+        let r = client()
+            .post(format!("{}/v1/responses", proxy.url()))
+            .header("x-compactor-session", "shell")
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 200, "round {i}");
+        let answer: Value = r.json().await.unwrap();
+        input.extend(answer["output"].as_array().unwrap().iter().cloned());
+    }
+    let received = up.received();
+    assert_eq!(received.len(), 30);
+    for (k, r) in received.iter().enumerate() {
+        assert!(r.tokens() <= budget, "request {k} over the budget: {}", r.tokens());
+        let items = r.wire_conversation();
+        let mut calls = std::collections::HashSet::new();
+        for (j, item) in items.iter().enumerate() {
+            match item["type"].as_str() {
+                Some("local_shell_call") => {
+                    calls.insert(item["call_id"].as_str().unwrap());
+                }
+                Some("local_shell_call_output") => {
+                    assert!(
+                        calls.contains(item["call_id"].as_str().unwrap()),
+                        "request {k} item {j}: an output without its call"
+                    );
+                }
+                _ => {}
+            }
+            let summary = item["role"] == "user" && item.to_string().contains("Summary of the earlier conversation");
+            let stub = item["type"] == "local_shell_call_output" && item.to_string().contains("elided");
+            assert!(
+                sent.contains(&item.to_string()) || summary || stub || item["role"] == "assistant",
+                "request {k} item {j} was never sent: {item}"
+            );
+        }
+    }
+    assert_the_prefix_breaks_only_at_compactions(&proxy.url(), &received).await;
+}
+
 /// Some OpenAI-compatible clients send `function.arguments` as the JSON object itself.
 /// The proxy compacts such a conversation like any other and sends every call on with
 /// its arguments as the object the client wrote (the upstream accepts what the client

@@ -106,8 +106,12 @@ fn what_the_codec_does_not_model_is_unsupported_and_malformed_input_is_located()
             "input item 1 is of type `item_reference`",
         ),
         (
-            json!({"input": [{"type": "web_search_call", "id": "ws", "status": "completed"}]}),
-            "`web_search_call`",
+            json!({"input": [{"type": "computer_call", "id": "cu", "call_id": "c", "action": {"type": "screenshot"}}]}),
+            "`computer_call`",
+        ),
+        (
+            json!({"input": [{"type": "mcp_approval_response", "approval_request_id": "a", "approve": true}]}),
+            "`mcp_approval_response`",
         ),
         // Found by the fuzzer: a message of a role the API has no message of was read as
         // a message and written back as a tool output.
@@ -148,6 +152,119 @@ fn what_the_codec_does_not_model_is_unsupported_and_malformed_input_is_located()
             Err(ResponsesError::Invalid(error)) => assert!(error.to_string().contains(says), "{error}"),
             other => panic!("expected Invalid ({says}), got {other:?}"),
         }
+    }
+}
+
+/// A Codex-like run with the local shell tool and a hosted web search: the shell call is
+/// a tool call (named `local_shell`, its action the arguments) answered by its output, the
+/// hosted call is part of the model's turn (nothing answers it), and the request writes
+/// back equal.
+fn codex_with_local_shell_and_web_search(rounds: usize, output_lines: usize) -> Value {
+    let mut input =
+        vec![json!({"role": "user", "content": [{"type": "input_text", "text": "find why the build fails"}]})];
+    for i in 0..rounds {
+        input.push(json!({"type": "reasoning", "id": format!("rs_{i}"), "summary": [], "encrypted_content": format!("enc{i}")}));
+        if i % 3 == 0 {
+            input.push(
+                json!({"type": "web_search_call", "id": format!("ws_{i}"), "status": "completed",
+                              "action": {"type": "search", "query": format!("error E{i}")}}),
+            );
+        }
+        input.push(json!({"type": "local_shell_call", "id": format!("lsh_{i}"), "call_id": format!("c{i}"), "status": "completed",
+                          "action": {"type": "exec", "command": ["bash", "-lc", format!("make t{i}")], "env": {}, "timeout_ms": 1000}}));
+        input.push(json!({"type": "local_shell_call_output", "call_id": format!("c{i}"),
+                          "output": format!("{i}: {}", "log line\n".repeat(output_lines))}));
+    }
+    json!({"model": "codex-mini-latest", "instructions": "You are an agent.", "input": input, "store": false,
+           "tools": [{"type": "local_shell"}, {"type": "web_search"}]})
+}
+
+#[test]
+fn local_shell_calls_are_tool_calls_and_hosted_calls_part_of_their_turn() {
+    let body = codex_with_local_shell_and_web_search(2, 2);
+    let request = ResponsesRequest::from_value(body.clone(), "request").expect("reads");
+    let messages = request.messages();
+    let roles: Vec<&str> = messages.iter().map(|m| m.role.as_str()).collect();
+    assert_eq!(roles, ["system", "user", "assistant", "tool", "assistant", "tool"]);
+    // Reasoning, the web search and the shell call: one turn, one call.
+    assert_eq!(messages[2].tool_calls.len(), 1);
+    let call = &messages[2].tool_calls[0];
+    assert_eq!((call.id.as_str(), call.name.as_str()), ("c0", "local_shell"));
+    let action: Value = serde_json::from_str(&call.arguments).expect("the action, as JSON");
+    assert_eq!(action["command"], json!(["bash", "-lc", "make t0"]));
+    assert_eq!(messages[2].extras[RESPONSES_HINT_KEY].as_array().unwrap().len(), 3);
+    assert_eq!(messages[3].tool_call_id.as_deref(), Some("c0"));
+    assert_eq!(request.to_value(), body);
+    // A synthetic answer (an unanswered shell call, repaired) is a shell output.
+    let mut repaired = messages[..3].to_vec();
+    repaired.push(Message::tool("c0", "[no output: the call was interrupted]"));
+    let out = request.with_messages(repaired).to_value();
+    assert_eq!(
+        out["input"].as_array().unwrap().last().unwrap()["type"],
+        "local_shell_call_output"
+    );
+}
+
+/// Such a run, long enough to need it, is compacted like any other: outputs keep their
+/// calls, each turn is written back whole (its reasoning and hosted calls with it).
+#[tokio::test]
+async fn a_run_with_local_shell_and_web_search_is_compacted() {
+    let body = codex_with_local_shell_and_web_search(40, 300);
+    let request = ResponsesRequest::from_value(body.clone(), "request").expect("reads");
+    for aging in [true, false] {
+        let config = CompactorConfig::builder(20_000)
+            .age_observations(aging)
+            .build()
+            .expect("valid");
+        let compactor = Compactor::new(config, Arc::new(HeuristicCounter)).with_summarizer(Arc::new(LedgerSummarizer));
+        let result = compactor
+            .compact(request.messages(), CompactOptions::default())
+            .await
+            .expect("compacts");
+        assert!(
+            result.tokens_after < result.tokens_before && result.tokens_after <= 20_000 && !result.exhausted,
+            "{result:?}"
+        );
+        let out = request.with_messages(result.messages.clone()).to_value();
+        let items = out["input"].as_array().expect("an input array");
+        let original: Vec<&Value> = body["input"].as_array().unwrap().iter().collect();
+        let mut calls = HashSet::new();
+        for (k, item) in items.iter().enumerate() {
+            match item["type"].as_str() {
+                Some("reasoning" | "web_search_call") => assert!(original.contains(&item), "{k}"),
+                Some("local_shell_call") => {
+                    assert!(original.contains(&item), "{k}");
+                    assert!(matches!(
+                        items[k - 1]["type"].as_str(),
+                        Some("reasoning" | "web_search_call")
+                    ));
+                    calls.insert(item["call_id"].as_str().unwrap());
+                }
+                Some("local_shell_call_output") => {
+                    assert!(
+                        calls.contains(item["call_id"].as_str().unwrap()),
+                        "output {k} without its call"
+                    );
+                }
+                _ => assert!(item.get("role").is_some(), "{item}"),
+            }
+        }
+        if aging {
+            assert!(!result.elisions.is_empty(), "an epoch stubs the outputs");
+        } else {
+            assert!(calls.len() < 40, "turns were summarized away");
+            assert!(
+                result.summary.contains("make t0"),
+                "the summary names the commands: {}",
+                result.summary
+            );
+        }
+        assert_eq!(
+            ResponsesRequest::from_value(out, "request")
+                .expect("reads back")
+                .messages(),
+            result.messages.as_slice()
+        );
     }
 }
 
@@ -284,6 +401,11 @@ fn arb_item() -> impl Strategy<Value = Value> {
         (0..4u8, arb_text()).prop_map(|(c, a)| json!({"type": "custom_tool_call", "call_id": format!("c{c}"), "name": "g", "input": a})),
         (0..4u8, arb_text()).prop_map(|(c, o)| json!({"type": "function_call_output", "call_id": format!("c{c}"), "output": o})),
         (0..4u8, arb_text()).prop_map(|(c, o)| json!({"type": "custom_tool_call_output", "call_id": format!("c{c}"), "output": o, "id": "x"})),
+        (0..4u8, arb_text()).prop_map(|(c, a)| json!({"type": "local_shell_call", "id": "lsh", "call_id": format!("c{c}"), "status": "completed",
+            "action": {"type": "exec", "command": ["bash", "-lc", a], "env": {}}})),
+        (0..4u8, arb_text()).prop_map(|(c, o)| json!({"type": "local_shell_call_output", "call_id": format!("c{c}"), "output": o})),
+        (prop::sample::select(vec!["web_search_call", "file_search_call", "code_interpreter_call", "image_generation_call", "mcp_call", "mcp_list_tools"]), arb_text())
+            .prop_map(|(kind, t)| json!({"type": kind, "id": "h", "status": "completed", "detail": t})),
         arb_text().prop_map(|t| json!({"type": "message", "role": "developer", "content": t})),
     ]
 }

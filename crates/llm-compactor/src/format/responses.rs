@@ -14,20 +14,28 @@
 //! - A string `input` is one user message, written back as a string.
 //! - A `message` item of role `user`, `system` or `developer` (typed or the short
 //!   `{role, content}` form) is a message of that role; its `input_text` parts are text.
-//! - An assistant turn is a run of consecutive `reasoning`, assistant `message`,
-//!   `function_call` and `custom_tool_call` items: ONE assistant message whose text is
-//!   its `output_text` and whose tool calls are its calls (`call_id`, `name`,
-//!   `arguments` or `input`). Grouping keeps a reasoning item with the call it led to (a
-//!   cut between them is a request OpenAI refuses); the original items are kept in the
+//! - An assistant turn is a run of consecutive items the model produced: `reasoning`,
+//!   assistant `message`, the calls the client runs (`function_call`, `custom_tool_call`,
+//!   `local_shell_call`) and the hosted tools' calls the server ran within the response
+//!   (`web_search_call`, `file_search_call`, `code_interpreter_call`,
+//!   `image_generation_call`, `mcp_call`, `mcp_list_tools`): ONE assistant message whose
+//!   text is its `output_text` and whose tool calls are the client's calls (`call_id`,
+//!   `name`, and `arguments` or `input`; a `local_shell_call` is named `local_shell`, its
+//!   `action` object the arguments). A hosted call needs no answer from the client, so
+//!   it is part of the turn and nothing else: it goes where its turn goes (kept, or
+//!   summarized with it). Grouping keeps a reasoning item with the items it led to (a cut
+//!   between them is a request OpenAI refuses); the original items are kept in the
 //!   message's extras under [`RESPONSES_HINT_KEY`] and written back verbatim.
-//! - A `function_call_output` or `custom_tool_call_output` item is a tool message
-//!   answering `call_id`; its `output` is the content (a stub, when aged).
+//! - A `function_call_output`, `custom_tool_call_output` or `local_shell_call_output`
+//!   item is a tool message answering `call_id`; its `output` is the content (a stub,
+//!   when aged). A synthetic answer (a repaired unanswered call) is written as the output
+//!   type of its call.
 //!
 //! Anything else (`previous_response_id`, whose conversation lives on the server; item
-//! types this module does not model, such as hosted tool calls or `item_reference`; a
-//! message of a role the API has no input message of) is
-//! [`ResponsesError::Unsupported`]: the caller passes such a request through unchanged
-//! rather than guess at it.
+//! types this module does not model, such as `item_reference`, `computer_call` and its
+//! screenshot output, or an MCP approval; a message of a role the API has no input
+//! message of) is [`ResponsesError::Unsupported`]: the caller passes such a request
+//! through unchanged rather than guess at it.
 
 use serde_json::{Map, Value};
 
@@ -186,10 +194,32 @@ fn item_kind(item: &Map<String, Value>) -> Option<&str> {
     }
 }
 
+/// The calls a client runs, each with the output item type that answers it.
+const CLIENT_CALLS: [(&str, &str); 3] = [
+    ("function_call", "function_call_output"),
+    ("custom_tool_call", "custom_tool_call_output"),
+    ("local_shell_call", "local_shell_call_output"),
+];
+
+/// The calls of hosted tools, run by the server within the response that made them: no
+/// output item answers them.
+const HOSTED_CALLS: [&str; 6] = [
+    "web_search_call",
+    "file_search_call",
+    "code_interpreter_call",
+    "image_generation_call",
+    "mcp_call",
+    "mcp_list_tools",
+];
+
+/// The name a `local_shell_call` is read under (it has none of its own).
+pub const LOCAL_SHELL_CALL_NAME: &str = "local_shell";
+
 /// Items of an assistant turn: what the model produced in one response.
 fn is_turn_item(item: &Map<String, Value>) -> bool {
     match item_kind(item) {
-        Some("reasoning" | "function_call" | "custom_tool_call") => true,
+        Some("reasoning") => true,
+        Some(kind) if CLIENT_CALLS.iter().any(|(call, _)| *call == kind) || HOSTED_CALLS.contains(&kind) => true,
         Some("message") => item.get("role").and_then(Value::as_str) == Some("assistant"),
         _ => false,
     }
@@ -229,7 +259,7 @@ fn import_items(items: Vec<Value>, source_name: &str) -> Result<Vec<Message>, Re
                 }
                 None => Err("a message item has no `role` string".to_owned()),
             },
-            Some("function_call_output" | "custom_tool_call_output") => tool_output(item),
+            Some(kind) if CLIENT_CALLS.iter().any(|(_, output)| *output == kind) => tool_output(item),
             Some(kind) => {
                 return Err(ResponsesError::Unsupported(format!(
                     "input item {index} is of type `{kind}`"
@@ -322,6 +352,20 @@ fn turn_parts<'a>(
                     extras: Map::new(),
                 });
             }
+            Some("local_shell_call") => {
+                let what = "a local_shell_call item";
+                let action = match item.get("action") {
+                    Some(action @ Value::Object(_)) => action.to_string(),
+                    Some(other) => return Err(format!("{what}: `action` must be an object, not {}", kind_of(other))),
+                    None => return Err(format!("{what} has no `action`")),
+                };
+                calls.push(ToolCall {
+                    id: string_field(item, "call_id", what)?,
+                    name: LOCAL_SHELL_CALL_NAME.to_owned(),
+                    arguments: action,
+                    extras: Map::new(),
+                });
+            }
             _ => {}
         }
     }
@@ -329,24 +373,26 @@ fn turn_parts<'a>(
 }
 
 fn export_items(messages: &[Message]) -> Vec<Value> {
-    // The output type each call expects (a custom tool's answer is a custom output).
-    let mut custom_calls = std::collections::HashSet::new();
+    // The output type each call expects (a custom tool's answer is a custom output, a
+    // local shell call's a local shell output), for answers that do not say.
+    let mut output_types = std::collections::HashMap::new();
     let mut items = Vec::new();
     for message in messages {
         match message.role {
             Role::Assistant => {
                 if let Some(Value::Array(turn)) = message.extras.get(RESPONSES_HINT_KEY) {
                     for item in turn {
-                        if item.get("type").and_then(Value::as_str) == Some("custom_tool_call")
+                        let kind = item.get("type").and_then(Value::as_str);
+                        if let Some((_, output)) = CLIENT_CALLS.iter().find(|(call, _)| Some(*call) == kind)
                             && let Some(id) = item.get("call_id").and_then(Value::as_str)
                         {
-                            custom_calls.insert(id.to_owned());
+                            output_types.insert(id.to_owned(), *output);
                         }
                     }
                 }
                 items.extend(export_turn(message));
             }
-            Role::Tool => items.push(export_tool_output(message, &custom_calls)),
+            Role::Tool => items.push(export_tool_output(message, &output_types)),
             _ => items.push(export_input_message(message)),
         }
     }
@@ -387,13 +433,12 @@ fn export_turn(message: &Message) -> Vec<Value> {
     items
 }
 
-fn export_tool_output(message: &Message, custom_calls: &std::collections::HashSet<String>) -> Value {
+fn export_tool_output(message: &Message, output_types: &std::collections::HashMap<String, &str>) -> Value {
     let mut object = Map::new();
     let call_id = message.tool_call_id.clone().unwrap_or_default();
     let kind = match message.extras.get("type") {
         Some(kind) => kind.clone(),
-        None if custom_calls.contains(&call_id) => "custom_tool_call_output".into(),
-        None => "function_call_output".into(),
+        None => (*output_types.get(&call_id).unwrap_or(&"function_call_output")).into(),
     };
     object.insert("type".into(), kind);
     object.insert("call_id".into(), Value::String(call_id));

@@ -28,6 +28,29 @@ const PATH_KEYS: &[&str] = &[
     "old_path",
     "new_path",
 ];
+/// The command line an argv array runs (Codex's `shell` tool and the Responses API's
+/// `local_shell_call` send `["bash", "-lc", "make test"]`): the script a shell is given
+/// with `-c` (or `-lc`, `-ic`), else the words joined by spaces. `None` when a word is
+/// not a string.
+fn argv_command(argv: &[Value]) -> Option<String> {
+    let words = argv.iter().map(Value::as_str).collect::<Option<Vec<&str>>>()?;
+    let is_shell = |word: &str| {
+        let name = word.rsplit('/').next().unwrap_or(word);
+        matches!(name, "bash" | "sh" | "zsh" | "dash" | "ksh")
+    };
+    let is_script_flag = |word: &str| {
+        word.len() > 1
+            && word.starts_with('-')
+            && word.ends_with('c')
+            && word[1..].bytes().all(|b| b.is_ascii_lowercase())
+    };
+    let command = match words.as_slice() {
+        [shell, flag, script] if is_shell(shell) && is_script_flag(flag) => (*script).to_owned(),
+        _ => words.join(" "),
+    };
+    Some(command.trim().to_owned())
+}
+
 /// Sub-commands of an editor tool (OpenHands' `str_replace_editor`, Anthropic's text
 /// editor) and the operation each means.
 const EDITOR_COMMANDS: &[(&str, &str)] = &[
@@ -212,11 +235,14 @@ impl Builder<'_> {
             return None;
         }
         for key in COMMAND_KEYS {
-            if let Some(Value::String(command)) = args.get(*key) {
-                if !command.trim().is_empty() {
-                    self.command(seq, command.trim());
-                    return Some(command.trim().to_owned());
-                }
+            let command = match args.get(*key) {
+                Some(Value::String(command)) => Some(command.trim().to_owned()),
+                Some(Value::Array(argv)) => argv_command(argv),
+                _ => None,
+            };
+            if let Some(command) = command.filter(|c| !c.is_empty()) {
+                self.command(seq, &command);
+                return Some(command);
             }
         }
         None
@@ -377,5 +403,35 @@ mod tests {
         let ledger = extract(&messages, &[0, 1, 2, 3], &LedgerRules::default());
         assert_eq!(ledger.commands.len(), 1, "{:?}", ledger.commands);
         assert_eq!((ledger.commands[0].runs, ledger.commands[0].exit), (2, Some(1)));
+    }
+
+    /// Commands sent as argv arrays (Codex's `shell` tool, the Responses API's local
+    /// shell action) are commands: a shell's `-lc` script as it is, other argv joined.
+    #[test]
+    fn argv_commands_are_recorded() {
+        let call = |id: &str, name: &str, arguments: &str| {
+            Message::assistant("").with_tool_calls(vec![crate::message::ToolCall::new(id, name, arguments)])
+        };
+        let messages = vec![
+            call(
+                "a",
+                "shell",
+                r#"{"command":["bash","-lc","cargo test -p parser"],"timeout_ms":1000}"#,
+            ),
+            Message::tool("a", "ok"),
+            call(
+                "b",
+                "local_shell",
+                r#"{"type":"exec","command":["/bin/sh","-c","ls src"],"env":{}}"#,
+            ),
+            Message::tool("b", "main.rs"),
+            call("c", "shell", r#"{"command":["git","status","--short"]}"#),
+            Message::tool("c", ""),
+            call("d", "shell", r#"{"command":["bash",7]}"#),
+            Message::tool("d", ""),
+        ];
+        let ledger = extract(&messages, &[0, 1, 2, 3, 4, 5, 6, 7], &LedgerRules::default());
+        let commands: Vec<&str> = ledger.commands.iter().map(|c| c.command.as_str()).collect();
+        assert_eq!(commands, ["cargo test -p parser", "ls src", "git status --short"]);
     }
 }
