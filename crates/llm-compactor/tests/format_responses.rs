@@ -205,6 +205,20 @@ fn local_shell_calls_are_tool_calls_and_hosted_calls_part_of_their_turn() {
     );
 }
 
+/// The request's conversation compacted under a 20,000-token budget (the ledger as the
+/// summarizer), with aging on or off.
+async fn compact_under_20k(request: &ResponsesRequest, aging: bool) -> llm_compactor::CompactionResult {
+    let config = CompactorConfig::builder(20_000)
+        .age_observations(aging)
+        .build()
+        .expect("valid");
+    let compactor = Compactor::new(config, Arc::new(HeuristicCounter)).with_summarizer(Arc::new(LedgerSummarizer));
+    compactor
+        .compact(request.messages(), CompactOptions::default())
+        .await
+        .expect("compacts")
+}
+
 /// Such a run, long enough to need it, is compacted like any other: outputs keep their
 /// calls, each turn is written back whole (its reasoning and hosted calls with it).
 #[tokio::test]
@@ -212,15 +226,7 @@ async fn a_run_with_local_shell_and_web_search_is_compacted() {
     let body = codex_with_local_shell_and_web_search(40, 300);
     let request = ResponsesRequest::from_value(body.clone(), "request").expect("reads");
     for aging in [true, false] {
-        let config = CompactorConfig::builder(20_000)
-            .age_observations(aging)
-            .build()
-            .expect("valid");
-        let compactor = Compactor::new(config, Arc::new(HeuristicCounter)).with_summarizer(Arc::new(LedgerSummarizer));
-        let result = compactor
-            .compact(request.messages(), CompactOptions::default())
-            .await
-            .expect("compacts");
+        let result = compact_under_20k(&request, aging).await;
         assert!(
             result.tokens_after < result.tokens_before && result.tokens_after <= 20_000 && !result.exhausted,
             "{result:?}"
@@ -311,15 +317,7 @@ async fn a_compacted_request_is_still_a_valid_one() {
         json!({"model": "gpt-5", "instructions": "You are an agent.", "input": input, "store": false, "tools": []});
     let request = ResponsesRequest::from_value(body.clone(), "request").expect("reads");
     for aging in [true, false] {
-        let config = CompactorConfig::builder(20_000)
-            .age_observations(aging)
-            .build()
-            .expect("valid");
-        let compactor = Compactor::new(config, Arc::new(HeuristicCounter)).with_summarizer(Arc::new(LedgerSummarizer));
-        let result = compactor
-            .compact(request.messages(), CompactOptions::default())
-            .await
-            .expect("compacts");
+        let result = compact_under_20k(&request, aging).await;
         assert!(
             result.tokens_after < result.tokens_before && !result.exhausted,
             "{result:?}"
