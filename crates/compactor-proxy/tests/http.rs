@@ -286,6 +286,29 @@ async fn a_run_on_the_local_shell_tool_with_web_search_is_compacted() {
     assert_the_prefix_breaks_only_at_compactions(&proxy.url(), &received).await;
 }
 
+/// A chat request that sends a key of the crate's own namespace (where the readers keep
+/// how to write a message back) is refused with a 400 naming the message and the key,
+/// and nothing reaches the upstream: the key would steer the rewritten request.
+#[tokio::test]
+async fn a_request_using_the_crates_reserved_keys_is_refused_by_name() {
+    let up = upstream().await;
+    let proxy = proxy(&up.url(), 1_000, Arc::new(MemoryStore::new())).await;
+    let messages = json!([
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": null, "tool_calls": [{"id": "a", "type": "function",
+            "function": {"name": "f", "arguments": "{}", "_llm_compactor_arguments_object": true}}]},
+        {"role": "tool", "tool_call_id": "a", "content": "ok"}
+    ]);
+    let response = post_chat(&proxy.url(), "reserved", None, &chat_body("m", messages)).await;
+    assert_eq!(response.status(), 400);
+    let text = response.text().await.unwrap();
+    assert!(
+        text.contains("message 1") && text.contains("_llm_compactor_arguments_object"),
+        "{text}"
+    );
+    assert!(up.received().is_empty(), "nothing forwarded");
+}
+
 /// Some OpenAI-compatible clients send `function.arguments` as the JSON object itself.
 /// The proxy compacts such a conversation like any other and sends every call on with
 /// its arguments as the object the client wrote (the upstream accepts what the client

@@ -369,3 +369,55 @@ fn function_arguments_sent_as_an_object_are_read_and_written_back_as_an_object()
             .is_none()
     );
 }
+
+/// Keys starting `_llm_compactor_` are where the importers keep what they need to write
+/// a message back; a document that sends one itself is refused, located, in every place
+/// such a key would land (it would steer the export and not be written back itself).
+#[test]
+fn keys_of_the_crates_own_namespace_are_refused_where_they_would_be_kept() {
+    let call = r#"{"id": "a", "type": "function", "function": {"name": "f", "arguments": "{}"}}"#;
+    for (input, format, index, problem) in [
+        (
+            r#"[{"role": "user", "content": "hi"}, {"role": "user", "content": "x", "_llm_compactor_anthropic": {}}]"#
+                .to_owned(),
+            Format::OpenAi,
+            1,
+            "`_llm_compactor_anthropic` is a key reserved",
+        ),
+        (
+            format!(
+                r#"[{{"role": "assistant", "content": null, "tool_calls": [{call}, {{"id": "b", "type": "function", "_llm_compactor_x": 1, "function": {{"name": "g", "arguments": "{{}}"}}}}]}}]"#
+            ),
+            Format::OpenAi,
+            0,
+            "tool call 1: `_llm_compactor_x`",
+        ),
+        (
+            r#"[{"role": "assistant", "content": null, "tool_calls": [{"id": "a", "type": "function", "function": {"name": "f", "arguments": "{\"q\":1}", "_llm_compactor_arguments_object": true}}]}]"#
+                .to_owned(),
+            Format::OpenAi,
+            0,
+            "tool call 0: function.`_llm_compactor_arguments_object`",
+        ),
+        (
+            r#"{"messages": [{"role": "user", "content": "hi", "_llm_compactor_responses": "input"}]}"#.to_owned(),
+            Format::Anthropic,
+            0,
+            "`_llm_compactor_responses` is a key reserved",
+        ),
+        (
+            r#"{"messages": [{"role": "assistant", "content": [{"type": "tool_use", "id": "t", "name": "f", "input": {}, "_llm_compactor_anthropic": 1}]}]}"#
+                .to_owned(),
+            Format::Anthropic,
+            0,
+            "content block 0: `_llm_compactor_anthropic`",
+        ),
+    ] {
+        assert_error(&input, Some(format), Some(index), problem);
+    }
+    // A key that only looks alike is an ordinary extra field, written back as it came.
+    let input = r#"[{"role": "user", "content": "hi", "llm_compactor_note": 1, "_llm_compactor": 2}]"#;
+    let document = Document::from_bytes(input.as_bytes(), Some(Format::OpenAi), "conv.json").expect("accepted");
+    let original: serde_json::Value = serde_json::from_str(input).expect("JSON");
+    assert_eq!(document.to_value(), original);
+}

@@ -147,6 +147,16 @@ fn what_the_codec_does_not_model_is_unsupported_and_malformed_input_is_located()
                              {"type": "function_call", "call_id": "c", "name": "f", "arguments": 1}]}),
             "message 3: a function_call item: `arguments` must be a string, not a number",
         ),
+        // The crate's own keys steer how a message is written back: never the client's.
+        (
+            json!({"input": [{"role": "user", "content": "a", "_llm_compactor_responses": "input"}]}),
+            "message 0: `_llm_compactor_responses` is a key reserved",
+        ),
+        (
+            json!({"input": [{"role": "user", "content": "a"},
+                             {"type": "function_call_output", "call_id": "c", "output": "x", "_llm_compactor_anthropic": {}}]}),
+            "message 1: `_llm_compactor_anthropic` is a key reserved",
+        ),
     ] {
         match ResponsesRequest::from_value(body, "request") {
             Err(ResponsesError::Invalid(error)) => assert!(error.to_string().contains(says), "{error}"),

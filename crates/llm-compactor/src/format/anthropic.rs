@@ -12,7 +12,7 @@
 use serde_json::{Map, Value};
 
 use super::wire::{kind_of, take_messages};
-use super::{FormatError, append_extras, bare_message};
+use super::{FormatError, append_extras, bare_message, refuse_reserved_key};
 use crate::message::{Content, Message, Part, Role, ToolCall};
 
 /// The key in [`Message::extras`] under which the Anthropic importer records how to
@@ -63,6 +63,7 @@ fn import_turn(index: usize, value: Value, out: &mut Vec<Message>) -> Result<(),
             ("role", other) => return Err(format!("role must be a string, not {}", kind_of(&other))),
             ("content", value) => content = Some(value),
             (_, value) => {
+                refuse_reserved_key(&key, "")?;
                 extras.insert(key, value);
             }
         }
@@ -181,6 +182,7 @@ fn import_tool_use(j: usize, block: Value) -> Result<ToolCall, String> {
             }
             ("input", value) => input = Some(value),
             (_, value) => {
+                refuse_reserved_key(&key, &format!("content block {j}: "))?;
                 extras.insert(key, value);
             }
         }
@@ -218,6 +220,7 @@ fn import_tool_result(j: usize, block: Value) -> Result<Message, String> {
                 content = Content::from_value(value).map_err(|e| format!("content block {j}: {e}"))?
             }
             (_, value) => {
+                refuse_reserved_key(&key, &format!("content block {j}: "))?;
                 extras.insert(key, value);
             }
         }

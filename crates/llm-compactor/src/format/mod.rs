@@ -347,13 +347,52 @@ fn append_extras(object: &mut Map<String, Value>, extras: &Map<String, Value>) {
     }
 }
 
-/// The keys under which the importers keep what they need to write a message back as it
-/// came; the crate's own, never written to the wire as they are.
+/// The namespace of the keys under which the importers keep, in a message's (or a
+/// call's) extras, what they need to write it back as it came
+/// ([`anthropic::ANTHROPIC_HINT_KEY`], [`responses::RESPONSES_HINT_KEY`], and the marker
+/// of tool-call arguments sent as an object). The crate's own: such keys are never
+/// written to the wire, and a wire document that uses one itself is refused with a
+/// located error, because the key would steer how its message is written back and would
+/// not be written back itself.
+pub const RESERVED_KEY_PREFIX: &str = "_llm_compactor_";
+
+const _: () = {
+    // Every hint key is in the reserved namespace (checked at compile time).
+    const fn in_namespace(key: &str) -> bool {
+        let (key, prefix) = (key.as_bytes(), RESERVED_KEY_PREFIX.as_bytes());
+        if key.len() < prefix.len() {
+            return false;
+        }
+        let mut i = 0;
+        while i < prefix.len() {
+            if key[i] != prefix[i] {
+                return false;
+            }
+            i += 1;
+        }
+        true
+    }
+    assert!(in_namespace(ANTHROPIC_HINT_KEY));
+    assert!(in_namespace(responses::RESPONSES_HINT_KEY));
+    assert!(in_namespace(openai::ARGUMENTS_OBJECT_KEY));
+};
+
+/// A key of the crate's own namespace ([`RESERVED_KEY_PREFIX`]): never written to the
+/// wire as it is.
 fn is_hint_key(key: &str) -> bool {
-    matches!(
-        key,
-        ANTHROPIC_HINT_KEY | responses::RESPONSES_HINT_KEY | openai::ARGUMENTS_OBJECT_KEY
-    )
+    key.starts_with(RESERVED_KEY_PREFIX)
+}
+
+/// Refuses a key of the crate's namespace met in a wire document (`what` names where,
+/// e.g. "tool call 0: "; the caller adds the message index).
+fn refuse_reserved_key(key: &str, what: &str) -> Result<(), String> {
+    if is_hint_key(key) {
+        Err(format!(
+            "{what}`{key}` is a key reserved for llm-compactor's own use (keys starting {RESERVED_KEY_PREFIX:?})"
+        ))
+    } else {
+        Ok(())
+    }
 }
 
 /// A message of `role` with the given parts, used by the importers.

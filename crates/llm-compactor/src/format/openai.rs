@@ -10,7 +10,7 @@
 use serde_json::{Map, Value};
 
 use super::wire::{fill_messages, kind_of, take_messages};
-use super::{FormatError, append_extras, bare_message};
+use super::{FormatError, append_extras, bare_message, refuse_reserved_key};
 use crate::message::{Content, Message, Part, Role, ToolCall};
 
 /// Imports an OpenAI document: a bare array, or an object with `messages`.
@@ -91,6 +91,7 @@ fn import_message(value: Value, require_tool_call_id: bool) -> Result<Message, S
                 return Err(format!("{field} must be a string, not {}", kind_of(&other)));
             }
             (_, value) => {
+                refuse_reserved_key(&key, "")?;
                 extras.insert(key, value);
             }
         }
@@ -135,6 +136,7 @@ fn import_tool_call(j: usize, value: Value) -> Result<ToolCall, String> {
                 ));
             }
             (_, value) => {
+                refuse_reserved_key(&key, &format!("tool call {j}: "))?;
                 extras.insert(key, value);
             }
         }
@@ -174,6 +176,7 @@ fn import_function(j: usize, object: Map<String, Value>) -> Result<(String, Stri
                 ));
             }
             (_, value) => {
+                refuse_reserved_key(&key, &format!("tool call {j}: function."))?;
                 unknown.insert(key, value);
             }
         }

@@ -41,7 +41,7 @@ use serde_json::{Map, Value};
 
 use super::openai::insert_content;
 use super::wire::kind_of;
-use super::{FormatError, append_extras, bare_message};
+use super::{FormatError, append_extras, bare_message, refuse_reserved_key};
 use crate::message::{Content, Message, Role, ToolCall};
 
 /// The extras key of a message read from a Responses request: `"instructions"`, `"input"`
@@ -283,8 +283,15 @@ fn string_field(item: &Map<String, Value>, field: &str, what: &str) -> Result<St
     }
 }
 
+/// Refuses an item that uses a key of the crate's namespace: its unknown fields become
+/// the message's extras.
+fn refuse_reserved_keys(item: &Map<String, Value>) -> Result<(), String> {
+    item.keys().try_for_each(|key| refuse_reserved_key(key, ""))
+}
+
 /// A `user` / `system` / `developer` message item (an assistant one is a turn item).
 fn input_message(mut item: Map<String, Value>) -> Result<Message, String> {
+    refuse_reserved_keys(&item)?;
     let role = string_field(&item, "role", "a message item")?;
     item.shift_remove("role");
     let mut message = bare_message(Role::from(role.as_str()));
@@ -295,6 +302,7 @@ fn input_message(mut item: Map<String, Value>) -> Result<Message, String> {
 
 /// A `function_call_output` / `custom_tool_call_output` item: the answer to `call_id`.
 fn tool_output(mut item: Map<String, Value>) -> Result<Message, String> {
+    refuse_reserved_keys(&item)?;
     let call_id = string_field(&item, "call_id", "a tool output item")?;
     item.shift_remove("call_id");
     let mut message = bare_message(Role::Tool);
