@@ -148,3 +148,14 @@ proptest! {
         prop_assert_eq!(bytes_of(transcript.messages()), bytes_of(&live));
     }
 }
+
+/// The transcript now holds a counted conversation: it, its replay and the manager still
+/// move between threads and are shared by reference (an async agent's tasks).
+#[test]
+fn sessions_replays_and_managers_are_send_and_sync() {
+    fn send_sync<T: Send + Sync>() {}
+    send_sync::<Session>();
+    send_sync::<llm_compactor::session::Replayer>();
+    send_sync::<ContextManager>();
+    send_sync::<llm_compactor::Conversation>();
+}
