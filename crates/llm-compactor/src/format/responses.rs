@@ -300,7 +300,8 @@ fn input_message(mut item: Map<String, Value>) -> Result<Message, String> {
     Ok(message)
 }
 
-/// A `function_call_output` / `custom_tool_call_output` item: the answer to `call_id`.
+/// A `function_call_output` / `custom_tool_call_output` / `local_shell_call_output` item:
+/// the answer to `call_id`.
 fn tool_output(mut item: Map<String, Value>) -> Result<Message, String> {
     refuse_reserved_keys(&item)?;
     let call_id = string_field(&item, "call_id", "a tool output item")?;
