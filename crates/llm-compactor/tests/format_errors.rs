@@ -412,6 +412,14 @@ fn keys_of_the_crates_own_namespace_are_refused_where_they_would_be_kept() {
             0,
             "content block 0: `_llm_compactor_anthropic`",
         ),
+        (
+            r#"{"messages": [{"role": "assistant", "content": [{"type": "tool_use", "id": "t", "name": "f", "input": {}}]},
+                {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t", "content": "ok", "_llm_compactor_x": 1}]}]}"#
+                .to_owned(),
+            Format::Anthropic,
+            1,
+            "content block 0: `_llm_compactor_x`",
+        ),
     ] {
         assert_error(&input, Some(format), Some(index), problem);
     }
