@@ -218,15 +218,10 @@ impl Conversation {
     /// Replaces the whole conversation (after a compaction). What is known of the
     /// longest common prefix is kept; the other messages are counted once (through
     /// [`TokenCounter::count_some`], so a memoized counter's cache serves them).
-    pub fn replace(&mut self, messages: Vec<Message>) {
+    pub fn replace(&mut self, mut messages: Vec<Message>) {
         let common = self.messages.iter().zip(&messages).take_while(|(a, b)| a == b).count();
-        self.truncate(common);
-        let counts = self.counter.count_some(&messages[common..]);
-        for (message, tokens) in messages.into_iter().skip(common).zip(counts) {
-            self.counts.push(tokens);
-            self.sums.push(self.sums[self.sums.len() - 1] + tokens);
-            self.messages.push(message);
-        }
+        let tail = messages.split_off(common);
+        self.splice_tail(common, |_| tail);
     }
 
     /// Replaces the messages from `from` on with what `rebuild` makes of them (the
@@ -236,14 +231,23 @@ impl Conversation {
     /// rebuilt one moved in.
     pub(crate) fn splice_tail(&mut self, from: usize, rebuild: impl FnOnce(Vec<Message>) -> Vec<Message>) {
         let from = from.min(self.messages.len());
+        if from < self.messages.len() {
+            // What is known of an untouched conversation (an append) is kept whole.
+            self.forget_from(from);
+        }
         let tail = self.messages.split_off(from);
-        self.forget_from(from);
         let rebuilt = rebuild(tail);
         let counts = self.counter.count_some(&rebuilt);
-        for (message, tokens) in rebuilt.into_iter().zip(counts) {
-            self.counts.push(tokens);
-            self.sums.push(self.sums[self.sums.len() - 1] + tokens);
-            self.messages.push(message);
+        self.counts.extend(counts);
+        self.messages.extend(rebuilt);
+        self.sum_from(from);
+    }
+
+    /// The running sums from message `first` on, from the counts.
+    fn sum_from(&mut self, first: usize) {
+        self.sums.truncate(first + 1);
+        for i in first..self.counts.len() {
+            self.sums.push(self.sums[i] + self.counts[i]);
         }
     }
 
@@ -264,9 +268,7 @@ impl Conversation {
         if first == self.messages.len() {
             return;
         }
-        for i in first..self.messages.len() {
-            self.sums[i + 1] = self.sums[i] + self.counts[i];
-        }
+        self.sum_from(first);
         self.chain_mut().truncate(first + 1);
         self.reset_aging();
     }
@@ -276,10 +278,7 @@ impl Conversation {
     pub(crate) fn recount_with(&mut self, counter: Arc<dyn TokenCounter>) {
         self.counter = counter;
         self.counts = self.counter.count_some(&self.messages);
-        self.sums.truncate(1);
-        for i in 0..self.counts.len() {
-            self.sums.push(self.sums[i] + self.counts[i]);
-        }
+        self.sum_from(0);
         self.reset_aging();
     }
 

@@ -356,27 +356,6 @@ fn append_extras(object: &mut Map<String, Value>, extras: &Map<String, Value>) {
 /// not be written back itself.
 pub const RESERVED_KEY_PREFIX: &str = "_llm_compactor_";
 
-const _: () = {
-    // Every hint key is in the reserved namespace (checked at compile time).
-    const fn in_namespace(key: &str) -> bool {
-        let (key, prefix) = (key.as_bytes(), RESERVED_KEY_PREFIX.as_bytes());
-        if key.len() < prefix.len() {
-            return false;
-        }
-        let mut i = 0;
-        while i < prefix.len() {
-            if key[i] != prefix[i] {
-                return false;
-            }
-            i += 1;
-        }
-        true
-    }
-    assert!(in_namespace(ANTHROPIC_HINT_KEY));
-    assert!(in_namespace(responses::RESPONSES_HINT_KEY));
-    assert!(in_namespace(openai::ARGUMENTS_OBJECT_KEY));
-};
-
 /// A key of the crate's own namespace ([`RESERVED_KEY_PREFIX`]): never written to the
 /// wire as it is.
 fn is_hint_key(key: &str) -> bool {
@@ -409,5 +388,23 @@ fn bare_message(role: Role) -> Message {
         sysprompt,
         depth: None,
         extras: serde_json::Map::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every key a reader keeps a hint under is in the reserved namespace: the exporters
+    /// leave it out and the readers refuse it from a client.
+    #[test]
+    fn every_hint_key_is_reserved() {
+        for key in [
+            ANTHROPIC_HINT_KEY,
+            responses::RESPONSES_HINT_KEY,
+            openai::ARGUMENTS_OBJECT_KEY,
+        ] {
+            assert!(is_hint_key(key) && refuse_reserved_key(key, "").is_err(), "{key}");
+        }
     }
 }
