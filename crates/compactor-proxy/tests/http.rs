@@ -309,6 +309,30 @@ async fn a_request_using_the_crates_reserved_keys_is_refused_by_name() {
     assert!(up.received().is_empty(), "nothing forwarded");
 }
 
+/// Screenshots are counted as images, not as their base64: ten of ~150 KB each (~16k
+/// tokens as billed, ~400k as base64 text) in a 100k window are forwarded exactly as
+/// sent. Before, the proxy summarized them away on the first request.
+#[tokio::test]
+async fn a_conversation_with_screenshots_inside_the_window_is_forwarded_unchanged() {
+    let up = upstream().await;
+    let proxy = proxy(&up.url(), 100_000, Arc::new(MemoryStore::new())).await;
+    let mut messages = vec![json!({"role": "system", "content": "You look at screens."})];
+    for i in 0..10 {
+        let png = format!("data:image/png;base64,{}", format!("iVBORw0KGgoAAAANSUhEUg{i:03}").repeat(6_000));
+        messages.push(json!({"role": "user", "content": [
+            {"type": "text", "text": format!("screen {i}: what changed?")},
+            {"type": "image_url", "image_url": {"url": png}}
+        ]}));
+        messages.push(json!({"role": "assistant", "content": format!("In screen {i} the dialog moved.")}));
+    }
+    let body = chat_body("m", Value::Array(messages));
+    let response = post_chat(&proxy.url(), "screens", None, &body).await;
+    assert_eq!(response.status(), 200);
+    let received = up.received();
+    assert_eq!(received.len(), 1);
+    assert_eq!(received[0].body, body, "nothing to compact: forwarded as sent");
+}
+
 /// Some OpenAI-compatible clients send `function.arguments` as the JSON object itself.
 /// The proxy compacts such a conversation like any other and sends every call on with
 /// its arguments as the object the client wrote (the upstream accepts what the client

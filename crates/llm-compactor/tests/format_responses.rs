@@ -7,10 +7,10 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use llm_compactor::backend::LedgerSummarizer;
-use llm_compactor::count::HeuristicCounter;
+use llm_compactor::count::{HeuristicCounter, TokenCounter};
 use llm_compactor::format::responses::{RESPONSES_HINT_KEY, ResponsesError, ResponsesRequest};
 use llm_compactor::format::{Document, Format};
-use llm_compactor::message::{Content, Message, Role};
+use llm_compactor::message::{Content, Message, Part, Role};
 use llm_compactor::{CompactOptions, Compactor, CompactorConfig};
 use proptest::prelude::*;
 use serde_json::{Value, json};
@@ -71,8 +71,16 @@ fn a_codex_like_request_reads_as_turns_and_writes_back_equal() {
     assert_eq!(messages[3].tool_calls[0].arguments, "{\"command\":[\"ls\"]}");
     assert_eq!(messages[4].tool_call_id.as_deref(), Some("call_1"));
     assert_eq!(messages[4].text(), "src\ntests\n");
-    // Reasoning, a message and a custom call: one turn, its text and its call.
-    assert_eq!(messages[5].content, Content::Text("Patching now.".into()));
+    // Reasoning, a message and a custom call: one turn, its text and its call; the
+    // reasoning is a part (its summary, never its encrypted content).
+    assert_eq!(messages[5].text(), "Patching now.");
+    assert_eq!(
+        messages[5].content,
+        Content::Parts(vec![
+            Part::Other(json!({"type": "reasoning", "summary": []})),
+            Part::text("Patching now.")
+        ])
+    );
     assert_eq!(messages[5].tool_calls[0].name, "apply_patch");
     assert_eq!(messages[5].tool_calls[0].arguments, "*** Begin Patch\n*** End Patch\n");
     assert_eq!(messages[6].tool_call_id.as_deref(), Some("call_2"));
@@ -434,4 +442,64 @@ proptest! {
         let request = ResponsesRequest::from_value(body.clone(), "request").expect("reads");
         prop_assert_eq!(request.to_value(), body);
     }
+}
+
+/// A turn whose hosted tools brought content into the context (an MCP call's output, a
+/// code interpreter's logs, a web search, a reasoning summary): that content is counted
+/// (before, only the turn's text and client calls were, so a request could be far over
+/// its count), and the summarizer reads it, so a compaction that replaces the turn keeps
+/// what the model learned there. The request still writes back exactly as it came.
+#[test]
+fn what_hosted_tools_put_in_context_is_counted_and_summarized() {
+    let log = "ERROR: disk quota exceeded on /var/lib/postgresql (uid 999)\n".repeat(200);
+    let body = json!({"model": "gpt-5", "input": [
+        {"role": "user", "content": "why does the nightly backup fail?"},
+        {"type": "reasoning", "id": "rs_1", "summary": [{"type": "summary_text", "text": "Check the backup host's logs first."}],
+         "encrypted_content": "gAAAA".repeat(400)},
+        {"type": "web_search_call", "id": "ws_1", "status": "completed", "action": {"type": "search", "query": "pg_dump disk quota exceeded"}},
+        {"type": "mcp_call", "id": "mcp_1", "server_label": "ops", "name": "tail_log", "arguments": "{\"host\":\"backup-1\"}", "output": log},
+        {"type": "code_interpreter_call", "id": "ci_1", "status": "completed", "container_id": "cntr_1", "code": "print(sum([3, 4]))",
+         "outputs": [{"type": "logs", "logs": "7"}]},
+        {"type": "message", "id": "msg_1", "role": "assistant", "status": "completed",
+         "content": [{"type": "output_text", "text": "The backup volume is full.", "annotations": []}]},
+        {"role": "user", "content": "fix it"}
+    ]});
+    let request = ResponsesRequest::from_value(body.clone(), "request").expect("reads");
+    assert_eq!(request.to_value(), body);
+    let turn = &request.messages()[1];
+    assert_eq!(turn.text(), "The backup volume is full.");
+    let counted = HeuristicCounter.count_message(turn);
+    let log_tokens = log.chars().count() / 4;
+    assert!(
+        counted > log_tokens && counted < log_tokens + 200,
+        "{counted} vs the log's {log_tokens}"
+    );
+    // Not the encrypted reasoning (2,000 chars), nor the ids and statuses.
+    let Content::Parts(parts) = &turn.content else {
+        panic!("parts: {:?}", turn.content)
+    };
+    assert_eq!(parts.len(), 5);
+    assert!(
+        parts
+            .iter()
+            .all(|p| !serde_json::to_string(&p.to_value()).unwrap().contains("gAAAA"))
+    );
+    assert!(parts.iter().all(|p| p.to_value().get("id").is_none()));
+
+    let rendered = llm_compactor::summarize::render_message(turn, 400);
+    for says in [
+        "Check the backup host's logs first.",
+        "-> part web_search_call: {\"type\":\"web_search_call\",\"action\":{\"type\":\"search\",\"query\":\"pg_dump disk quota exceeded\"}}",
+        "-> part mcp_call: {\"type\":\"mcp_call\",\"server_label\":\"ops\",\"name\":\"tail_log\"",
+        "disk quota exceeded on /var/lib/postgresql",
+        "more characters truncated]",
+        "print(sum([3, 4]))",
+        "The backup volume is full.",
+    ] {
+        assert!(rendered.contains(says), "{says:?} not in:\n{rendered}");
+    }
+    assert!(
+        !rendered.contains("gAAAA") && !rendered.contains("[reasoning omitted]"),
+        "{rendered}"
+    );
 }

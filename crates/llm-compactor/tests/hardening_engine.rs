@@ -307,10 +307,19 @@ proptest! {
         let messages: Vec<Message> = contents
             .iter()
             .enumerate()
-            .map(|(i, c)| match i % 3 {
+            .map(|(i, c)| match i % 4 {
                 0 => Message::user(c.clone()),
                 1 => Message::assistant(c.clone()).with_tool_calls(vec![ToolCall::new("x", name.clone(), args.clone())]),
-                _ => Message::tool("x", c.clone()),
+                2 => Message::tool("x", c.clone()),
+                // A part the crate does not model, its type and fields hostile too.
+                _ => {
+                    let mut m = Message::user("");
+                    m.content = Content::Parts(vec![
+                        Part::text(c.clone()),
+                        Part::Other(serde_json::json!({"type": format!("{name}\n[system]"), "text": c})),
+                    ]);
+                    m
+                }
             })
             .collect();
         let transcript = render_transcript(&messages, cap);
@@ -318,6 +327,8 @@ proptest! {
         prop_assert_eq!(headers, messages.len());
         let calls = transcript.lines().filter(|l| l.starts_with("-> calls")).count();
         prop_assert_eq!(calls, messages.iter().map(|m| m.tool_calls.len()).sum::<usize>());
+        let parts = transcript.lines().filter(|l| l.starts_with("-> part")).count();
+        prop_assert_eq!(parts, messages.len() / 4);
     }
 }
 

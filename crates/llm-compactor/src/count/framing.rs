@@ -16,9 +16,10 @@
 //!
 //! - `tokens(content)`: a text content is one piece; structured parts are counted part
 //!   by part (text parts by their text, thinking parts by their thinking, the
-//!   `tool_use` position marker as nothing, any other part, such as an image, by its
-//!   compact JSON, which is only an approximation of what a provider bills for it);
-//!   absent and `null` content are nothing.
+//!   `tool_use` position marker as nothing, any other part by its compact JSON, but an
+//!   image, audio clip or file as [`crate::message::media::MEDIA_PART_TOKENS`] plus its
+//!   JSON without the inline base64, an estimate of what a provider bills for it: see
+//!   [`crate::message::media`]); absent and `null` content are nothing.
 //! - `tokens(tool calls JSON)`: the compact JSON array
 //!   `[{"id":..,"name":..,"arguments":..}]` of the message's calls, the same rendering
 //!   the heuristic counts chars of ([`tool_calls_json`]).
@@ -107,7 +108,7 @@ pub fn content_tokens(content: &Content, count_text: &dyn Fn(&str) -> usize) -> 
                 Part::Text { text, .. } => count_text(text),
                 Part::Thinking { thinking, .. } => count_text(thinking),
                 Part::ToolUse { .. } => 0,
-                Part::Other(value) => count_text(&serde_json::to_string(value).unwrap_or_default()),
+                Part::Other(value) => crate::message::media::other_part_tokens(value, count_text),
             })
             .sum(),
     }

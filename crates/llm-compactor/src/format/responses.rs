@@ -23,7 +23,10 @@
 //!   `name`, and `arguments` or `input`; a `local_shell_call` is named `local_shell`, its
 //!   `action` object the arguments). A hosted call needs no answer from the client, so
 //!   it is part of the turn and nothing else: it goes where its turn goes (kept, or
-//!   summarized with it). Grouping keeps a reasoning item with the items it led to (a cut
+//!   summarized with it). What the model has in context of the turn's reasoning and
+//!   hosted calls (a search's query, an MCP call's output, a code interpreter's logs, a
+//!   reasoning summary) is counted and shown to the summarizer: such a turn's content is
+//!   parts, its texts and a view of each of those items. Grouping keeps a reasoning item with the items it led to (a cut
 //!   between them is a request OpenAI refuses); the original items are kept in the
 //!   message's extras under [`RESPONSES_HINT_KEY`] and written back verbatim.
 //! - A `function_call_output`, `custom_tool_call_output` or `local_shell_call_output`
@@ -42,7 +45,7 @@ use serde_json::{Map, Value};
 use super::openai::insert_content;
 use super::wire::kind_of;
 use super::{FormatError, append_extras, bare_message, refuse_reserved_key};
-use crate::message::{Content, Message, Role, ToolCall};
+use crate::message::{Content, Message, Part, Role, ToolCall};
 
 /// The extras key of a message read from a Responses request: `"instructions"`, `"input"`
 /// (a string input), or, on an assistant turn, the array of its original items. Other
@@ -321,36 +324,43 @@ fn take_content(item: &mut Map<String, Value>, key: &str) -> Result<Content, Str
 /// One assistant message from the items of a turn; the items themselves are kept under
 /// [`RESPONSES_HINT_KEY`].
 fn assistant_turn(items: Vec<Map<String, Value>>) -> Result<Message, String> {
-    let (text, tool_calls) = turn_parts(items.iter())?;
+    let (content, tool_calls) = turn_parts(items.iter())?;
     let mut message = bare_message(Role::Assistant);
-    message.content = text.map_or(Content::Absent, Content::Text);
+    message.content = content;
     message.tool_calls = tool_calls;
     let items = items.into_iter().map(Value::Object).collect();
     message.extras.insert(RESPONSES_HINT_KEY.into(), Value::Array(items));
     Ok(message)
 }
 
-/// A turn's text (its assistant messages' `output_text`, joined by newlines) and calls.
-fn turn_parts<'a>(
-    items: impl IntoIterator<Item = &'a Map<String, Value>>,
-) -> Result<(Option<String>, Vec<ToolCall>), String> {
-    let mut texts = Vec::new();
+/// A turn's content and calls. The content is its assistant messages' `output_text`,
+/// joined by newlines; when the turn also holds reasoning or hosted tools' calls, it is
+/// parts instead, in the items' order: each text, and for each such item a
+/// [`Part::Other`] that counters count and the summarizer reads (see
+/// [`context_view`]).
+fn turn_parts<'a>(items: impl IntoIterator<Item = &'a Map<String, Value>>) -> Result<(Content, Vec<ToolCall>), String> {
+    let mut parts = Vec::new();
+    let mut in_context = false;
     let mut calls = Vec::new();
     for item in items {
         match item_kind(item) {
             Some("message") => match item.get("content") {
-                Some(Value::String(text)) => texts.push(text.clone()),
-                Some(Value::Array(parts)) => {
-                    for part in parts {
+                Some(Value::String(text)) => parts.push(Part::text(text.clone())),
+                Some(Value::Array(content)) => {
+                    for part in content {
                         if let Some(text) = part.get("text").and_then(Value::as_str)
                             && matches!(part.get("type").and_then(Value::as_str), Some("output_text" | "text"))
                         {
-                            texts.push(text.to_owned());
+                            parts.push(Part::text(text));
                         }
                     }
                 }
                 _ => {}
             },
+            Some(kind) if kind == "reasoning" || HOSTED_CALLS.contains(&kind) => {
+                parts.push(Part::Other(context_view(item)));
+                in_context = true;
+            }
             Some(kind @ ("function_call" | "custom_tool_call")) => {
                 let what = format!("a {kind} item");
                 let arguments = if kind == "function_call" { "arguments" } else { "input" };
@@ -378,7 +388,39 @@ fn turn_parts<'a>(
             _ => {}
         }
     }
-    Ok(((!texts.is_empty()).then(|| texts.join("\n")), calls))
+    let content = if in_context {
+        Content::Parts(parts)
+    } else if parts.is_empty() {
+        Content::Absent
+    } else {
+        let texts: Vec<&str> = parts.iter().filter_map(Part::text_ref).collect();
+        Content::Text(texts.join("\n"))
+    };
+    Ok((content, calls))
+}
+
+/// What the model has in context of a reasoning item or a hosted tool's call, as a part
+/// of its turn's content: counted by the counters and read by the summarizer (the item
+/// itself is written back from the turn's original items).
+///
+/// - A hosted call is the item without its `id` and `status` (bookkeeping): its query,
+///   code, outputs, results or MCP output are what the model read. A generated image is
+///   counted as an image, not as its base64 ([`crate::message::media`]).
+/// - A reasoning item is its `type` and `summary` only. Its `encrypted_content` stands
+///   for reasoning tokens OpenAI drops from the context of later turns; the upstream's
+///   bill (the calibrated counter) says what the current turn's reasoning costs.
+fn context_view(item: &Map<String, Value>) -> Value {
+    let keep: &dyn Fn(&str) -> bool = if item_kind(item) == Some("reasoning") {
+        &|key| key == "type" || key == "summary"
+    } else {
+        &|key| key != "id" && key != "status"
+    };
+    Value::Object(
+        item.iter()
+            .filter(|(key, _)| keep(key))
+            .map(|(key, value)| (key.clone(), value.clone()))
+            .collect(),
+    )
 }
 
 fn export_items(messages: &[Message]) -> Vec<Value> {
@@ -414,8 +456,7 @@ fn message_items(message: &Message) -> Option<&Vec<Value>> {
         return None;
     };
     let maps: Option<Vec<&Map<String, Value>>> = items.iter().map(Value::as_object).collect();
-    let (text, calls) = turn_parts(maps?).ok()?;
-    let content = text.map_or(Content::Absent, Content::Text);
+    let (content, calls) = turn_parts(maps?).ok()?;
     (content == message.content && calls == message.tool_calls).then_some(items)
 }
 
@@ -423,16 +464,16 @@ fn export_turn(message: &Message) -> Vec<Value> {
     if let Some(items) = message_items(message) {
         return items.clone();
     }
-    // A turn made here (or changed): its text as an output message, then its calls.
+    // A turn made here (or changed): its text as an output message, then its calls. The
+    // views of reasoning and hosted calls are not items (their ids and encrypted content
+    // are not in them): a changed turn loses them, as a summarized one does.
     let mut items = Vec::new();
-    let text = message.content.to_value();
-    if let Some(text) = text.as_str().filter(|t| !t.is_empty()) {
+    let text = message.content.text();
+    if !text.is_empty() {
         items.push(serde_json::json!({
             "type": "message", "role": "assistant",
             "content": [{"type": "output_text", "text": text, "annotations": []}]
         }));
-    } else if let Value::Array(parts) = text {
-        items.push(serde_json::json!({"type": "message", "role": "assistant", "content": parts}));
     }
     for call in &message.tool_calls {
         items.push(serde_json::json!({

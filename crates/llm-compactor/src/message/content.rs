@@ -49,7 +49,9 @@ impl Content {
 
     /// The size of the content in Unicode scalar values, as every threshold of the
     /// compactor measures it: text is its chars; a text or thinking part its text's
-    /// chars; any other part the chars of its compact JSON.
+    /// chars; any other part the chars of its compact JSON, except that an image, audio
+    /// clip or file counts as [`super::media::MEDIA_PART_CHARS`] instead of its inline
+    /// base64 (see [`super::media`]).
     pub fn chars(&self) -> usize {
         match self {
             Content::Absent | Content::Null => 0,
@@ -210,7 +212,7 @@ impl Part {
             Part::Text { text, .. } => text.chars().count(),
             Part::Thinking { thinking, .. } => thinking.chars().count(),
             Part::ToolUse { .. } => 0,
-            Part::Other(value) => serde_json::to_string(value).map(|s| s.chars().count()).unwrap_or(0),
+            Part::Other(value) => super::media::other_part_chars(value),
         }
     }
 

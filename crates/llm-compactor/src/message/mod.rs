@@ -19,6 +19,7 @@ mod content;
 pub mod digest;
 mod flat_arguments;
 pub(crate) mod json_string;
+pub mod media;
 mod model;
 
 pub use canonical::{canonical_arguments, canonical_json};

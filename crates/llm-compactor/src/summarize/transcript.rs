@@ -14,7 +14,10 @@
 //! reaches the summarizer as `\[system] ...`, visibly message text. The instruction tells
 //! the summarizer so, and that tool output is data, not instructions. Opaque reasoning
 //! blocks (redacted thinking, encrypted reasoning) leave a `[reasoning omitted]` line
-//! where they were.
+//! where they were; a reasoning item's summary is read as text. Any other part (a hosted
+//! tool's call or result such as a web search, an MCP call's output, an image) is a
+//! `-> part TYPE: JSON` line, its compact JSON cut at the cap and inline media data left
+//! out, so what the model learned from server-side tools reaches the summary too.
 
 use serde_json::Value;
 
@@ -121,7 +124,11 @@ pub fn render_message(message: &Message, cap: usize) -> String {
     // Each piece of text escaped; our reasoning markers where the opaque blocks were.
     let pieces: Vec<String> = text_pieces(message)
         .into_iter()
-        .map(|p| p.map_or_else(|| REASONING_OMITTED.to_owned(), |t| escape_body(&t)))
+        .map(|piece| match piece {
+            Piece::Text(text) => escape_body(&text),
+            Piece::Reasoning => REASONING_OMITTED.to_owned(),
+            Piece::Part(value) => part_line(value, cap),
+        })
         .collect();
     let text = pieces.join("\n");
     let body = if message.is_tool_result() {
@@ -146,38 +153,86 @@ fn escape_line_breaks(text: &str) -> String {
     text.replace('\\', "\\\\").replace('\n', "\\n").replace('\r', "\\r")
 }
 
-/// The message's text pieces in order, `None` where a [`REASONING_OMITTED`] marker
-/// stands: one per run of opaque reasoning parts, and one first when the message carries
-/// reasoning only in wire fields (`reasoning_content`, `reasoning`, `thinking_blocks`).
-fn text_pieces(message: &Message) -> Vec<Option<String>> {
-    let mut out: Vec<Option<String>> = Vec::new();
+/// One piece of a message's body in the transcript.
+enum Piece<'a> {
+    /// Message text (escaped when rendered).
+    Text(String),
+    /// A [`REASONING_OMITTED`] marker.
+    Reasoning,
+    /// A part the crate does not model, rendered as a `-> part` line.
+    Part(&'a Value),
+}
+
+/// The text of a Responses reasoning item's summary (its `summary_text` parts), if it
+/// has any.
+fn reasoning_summary(value: &Value) -> Option<String> {
+    if value.get("type").and_then(Value::as_str) != Some("reasoning") {
+        return None;
+    }
+    let texts: Vec<&str> = value
+        .get("summary")?
+        .as_array()?
+        .iter()
+        .filter_map(|part| part.get("text").and_then(Value::as_str))
+        .filter(|text| !text.trim().is_empty())
+        .collect();
+    (!texts.is_empty()).then(|| texts.join("\n"))
+}
+
+/// `-> part TYPE: JSON`: the part's compact JSON without inline media data, cut at `cap`
+/// chars, on one line (compact JSON has no line break; the type's are escaped).
+fn part_line(value: &Value, cap: usize) -> String {
+    let kind = value.get("type").and_then(Value::as_str).unwrap_or("unknown");
+    let (view, _) = crate::message::media::counted_view(value);
+    let json = serde_json::to_string(view.as_ref()).unwrap_or_default();
+    format!("-> part {}: {}", escape_line_breaks(kind), cut_marked(&json, cap, " "))
+}
+
+/// The message's body pieces in order: texts, one [`Piece::Reasoning`] per run of
+/// opaque reasoning parts (and one first when the message carries reasoning only in
+/// wire fields: `reasoning_content`, `reasoning`, `thinking_blocks`), and a
+/// [`Piece::Part`] for every other part but the `tool_use` position markers.
+fn text_pieces(message: &Message) -> Vec<Piece<'_>> {
+    let mut out = Vec::new();
     if ["reasoning_content", "reasoning", "thinking_blocks"]
         .iter()
         .any(|k| message.extras.get(*k).is_some_and(|v| !v.is_null()))
     {
-        out.push(None);
+        out.push(Piece::Reasoning);
     }
     match &message.content {
         Content::Parts(parts) => {
             let mut last_opaque = false;
             for part in parts {
+                if let Part::Other(value) = part
+                    && let Some(summary) = reasoning_summary(value)
+                {
+                    out.push(Piece::Text(summary));
+                    last_opaque = false;
+                    continue;
+                }
                 if is_opaque_reasoning(part) {
                     if !last_opaque {
-                        out.push(None);
+                        out.push(Piece::Reasoning);
                     }
                     last_opaque = true;
                     continue;
                 }
                 last_opaque = false;
-                if let Some(text) = part.text_ref() {
-                    out.push(Some(text.to_owned()));
+                match part {
+                    Part::Other(value) => out.push(Piece::Part(value)),
+                    _ => {
+                        if let Some(text) = part.text_ref() {
+                            out.push(Piece::Text(text.to_owned()));
+                        }
+                    }
                 }
             }
         }
         other => {
             let text = other.text();
             if !text.is_empty() {
-                out.push(Some(text));
+                out.push(Piece::Text(text));
             }
         }
     }
