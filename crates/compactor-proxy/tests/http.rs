@@ -318,7 +318,10 @@ async fn a_conversation_with_screenshots_inside_the_window_is_forwarded_unchange
     let proxy = proxy(&up.url(), 100_000, Arc::new(MemoryStore::new())).await;
     let mut messages = vec![json!({"role": "system", "content": "You look at screens."})];
     for i in 0..10 {
-        let png = format!("data:image/png;base64,{}", format!("iVBORw0KGgoAAAANSUhEUg{i:03}").repeat(6_000));
+        let png = format!(
+            "data:image/png;base64,{}",
+            format!("iVBORw0KGgoAAAANSUhEUg{i:03}").repeat(6_000)
+        );
         messages.push(json!({"role": "user", "content": [
             {"type": "text", "text": format!("screen {i}: what changed?")},
             {"type": "image_url", "image_url": {"url": png}}

@@ -502,4 +502,11 @@ fn what_hosted_tools_put_in_context_is_counted_and_summarized() {
         !rendered.contains("gAAAA") && !rendered.contains("[reasoning omitted]"),
         "{rendered}"
     );
+
+    // What the summarizer read there is grounded: a summary that names the path from the
+    // MCP output is not flagged as invented.
+    let source = llm_compactor::plan::ledger::source_text(request.messages());
+    let summary = "The nightly pg_dump fails: /var/lib/postgresql on backup-1 is over quota.";
+    let grounded = llm_compactor::plan::grounding::ground(summary, &source, &Default::default()).expect("passes");
+    assert!(grounded.unverified.is_empty(), "{:?}", grounded.unverified);
 }

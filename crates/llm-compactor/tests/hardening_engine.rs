@@ -295,6 +295,37 @@ fn opaque_reasoning_leaves_a_marker() {
     );
 }
 
+/// A server-side tool's call and result (Anthropic web search) reach the summarizer as
+/// `-> part` lines with what a reader can use (the query, each result's title and URL),
+/// not the results' encrypted page content; before, the summarizer saw neither.
+#[test]
+fn server_tool_parts_are_shown_to_the_summarizer_without_their_encrypted_content() {
+    let document = llm_compactor::format::Document::from_value(
+        json!({"messages": [
+            {"role": "user", "content": "who maintains serde?"},
+            {"role": "assistant", "content": [
+                {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search", "input": {"query": "serde maintainer"}},
+                {"type": "web_search_tool_result", "tool_use_id": "srvtoolu_1", "content": [
+                    {"type": "web_search_result", "title": "serde-rs/serde", "url": "https://github.com/serde-rs/serde",
+                     "encrypted_content": "EqgfCioIARgBIiQ3".repeat(200), "page_age": null}
+                ]},
+                {"type": "text", "text": "David Tolnay maintains it."}
+            ]}
+        ]}),
+        Some(llm_compactor::format::Format::Anthropic),
+        "search.json",
+    )
+    .expect("an Anthropic conversation");
+    let rendered = render_message(&document.messages()[1], 2_000);
+    assert_eq!(
+        rendered,
+        "[assistant]\n\
+         -> part server_tool_use: {\"type\":\"server_tool_use\",\"id\":\"srvtoolu_1\",\"name\":\"web_search\",\"input\":{\"query\":\"serde maintainer\"}}\n\
+         -> part web_search_tool_result: {\"type\":\"web_search_tool_result\",\"tool_use_id\":\"srvtoolu_1\",\"content\":[{\"type\":\"web_search_result\",\"title\":\"serde-rs/serde\",\"url\":\"https://github.com/serde-rs/serde\",\"page_age\":null}]}\n\
+         David Tolnay maintains it.\n"
+    );
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
     #[test]

@@ -155,13 +155,21 @@ pub fn chars_for_tokens(tokens: usize) -> usize {
     tokens.saturating_mul(3)
 }
 
-/// The text the grounding gate checks identifiers against: every message's text, tool
-/// names and raw arguments, newline-separated.
+/// The text the grounding gate checks identifiers against: every message's text, the
+/// strings of its other parts (what a hosted tool returned, a reasoning summary: the
+/// summarizer reads them too), tool names and raw arguments, newline-separated.
 pub fn source_text(messages: &[crate::message::Message]) -> String {
     let mut out = String::new();
     for message in messages {
         out.push_str(&message.text());
         out.push('\n');
+        if let crate::message::Content::Parts(parts) = &message.content {
+            for part in parts {
+                if let crate::message::Part::Other(value) = part {
+                    push_strings(value, &mut out);
+                }
+            }
+        }
         for call in &message.tool_calls {
             out.push_str(&call.name);
             out.push('\n');
@@ -179,4 +187,17 @@ pub fn source_text(messages: &[crate::message::Message]) -> String {
         }
     }
     out
+}
+
+/// Every string in `value` but inline media data, each on its own line.
+fn push_strings(value: &serde_json::Value, out: &mut String) {
+    match value {
+        serde_json::Value::String(text) if !crate::message::media::is_data_url(text) => {
+            out.push_str(text);
+            out.push('\n');
+        }
+        serde_json::Value::Array(items) => items.iter().for_each(|item| push_strings(item, out)),
+        serde_json::Value::Object(members) => members.values().for_each(|member| push_strings(member, out)),
+        _ => {}
+    }
 }
