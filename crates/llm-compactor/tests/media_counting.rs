@@ -68,6 +68,13 @@ fn a_screenshot_counts_as_an_image_not_as_its_base64() {
         "{}",
         result.content.chars()
     );
+    // The grounding gate's source holds the result's words, not its pixels.
+    let source = llm_compactor::plan::ledger::source_text(document.messages());
+    assert!(
+        source.contains("clicked") && source.len() < 1_000,
+        "{} bytes",
+        source.len()
+    );
     // The summarizer is told a screenshot was there, without its data.
     let rendered = llm_compactor::summarize::render_message(result, 100_000);
     assert_eq!(

@@ -163,6 +163,35 @@ pub fn other_part_tokens(value: &Value, count_text: &dyn Fn(&str) -> usize) -> u
     count_text(&serde_json::to_string(view.as_ref()).unwrap_or_default()) + units * MEDIA_PART_TOKENS
 }
 
+/// What a reader (the summarizer, the grounding gate) can use of a
+/// [`crate::message::Part::Other`] value: the value with inline media data blanked (as
+/// [`counted_view`]) and without members named `encrypted_*` or `signature` (the
+/// encrypted page content of an Anthropic web search result, a reasoning signature),
+/// which no reader can decode.
+///
+/// ```
+/// use llm_compactor::message::media::readable_view;
+/// use serde_json::json;
+/// let result = json!({"type": "web_search_result", "url": "https://a.example", "encrypted_content": "EqgfCio"});
+/// assert_eq!(readable_view(&result), json!({"type": "web_search_result", "url": "https://a.example"}));
+/// ```
+pub fn readable_view(value: &Value) -> Value {
+    let mut view = counted_view(value).0.into_owned();
+    drop_unreadable(&mut view);
+    view
+}
+
+fn drop_unreadable(value: &mut Value) {
+    match value {
+        Value::Object(members) => {
+            members.retain(|key, _| !key.starts_with("encrypted") && key != "signature");
+            members.values_mut().for_each(drop_unreadable);
+        }
+        Value::Array(items) => items.iter_mut().for_each(drop_unreadable),
+        _ => {}
+    }
+}
+
 fn count_payloads(value: &Value, in_media: bool) -> usize {
     match value {
         Value::String(text) => usize::from(is_payload(text, in_media)),

@@ -179,28 +179,14 @@ fn reasoning_summary(value: &Value) -> Option<String> {
     (!texts.is_empty()).then(|| texts.join("\n"))
 }
 
-/// `-> part TYPE: JSON`: the part's compact JSON without inline media data and without
-/// what no reader can use (members named `encrypted_*` or `signature`, such as the
-/// encrypted page content of an Anthropic web search result), cut at `cap` chars, on
-/// one line (compact JSON has no line break; the type's are escaped).
+/// `-> part TYPE: JSON`: the compact JSON of what a reader can use of the part
+/// ([`crate::message::media::readable_view`]: no inline media data, no encrypted
+/// members), cut at `cap` chars, on one line (compact JSON has no line break; the
+/// type's are escaped).
 fn part_line(value: &Value, cap: usize) -> String {
     let kind = value.get("type").and_then(Value::as_str).unwrap_or("unknown");
-    let (view, _) = crate::message::media::counted_view(value);
-    let mut view = view.into_owned();
-    drop_unreadable(&mut view);
-    let json = serde_json::to_string(&view).unwrap_or_default();
+    let json = serde_json::to_string(&crate::message::media::readable_view(value)).unwrap_or_default();
     format!("-> part {}: {}", escape_line_breaks(kind), cut_marked(&json, cap, " "))
-}
-
-fn drop_unreadable(value: &mut Value) {
-    match value {
-        Value::Object(members) => {
-            members.retain(|key, _| !key.starts_with("encrypted") && key != "signature");
-            members.values_mut().for_each(drop_unreadable);
-        }
-        Value::Array(items) => items.iter_mut().for_each(drop_unreadable),
-        _ => {}
-    }
 }
 
 /// The message's body pieces in order: texts, one [`Piece::Reasoning`] per run of

@@ -156,8 +156,9 @@ pub fn chars_for_tokens(tokens: usize) -> usize {
 }
 
 /// The text the grounding gate checks identifiers against: every message's text, the
-/// strings of its other parts (what a hosted tool returned, a reasoning summary: the
-/// summarizer reads them too), tool names and raw arguments, newline-separated.
+/// strings of its other parts that a reader can use (what a hosted tool returned, a
+/// reasoning summary: the summarizer reads them too; not media data or encrypted
+/// members), tool names and raw arguments, newline-separated.
 pub fn source_text(messages: &[crate::message::Message]) -> String {
     let mut out = String::new();
     for message in messages {
@@ -166,7 +167,7 @@ pub fn source_text(messages: &[crate::message::Message]) -> String {
         if let crate::message::Content::Parts(parts) = &message.content {
             for part in parts {
                 if let crate::message::Part::Other(value) = part {
-                    push_strings(value, &mut out);
+                    push_strings(&crate::message::media::readable_view(value), &mut out);
                 }
             }
         }
@@ -189,10 +190,10 @@ pub fn source_text(messages: &[crate::message::Message]) -> String {
     out
 }
 
-/// Every string in `value` but inline media data, each on its own line.
+/// Every non-empty string in `value`, each on its own line.
 fn push_strings(value: &serde_json::Value, out: &mut String) {
     match value {
-        serde_json::Value::String(text) if !crate::message::media::is_data_url(text) => {
+        serde_json::Value::String(text) if !text.is_empty() => {
             out.push_str(text);
             out.push('\n');
         }
