@@ -135,3 +135,78 @@ async fn the_ledger_summarizer_needs_no_model() {
     let again = c.compact(&input, CompactOptions::default()).await.unwrap();
     assert_eq!(again.summary, result.summary);
 }
+
+/// Server-side tools are in the ledger as client tools are: an Anthropic turn whose code
+/// execution ran a failing test and viewed a file, and a Responses turn whose MCP call
+/// failed (the provider's `error`, an open error in its own words). Summarized with no
+/// model, the commands, the files and the open errors are still there (before, the
+/// ledger read only client tool calls and tool messages).
+#[tokio::test]
+async fn server_side_tools_are_in_the_ledger() {
+    use llm_compactor::count::HeuristicCounter;
+    use llm_compactor::format::responses::ResponsesRequest;
+    use llm_compactor::format::{Document, Format};
+    use llm_compactor::{Compactor, CompactorConfig, Message};
+    use serde_json::json;
+
+    let padding = |i: usize| {
+        vec![
+            json!({"role": "user", "content": format!("step {i}: keep going {}", "x".repeat(600))}),
+            json!({"role": "assistant", "content": format!("done with step {i} {}", "y".repeat(600))}),
+        ]
+    };
+    let mut anthropic = vec![
+        json!({"role": "user", "content": "Run the tests in the sandbox."}),
+        json!({"role": "assistant", "content": [
+            {"type": "server_tool_use", "id": "srv_1", "name": "bash_code_execution", "input": {"command": "pytest -q tests/test_tax.py"}},
+            {"type": "bash_code_execution_tool_result", "tool_use_id": "srv_1", "content": {
+                "type": "bash_code_execution_result", "stdout": "FAILED tests/test_tax.py::test_vat_rounding - AssertionError\n1 failed in 0.12s",
+                "stderr": "", "return_code": 1, "content": []}},
+            {"type": "server_tool_use", "id": "srv_2", "name": "text_editor_code_execution", "input": {"command": "view", "path": "/tmp/taxkit/rates.py"}},
+            {"type": "text_editor_code_execution_tool_result", "tool_use_id": "srv_2", "content": {
+                "type": "text_editor_code_execution_view_result", "file_type": "text", "content": "VAT = 0.2\n"}},
+            {"type": "text", "text": "One test fails."}
+        ]}),
+    ];
+    for i in 0..12 {
+        anthropic.extend(padding(i));
+    }
+    let anthropic = Document::from_value(json!({"messages": anthropic}), Some(Format::Anthropic), "run.json").unwrap();
+
+    let mut input = vec![
+        json!({"role": "user", "content": "Why does the backup fail?"}),
+        json!({"type": "mcp_call", "id": "mcp_1", "server_label": "ops", "name": "tail_log",
+               "arguments": "{\"path\":\"/var/log/backup.log\"}", "output": null, "error": "ERROR: disk quota exceeded on /srv/backup"}),
+        json!({"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "The disk is full.", "annotations": []}]}),
+    ];
+    for i in 0..12 {
+        input.extend(padding(i));
+    }
+    let responses = ResponsesRequest::from_value(json!({"model": "gpt-5", "input": input}), "request").unwrap();
+
+    let summarize = |messages: Vec<Message>| async move {
+        let c = Compactor::new(
+            CompactorConfig::builder(4_000).build().unwrap(),
+            Arc::new(HeuristicCounter),
+        )
+        .with_summarizer(Arc::new(LedgerSummarizer));
+        let result = c.compact(&messages, CompactOptions::default()).await.unwrap();
+        assert!(result.dropped > 2, "the early turns are summarized: {result:?}");
+        result.summary
+    };
+    let summary = summarize(anthropic.messages().to_vec()).await;
+    for says in [
+        "- `pytest -q tests/test_tax.py` ✗ 1",
+        "- FAILED tests/test_tax.py::test_vat_rounding - AssertionError (from `pytest -q tests/test_tax.py`)",
+        "- /tmp/taxkit/rates.py (read)",
+    ] {
+        assert!(summary.contains(says), "{says:?} not in:\n{summary}");
+    }
+    let summary = summarize(responses.messages().to_vec()).await;
+    for says in [
+        "- /var/log/backup.log (used)",
+        "### Open errors and failing tests\n- ERROR: disk quota exceeded on /srv/backup",
+    ] {
+        assert!(summary.contains(says), "{says:?} not in:\n{summary}");
+    }
+}

@@ -5,9 +5,10 @@ use std::collections::HashMap;
 use serde_json::Value;
 
 use super::command::{cap_chars, command_head, command_paths, op_of_tool};
+use super::hosted::{Hosted, hosted};
 use super::scan::{self, bash_blocks, code_spans, error_lines, exit_status, is_path, trim_token, urls};
 use super::{CommandFact, ErrorFact, FileFact, Ledger, LedgerRules};
-use crate::message::{Message, Role};
+use crate::message::{Content, Message, Part, Role};
 use crate::plan::SUMMARY_HEADER;
 
 /// Argument names that carry a shell command.
@@ -175,6 +176,13 @@ impl Builder<'_> {
             let command = self.tool_call(seq, &call.name, &call.arguments);
             self.pending.insert(call.id.clone(), command);
         }
+        if let Content::Parts(parts) = &message.content {
+            for part in parts {
+                if let Part::Other(value) = part {
+                    self.hosted(seq, value);
+                }
+            }
+        }
         if message.tool_calls.is_empty() {
             if let Some(block) = bash_blocks(text).into_iter().last() {
                 self.command(seq, block);
@@ -195,6 +203,52 @@ impl Builder<'_> {
                 self.ledger.identifiers.remove(pos);
             }
             self.ledger.identifiers.push(id);
+        }
+    }
+
+    /// Records a server-side tool's call or result (see [`super::hosted`]).
+    fn hosted(&mut self, seq: usize, part: &Value) {
+        match hosted(part) {
+            Some(Hosted::Call { id, name, arguments }) => {
+                let command = self.tool_call(seq, &name, &arguments);
+                self.pending.insert(id, command);
+            }
+            Some(Hosted::Result { id, text, error }) => {
+                let command = self.pending.remove(&id).flatten();
+                self.result(seq, command.clone(), &text);
+                self.marked_error(seq, command, error);
+            }
+            Some(Hosted::Answered {
+                name,
+                arguments,
+                text,
+                error,
+            }) => {
+                let command = self.tool_call(seq, &name, &arguments);
+                self.result(seq, command.clone(), &text);
+                self.marked_error(seq, command, error);
+            }
+            None => {}
+        }
+    }
+
+    /// Records the error a provider marked a result with, in its own words (capped as
+    /// [`error_lines`] caps), as an open error.
+    fn marked_error(&mut self, seq: usize, command: Option<String>, error: Option<String>) {
+        let Some(error) = error else { return };
+        let text: String = error.chars().take(self.rules.error_chars).collect();
+        match self.ledger.errors.iter_mut().find(|e| e.text == text) {
+            Some(fact) => {
+                fact.open = true;
+                fact.last_seen = seq;
+                fact.command = command;
+            }
+            None => self.ledger.errors.push(ErrorFact {
+                text,
+                open: true,
+                command,
+                last_seen: seq,
+            }),
         }
     }
 

@@ -9,11 +9,14 @@
 //!
 //! [`extract`] reads the messages (mini-swe-agent bash blocks and `<returncode>`
 //! observations, OpenAI/Anthropic tool calls with any tool name, OpenHands' editor
-//! commands); [`render`] writes fixed sections under a size cap, cutting the oldest
-//! facts first. Both are pure.
+//! commands, and the server-side tools a provider ran within a turn: Anthropic's code
+//! execution and MCP blocks, the Responses API's `mcp_call` and `code_interpreter_call`);
+//! [`render`] writes fixed sections under a size cap, cutting the oldest facts first.
+//! Both are pure.
 
 mod command;
 mod extract;
+mod hosted;
 mod render;
 pub(crate) mod scan;
 
