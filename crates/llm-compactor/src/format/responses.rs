@@ -26,9 +26,10 @@
 //!   summarized with it). What the model has in context of the turn's reasoning and
 //!   hosted calls (a search's query, an MCP call's output, a code interpreter's logs, a
 //!   reasoning summary) is counted and shown to the summarizer: such a turn's content is
-//!   parts, its texts and a view of each of those items. Grouping keeps a reasoning item with the items it led to (a cut
-//!   between them is a request OpenAI refuses); the original items are kept in the
-//!   message's extras under [`RESPONSES_HINT_KEY`] and written back verbatim.
+//!   parts, its texts and a view of each of those items. Grouping keeps a reasoning item
+//!   with the items it led to (a cut between them is a request OpenAI refuses); the
+//!   original items are kept in the message's extras under [`RESPONSES_HINT_KEY`] and
+//!   written back verbatim.
 //! - A `function_call_output`, `custom_tool_call_output` or `local_shell_call_output`
 //!   item is a tool message answering `call_id`; its `output` is the content (a stub,
 //!   when aged). A synthetic answer (a repaired unanswered call) is written as the output

@@ -24,16 +24,17 @@
 //! - a media part costs [`MEDIA_PART_TOKENS`] per payload (at least one for a media
 //!   type, so an image by URL is not counted as its URL's few tokens), plus the compact
 //!   JSON of the part with each payload written as an empty string (its `type`, a
-//!   `media_type`, a `detail`, a file name).
+//!   `media_type`, a `detail`, a file name);
+//! - a document whose source is text (`"source": {"type": "text"}`) is not media: it is
+//!   counted as the text it holds.
 //!
 //! The figure is an estimate, the same for every image (the counter does not decode
 //! pixels): Anthropic's largest image, and above any OpenAI image at `detail: low`. A
 //! PDF is billed per page (text and an image of each), so a long one is under-counted.
 //! The calibrated counter replaces the estimate with the provider's bill as soon as one
-//! is known. A document whose source is text (`"source": {"type": "text"}`) is not
-//! media: it is counted as the text it holds.
-//! Other counters then agree: the heuristic sees [`MEDIA_PART_CHARS`] chars per payload
-//! (four chars a token), the exact counters [`MEDIA_PART_TOKENS`] tokens.
+//! is known. The counters agree with each other: the heuristic sees
+//! [`MEDIA_PART_CHARS`] chars per payload (four chars a token), the exact counters
+//! [`MEDIA_PART_TOKENS`] tokens.
 //!
 //! [`Part::Other`]: crate::message::Part::Other
 
@@ -120,7 +121,8 @@ fn is_media_type(value: &Value) -> bool {
 
 /// A [`crate::message::Part::Other`] value as it is counted: the value with every
 /// inline payload written as an empty string, and how many media units it costs
-/// ([`MEDIA_PART_TOKENS`] each). A value that is no media is borrowed unchanged with 0.
+/// ([`MEDIA_PART_TOKENS`] each). A value without payloads is borrowed unchanged (with
+/// one unit if its type is media, else none).
 ///
 /// ```
 /// use llm_compactor::message::media::counted_view;

@@ -16,8 +16,9 @@
 //! blocks (redacted thinking, encrypted reasoning) leave a `[reasoning omitted]` line
 //! where they were; a reasoning item's summary is read as text. Any other part (a hosted
 //! tool's call or result such as a web search, an MCP call's output, an image) is a
-//! `-> part TYPE: JSON` line, its compact JSON cut at the cap and inline media data left
-//! out, so what the model learned from server-side tools reaches the summary too.
+//! `-> part TYPE: JSON` line, its compact JSON cut at the cap, inline media data and
+//! encrypted members left out, so what the model learned from server-side tools
+//! reaches the summary too.
 
 use serde_json::Value;
 
