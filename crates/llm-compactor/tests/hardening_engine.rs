@@ -449,6 +449,41 @@ fn one_huge_recent_result_is_cut_head_and_tail_and_the_pass_fits() {
     assert_pass_replays(&input, &result);
 }
 
+/// A recent result that holds media beside its text is never cut: the cut writes the
+/// result as text, which would drop its images without a word (the marker counts the
+/// text's chars only). Its text-only neighbour is cut instead.
+#[test]
+fn a_recent_result_with_an_image_is_not_cut_its_text_only_neighbour_is() {
+    let mut input = engine_support::conversation(6, 200);
+    input.pop();
+    input.push(Message::user("read the log and look at the screen"));
+    input.push(Message::assistant("").with_tool_calls(vec![
+        ToolCall::new("log", "cat", r#"{"path":"build.log"}"#),
+        ToolCall::new("shot", "screenshot", "{}"),
+    ]));
+    input.push(Message::tool("log", format!("HEAD{}TAIL", "z".repeat(30_000))));
+    let mut shot = Message::tool("shot", "");
+    shot.content = Content::Parts(vec![
+        Part::text(format!("screen text: {}", "w ".repeat(12_000))),
+        Part::Other(
+            json!({"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo".repeat(20_000)}}),
+        ),
+    ]);
+    input.push(shot.clone());
+    let compactor = Compactor::new(
+        CompactorConfig::builder(8_000).keep_recent(3).build().unwrap(),
+        Arc::new(HeuristicCounter),
+    )
+    .with_summarizer(Scripted::always(reply("S.")));
+    let result = run(&compactor, &input).unwrap();
+    assert_eq!(result.messages.last(), Some(&shot), "the screenshot result is whole");
+    assert_eq!(result.truncations.len(), 1, "{:?}", result.truncations);
+    let log = &result.messages[result.messages.len() - 2];
+    assert!(log.text().starts_with("HEAD") && log.text().contains("characters cut"));
+    provider_valid(&result.messages).unwrap();
+    assert_pass_replays(&input, &result);
+}
+
 #[test]
 fn the_recent_window_shrinks_before_anything_is_cut() {
     // keep_recent 8 would keep three fat rounds; the cap keeps only what fits.

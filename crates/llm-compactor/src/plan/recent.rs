@@ -16,7 +16,7 @@ use super::cut::Layout;
 use super::pairs::Pairs;
 use super::pinned::pinned;
 use super::stub::is_stub;
-use crate::message::{Content, Message, Role};
+use crate::message::{Content, Message, Part, Role};
 
 /// Characters of a cut result always kept (head and tail together).
 const MIN_KEPT_CHARS: usize = 256;
@@ -120,9 +120,13 @@ pub fn fit_recent(
     if excess == 0 {
         return (shrunk, Vec::new());
     }
-    // Cut the biggest tool results of the window until it fits.
+    // Cut the biggest tool results of the window until it fits. A cut writes the result
+    // as text: one that holds anything else (an image, a file) is not cut, since its
+    // other parts would go without a word.
     let mut candidates: Vec<usize> = (shrunk.recent_start..n)
-        .filter(|&i| messages[i].is_tool_result() && !pins[i] && !is_stub(&messages[i].content))
+        .filter(|&i| {
+            messages[i].is_tool_result() && !pins[i] && !is_stub(&messages[i].content) && is_text(&messages[i].content)
+        })
         .collect();
     candidates.sort_by_key(|&i| (std::cmp::Reverse(tokens[i]), i));
     let mut truncations = Vec::new();
@@ -161,4 +165,13 @@ pub fn fit_recent(
     }
     truncations.sort_by_key(|t| t.index);
     (shrunk, truncations)
+}
+
+/// True when `content` is text only (a string, or text parts), so that a cut of its
+/// text loses nothing else.
+fn is_text(content: &Content) -> bool {
+    match content {
+        Content::Parts(parts) => parts.iter().all(|part| matches!(part, Part::Text { .. })),
+        _ => true,
+    }
 }
