@@ -143,9 +143,7 @@ pub fn counted_view(value: &Value) -> (Cow<'_, Value>, usize) {
     if payloads == 0 {
         return (Cow::Borrowed(value), units);
     }
-    let mut blanked = value.clone();
-    blank_payloads(&mut blanked, media);
-    (Cow::Owned(blanked), units)
+    (Cow::Owned(blanked(value, media)), units)
 }
 
 /// Chars of a [`crate::message::Part::Other`] value as char-based measures see it: its
@@ -203,12 +201,20 @@ fn count_payloads(value: &Value, in_media: bool) -> usize {
     }
 }
 
-fn blank_payloads(value: &mut Value, in_media: bool) {
+/// A copy of `value` with every payload written as an empty string, made without
+/// copying the payloads first (a screenshot is hundreds of kilobytes, and a count of a
+/// conversation of screenshots would copy each of them).
+fn blanked(value: &Value, in_media: bool) -> Value {
     match value {
-        Value::String(text) if is_payload(text, in_media) => text.clear(),
-        Value::Array(items) => items.iter_mut().for_each(|item| blank_payloads(item, in_media)),
-        Value::Object(members) => members.values_mut().for_each(|member| blank_payloads(member, in_media)),
-        _ => {}
+        Value::String(text) if is_payload(text, in_media) => Value::String(String::new()),
+        Value::Array(items) => Value::Array(items.iter().map(|item| blanked(item, in_media)).collect()),
+        Value::Object(members) => Value::Object(
+            members
+                .iter()
+                .map(|(key, member)| (key.clone(), blanked(member, in_media)))
+                .collect(),
+        ),
+        other => other.clone(),
     }
 }
 
