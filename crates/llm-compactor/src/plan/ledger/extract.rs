@@ -235,8 +235,13 @@ impl Builder<'_> {
     /// Records the error a provider marked a result with, in its own words (capped as
     /// [`error_lines`] caps), as an open error.
     fn marked_error(&mut self, seq: usize, command: Option<String>, error: Option<String>) {
-        let Some(error) = error else { return };
-        let text: String = error.chars().take(self.rules.error_chars).collect();
+        if let Some(error) = error {
+            self.open_error(seq, error.chars().take(self.rules.error_chars).collect(), command);
+        }
+    }
+
+    /// `text` is an open error as of `seq`, shown by `command`: a known one is reopened.
+    fn open_error(&mut self, seq: usize, text: String, command: Option<String>) {
         match self.ledger.errors.iter_mut().find(|e| e.text == text) {
             Some(fact) => {
                 fact.open = true;
@@ -404,19 +409,7 @@ impl Builder<'_> {
             }
         }
         for error in errors {
-            match self.ledger.errors.iter_mut().find(|e| e.text == error) {
-                Some(fact) => {
-                    fact.open = true;
-                    fact.last_seen = seq;
-                    fact.command.clone_from(&command);
-                }
-                None => self.ledger.errors.push(ErrorFact {
-                    text: error,
-                    open: true,
-                    command: command.clone(),
-                    last_seen: seq,
-                }),
-            }
+            self.open_error(seq, error, command.clone());
         }
         // Short listings (`find`, `grep -l`) name the files they found.
         let listed: Vec<&str> = text
