@@ -18,13 +18,11 @@
 //! than the content (a tiny duplicate), so an elision always reclaims something and an
 //! elision-only pass is a proven shrink.
 
-use std::collections::HashMap;
-
 use serde::{Deserialize, Serialize};
 
 use super::cut::Layout;
 use super::failed::is_failed_result;
-use super::identity::call_identity;
+use super::identity::IdentityTable;
 use super::pairs::Pairs;
 use super::stub::{is_stub, stub_chars, stub_text};
 use crate::message::{Content, Message};
@@ -139,7 +137,7 @@ fn graced_from(messages: &[Message], reclaim_min: usize) -> usize {
 /// is one more visit to memory the pass has long left, and most calls are answered once.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Answers {
-    ids: HashMap<String, u32, foldhash::quality::RandomState>,
+    ids: IdentityTable,
     /// Per message: its call's interned identity (results that answer a call only).
     identity: Vec<Option<u32>>,
     /// Per message: a failed tool result (read only for the answers of a repeated call;
@@ -156,27 +154,22 @@ impl Answers {
     pub(crate) fn push(&mut self, i: usize, pairs: &Pairs, messages: &[Message]) {
         debug_assert_eq!(i, self.identity.len());
         self.failed.push(false);
-        let identity = pairs
-            .call(messages, i)
-            .map(|c| call_identity(&c.name, &c.arguments))
-            .map(|identity| {
-                let next = self.ids.len() as u32;
-                let id = *self.ids.entry(identity).or_insert(next);
-                if id as usize == self.per_identity.len() {
-                    self.per_identity.push((0, i, None));
-                }
-                let (count, newest, _) = self.per_identity[id as usize];
-                if count == 1 {
-                    // Answered again: the first answer's failure now matters.
-                    self.note_answer(id, newest, messages);
-                }
-                self.per_identity[id as usize].0 += 1;
-                if count >= 1 {
-                    self.note_answer(id, i, messages);
-                }
-                self.per_identity[id as usize].1 = i;
-                id
-            });
+        let identity = pairs.call(messages, i).map(|c| self.ids.intern(&c.name, &c.arguments));
+        if let Some(id) = identity {
+            if id as usize == self.per_identity.len() {
+                self.per_identity.push((0, i, None));
+            }
+            let (count, newest, _) = self.per_identity[id as usize];
+            if count == 1 {
+                // Answered again: the first answer's failure now matters.
+                self.note_answer(id, newest, messages);
+            }
+            self.per_identity[id as usize].0 += 1;
+            if count >= 1 {
+                self.note_answer(id, i, messages);
+            }
+            self.per_identity[id as usize].1 = i;
+        }
         self.identity.push(identity);
     }
 
@@ -278,6 +271,7 @@ mod tests {
     use super::*;
     use crate::message::ToolCall;
     use crate::plan::cut::layout_with;
+    use crate::plan::identity::call_identity;
 
     /// The rule as first written: every message's content chars summed from the end, for
     /// every index. What `eligible` computes lazily must equal it.
