@@ -173,6 +173,15 @@ fn real_9898(c: &mut Criterion) {
             black_box(plan::layout_with(&messages, &pairs, 6).middle.len())
         })
     });
+    // The aging preview of `Compactor::plan` over the slice (every call's identity, the
+    // eligible results and their stubs), under `age_min_chars` / `age_reclaim_min` defaults.
+    let rules = AgingRules {
+        min_chars: 2048,
+        reclaim_min: 49_152,
+    };
+    group.bench_function("part_aging_preview", |b| {
+        b.iter(|| black_box(plan::eligible(&messages, &pairs, &layout, rules).len()))
+    });
     group.bench_function("part_count_each_heuristic", |b| {
         b.iter(|| black_box(HeuristicCounter.count_each(&messages).len()))
     });
