@@ -173,3 +173,102 @@ fn images_in_openai_chat_and_responses_count_the_same() {
         }
     }
 }
+
+/// Standard base64 of `bytes`, padded.
+fn base64(bytes: &[u8]) -> String {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
+    for chunk in bytes.chunks(3) {
+        let word = chunk
+            .iter()
+            .enumerate()
+            .fold(0u32, |w, (k, &b)| w | u32::from(b) << (16 - 8 * k));
+        for k in 0..=chunk.len() {
+            out.push(ALPHABET[(word >> (18 - 6 * k) & 63) as usize] as char);
+        }
+        out.extend(std::iter::repeat_n('=', 3 - chunk.len()));
+    }
+    out
+}
+
+/// A PDF of `pages` pages as a PDF writer without object streams lays it out: a
+/// catalog, the page tree, and per page a page object and its content stream (some
+/// 1.5 KB of text each).
+fn pdf(pages: usize) -> Vec<u8> {
+    let mut out = b"%PDF-1.4\n1 0 obj\n<< /Type /Catalog /Pages 2 0 R >>\nendobj\n".to_vec();
+    let kids: Vec<String> = (0..pages).map(|p| format!("{} 0 R", 3 + 2 * p)).collect();
+    out.extend(
+        format!(
+            "2 0 obj\n<< /Type /Pages /Kids [{}] /Count {pages} >>\nendobj\n",
+            kids.join(" ")
+        )
+        .bytes(),
+    );
+    for p in 0..pages {
+        let (page, content) = (3 + 2 * p, 4 + 2 * p);
+        out.extend(
+            format!("{page} 0 obj\n<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents {content} 0 R >>\nendobj\n")
+                .bytes(),
+        );
+        let text =
+            format!("BT /F1 11 Tf 72 720 Td (Section {p}: the quarterly figures, line by line.) Tj ET\n").repeat(20);
+        out.extend(
+            format!(
+                "{content} 0 obj\n<< /Length {} >>\nstream\n{text}endstream\nendobj\n",
+                text.len()
+            )
+            .bytes(),
+        );
+    }
+    out.extend(b"trailer\n<< /Root 1 0 R >>\n%%EOF\n");
+    out
+}
+
+/// A PDF is billed per page (its text and a picture of each page), so a long one read
+/// into the conversation (Claude Code's `Read` returns a PDF as a `document` block) is
+/// counted by its pages: 60 pages are ~144k tokens, over a 128k window, where the flat
+/// image figure (1,600) left the compactor thinking there was room, and the request
+/// would have overflowed. The same PDF as an OpenAI chat `file` part counts the same.
+#[test]
+fn a_long_pdf_counts_by_its_pages_not_as_one_image() {
+    let data = base64(&pdf(60));
+    let anthropic = json!({"model": "claude-sonnet-4-5", "max_tokens": 1024, "messages": [
+        {"role": "user", "content": "Summarize the report in docs/q3.pdf."},
+        {"role": "assistant", "content": [
+            {"type": "tool_use", "id": "toolu_1", "name": "Read", "input": {"file_path": "docs/q3.pdf"}}
+        ]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": [
+            {"type": "document", "source": {"type": "base64", "media_type": "application/pdf", "data": data}}
+        ]}]}
+    ]});
+    let anthropic = Document::from_value(anthropic, Some(Format::Anthropic), "run.json").expect("an Anthropic request");
+    let chat = json!([{"role": "user", "content": [
+        {"type": "text", "text": "Summarize this report."},
+        {"type": "file", "file": {"filename": "q3.pdf", "file_data": format!("data:application/pdf;base64,{data}")}}
+    ]}]);
+    let chat = Document::from_value(chat, Some(Format::OpenAi), "chat.json").expect("a chat");
+    // 60 pages at 2,400 tokens, in units of the media figure rounded up: 90 units.
+    let billed = 90 * MEDIA_PART_TOKENS;
+    for counter in [
+        Arc::new(HeuristicCounter) as Arc<dyn TokenCounter>,
+        counter_by_name("o200k").expect("o200k"),
+    ] {
+        for messages in [anthropic.messages(), chat.messages()] {
+            let tokens = counter.count_messages(messages);
+            assert!((billed..billed + 150).contains(&tokens), "{}: {tokens}", counter.name());
+        }
+    }
+    let compactor = Compactor::new(
+        CompactorConfig::builder(128_000).build().unwrap(),
+        Arc::new(HeuristicCounter),
+    );
+    assert!(compactor.needs_compaction(anthropic.messages()));
+    // A one-page PDF is still about one page.
+    let one = base64(&pdf(1));
+    let part = json!({"type": "document", "source": {"type": "base64", "media_type": "application/pdf", "data": one}});
+    let tokens = llm_compactor::message::media::other_part_tokens(&part, &|t: &str| t.len().div_ceil(4));
+    assert!(
+        (2 * MEDIA_PART_TOKENS..2 * MEDIA_PART_TOKENS + 40).contains(&tokens),
+        "{tokens}"
+    );
+}

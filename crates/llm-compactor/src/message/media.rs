@@ -25,12 +25,16 @@
 //!   type, so an image by URL is not counted as its URL's few tokens), plus the compact
 //!   JSON of the part with each payload written as an empty string (its `type`, a
 //!   `media_type`, a `detail`, a file name);
+//! - but a payload that is a PDF costs [`PDF_PAGE_TOKENS`] per page
+//!   ([`super::pdf`]: its pages read from its page objects, or estimated from its size),
+//!   in units of [`MEDIA_PART_TOKENS`] rounded up;
 //! - a document whose source is text (`"source": {"type": "text"}`) is not media: it is
 //!   counted as the text it holds.
 //!
 //! The figure is an estimate, the same for every image (the counter does not decode
 //! pixels): Anthropic's largest image, and above any OpenAI image at `detail: low`. A
-//! PDF is billed per page (text and an image of each), so a long one is under-counted.
+//! PDF is billed per page (text and an image of each), hence its own figure; a PDF by
+//! URL or file id, whose pages the counter cannot see, counts as one unit.
 //! The calibrated counter replaces the estimate with the provider's bill as soon as one
 //! is known. The counters agree with each other: the heuristic sees
 //! [`MEDIA_PART_CHARS`] chars per payload (four chars a token), the exact counters
@@ -41,6 +45,8 @@
 use std::borrow::Cow;
 
 use serde_json::Value;
+
+use super::pdf::{PDF_PAGE_TOKENS, pdf_pages};
 
 /// Tokens one image, audio clip or file in a message is counted as (see the module
 /// docs for why a flat figure, and why this one).
@@ -194,11 +200,18 @@ fn drop_unreadable(value: &mut Value) {
 
 fn count_payloads(value: &Value, in_media: bool) -> usize {
     match value {
-        Value::String(text) => usize::from(is_payload(text, in_media)),
+        Value::String(text) if is_payload(text, in_media) => payload_units(text),
         Value::Array(items) => items.iter().map(|item| count_payloads(item, in_media)).sum(),
         Value::Object(members) => members.values().map(|member| count_payloads(member, in_media)).sum(),
         _ => 0,
     }
+}
+
+/// The media units of one payload: one, or a PDF's pages at [`PDF_PAGE_TOKENS`] each.
+fn payload_units(payload: &str) -> usize {
+    pdf_pages(payload).map_or(1, |pages| {
+        pages.saturating_mul(PDF_PAGE_TOKENS).div_ceil(MEDIA_PART_TOKENS)
+    })
 }
 
 /// A copy of `value` with every payload written as an empty string, made without

@@ -21,6 +21,7 @@ mod flat_arguments;
 pub(crate) mod json_string;
 pub mod media;
 mod model;
+pub mod pdf;
 
 pub use canonical::{canonical_arguments, canonical_json};
 pub(crate) use content::kind_of;

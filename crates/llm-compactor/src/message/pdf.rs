@@ -1,0 +1,246 @@
+//! How many pages an inline PDF has, read from its base64 without a PDF library.
+//!
+//! Why: a PDF is billed per page. Anthropic turns every page into its text and a picture
+//! of it (a page of text is ~2,100-2,500 tokens, a scanned page ~1,600); OpenAI's file
+//! inputs do the same. Counted as one flat media figure, a 50-page PDF that bills
+//! ~120k tokens would look like 1,600, and an agent that reads two of them (Claude Code's
+//! `Read` returns a PDF as a `document` block) would overflow its window with the
+//! compactor none the wiser. So a PDF payload costs [`PDF_PAGE_TOKENS`] per page.
+//!
+//! The page count is read, not parsed: the payload is decoded and the page objects
+//! (`/Type /Page`, not `/Pages`) are counted. A PDF that keeps its objects in compressed
+//! object streams (pdfTeX's default, among others) shows none; its pages are then
+//! estimated from its size, [`PDF_BYTES_PER_PAGE`] bytes a page. Both are estimates: a
+//! page object left over by an incremental update is counted too (the safe side: a
+//! compaction a little early, never an overflow), and the calibrated counter replaces
+//! the estimate with the provider's bill as soon as one is known.
+
+/// Tokens one PDF page is counted as: Claude's measured text page (2,100-2,500 tokens,
+/// text plus the page's picture), rounded to the high side of that range's middle.
+pub const PDF_PAGE_TOKENS: usize = 2_400;
+
+/// Decoded bytes a page is taken for when a PDF shows no page objects (they are in
+/// compressed object streams): a text page with its share of embedded fonts and figures.
+pub const PDF_BYTES_PER_PAGE: usize = 50_000;
+
+/// The base64 of `%PDF`: every PDF file starts with it.
+const PDF_MAGIC_BASE64: &str = "JVBER";
+
+/// The estimated pages of `payload` when it is a base64 PDF (bare, or the data of a
+/// `data:` URL), else `None`. At least one page.
+///
+/// ```
+/// use llm_compactor::message::pdf::pdf_pages;
+/// assert_eq!(pdf_pages("iVBORw0KGgo="), None); // a PNG
+/// assert_eq!(pdf_pages("JVBERi0xLjQK"), Some(1)); // "%PDF-1.4\n"
+/// ```
+pub fn pdf_pages(payload: &str) -> Option<usize> {
+    let data = payload
+        .strip_prefix("data:")
+        .and_then(|rest| rest.split_once(','))
+        .map_or(payload, |(_, data)| data);
+    if !data.starts_with(PDF_MAGIC_BASE64) {
+        return None;
+    }
+    let (objects, decoded) = scan(data);
+    let pages = if objects > 0 {
+        objects
+    } else {
+        decoded.div_ceil(PDF_BYTES_PER_PAGE)
+    };
+    Some(pages.max(1))
+}
+
+/// Decoded bytes held at once: the payload is decoded a window at a time, so a count
+/// of a conversation holding a large PDF allocates this, not a copy of the document.
+const WINDOW: usize = 1 << 16;
+
+/// Bytes carried from one window into the next, so that a page object split across the
+/// two is seen whole in the second (its marker and the whitespace inside it).
+const CARRY: usize = 64;
+
+/// The page objects of the base64 PDF `data` and its decoded length.
+fn scan(data: &str) -> (usize, usize) {
+    let mut decoder = Decoder::new(data);
+    let mut window = Vec::with_capacity(WINDOW + CARRY);
+    let mut objects = 0;
+    loop {
+        let done = decoder.fill(&mut window, WINDOW + CARRY);
+        // A marker that starts in the carried tail is judged in the next window, where
+        // what follows it is there to read.
+        let judged = if done { window.len() } else { window.len() - CARRY };
+        objects += page_objects(&window, judged);
+        if done {
+            return (objects, decoder.decoded);
+        }
+        window.drain(..judged);
+    }
+}
+
+/// The page objects of a PDF's bytes that start before `before`: `/Type`, optional
+/// whitespace, `/Page`, then a byte that does not continue the name (so `/Pages`, the
+/// page tree's nodes, is not one).
+fn page_objects(bytes: &[u8], before: usize) -> usize {
+    memchr::memmem::find_iter(bytes, b"/Type")
+        .take_while(|&at| at < before)
+        .filter(|&at| {
+            let rest = &bytes[at + 5..];
+            let value = rest
+                .iter()
+                .position(|&b| !is_pdf_space(b))
+                .map_or(&[][..], |skip| &rest[skip..]);
+            value.starts_with(b"/Page") && value.get(5).is_none_or(|&b| !is_name_byte(b))
+        })
+        .count()
+}
+
+/// PDF whitespace (ISO 32000 §7.2.3).
+fn is_pdf_space(byte: u8) -> bool {
+    matches!(byte, b' ' | b'\t' | b'\r' | b'\n' | b'\x0c' | b'\0')
+}
+
+/// A byte that continues a PDF name: anything but whitespace and the delimiters.
+fn is_name_byte(byte: u8) -> bool {
+    !is_pdf_space(byte)
+        && !matches!(
+            byte,
+            b'(' | b')' | b'<' | b'>' | b'[' | b']' | b'{' | b'}' | b'/' | b'%'
+        )
+}
+
+/// A base64 decoder (standard or URL-safe alphabet, line breaks skipped) that stops at
+/// the padding or at the first byte outside the alphabets.
+struct Decoder<'a> {
+    text: std::slice::Iter<'a, u8>,
+    buffer: u32,
+    bits: u32,
+    /// Bytes decoded so far.
+    decoded: usize,
+}
+
+impl<'a> Decoder<'a> {
+    fn new(text: &'a str) -> Self {
+        Decoder {
+            text: text.as_bytes().iter(),
+            buffer: 0,
+            bits: 0,
+            decoded: 0,
+        }
+    }
+
+    /// Decodes into `out` until it holds `cap` bytes; true when the text is done.
+    fn fill(&mut self, out: &mut Vec<u8>, cap: usize) -> bool {
+        while out.len() < cap {
+            let Some(&byte) = self.text.next() else { return true };
+            let sextet = match byte {
+                b'A'..=b'Z' => byte - b'A',
+                b'a'..=b'z' => byte - b'a' + 26,
+                b'0'..=b'9' => byte - b'0' + 52,
+                b'+' | b'-' => 62,
+                b'/' | b'_' => 63,
+                b'\r' | b'\n' => continue,
+                _ => {
+                    self.text = [].iter();
+                    return true;
+                }
+            };
+            self.buffer = (self.buffer << 6) | u32::from(sextet);
+            self.bits += 6;
+            if self.bits >= 8 {
+                self.bits -= 8;
+                out.push((self.buffer >> self.bits) as u8);
+                self.buffer &= (1 << self.bits) - 1;
+                self.decoded += 1;
+            }
+        }
+        self.text.len() == 0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Standard base64 of `bytes`, with padding.
+    fn encode(bytes: &[u8]) -> String {
+        const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+        let mut out = String::new();
+        for chunk in bytes.chunks(3) {
+            let word = chunk
+                .iter()
+                .enumerate()
+                .fold(0u32, |w, (k, &b)| w | u32::from(b) << (16 - 8 * k));
+            for k in 0..=chunk.len() {
+                out.push(ALPHABET[(word >> (18 - 6 * k) & 63) as usize] as char);
+            }
+            out.extend(std::iter::repeat_n('=', 3 - chunk.len()));
+        }
+        out
+    }
+
+    /// All of `text` decoded.
+    fn decode_base64(text: &str) -> Vec<u8> {
+        let mut out = Vec::new();
+        Decoder::new(text).fill(&mut out, usize::MAX);
+        out
+    }
+
+    #[test]
+    fn base64_decodes_in_both_alphabets_across_line_breaks() {
+        let bytes: Vec<u8> = (0..=255u8).chain(0..=255u8).collect();
+        let standard = encode(&bytes);
+        assert_eq!(decode_base64(&standard), bytes);
+        let wrapped: String = standard
+            .as_bytes()
+            .chunks(76)
+            .map(|line| std::str::from_utf8(line).unwrap())
+            .collect::<Vec<_>>()
+            .join("\r\n");
+        assert_eq!(decode_base64(&wrapped), bytes);
+        let url_safe = standard.replace('+', "-").replace('/', "_");
+        assert_eq!(decode_base64(&url_safe), bytes);
+    }
+
+    #[test]
+    fn page_objects_are_counted_and_the_page_tree_is_not() {
+        let pdf = b"%PDF-1.4\n1 0 obj << /Type /Catalog /Pages 2 0 R >> endobj\n\
+            2 0 obj << /Type /Pages /Kids [3 0 R 4 0 R 5 0 R] /Count 3 >> endobj\n\
+            3 0 obj << /Type /Page /Parent 2 0 R >> endobj\n\
+            4 0 obj <</Type/Page/Parent 2 0 R>> endobj\n\
+            5 0 obj << /Type\n/Page>> endobj\n\
+            6 0 obj << /Type /PageLabel >> endobj\n%%EOF";
+        assert_eq!(page_objects(pdf, pdf.len()), 3);
+        assert_eq!(pdf_pages(&encode(pdf)), Some(3));
+        assert_eq!(
+            pdf_pages(&format!("data:application/pdf;base64,{}", encode(pdf))),
+            Some(3)
+        );
+    }
+
+    #[test]
+    fn a_page_object_across_two_windows_is_counted_once() {
+        for shift in [0, 1, 2, 3, 5, 20, 40, 63, 64, 65, 100] {
+            let mut pdf = b"%PDF-1.4\n".to_vec();
+            pdf.resize(WINDOW - shift, b' ');
+            pdf.extend_from_slice(b"<< /Type   /Page >> << /Type /Pages >>");
+            pdf.resize(2 * WINDOW + 7, b' ');
+            pdf.extend_from_slice(b"<</Type/Page>>");
+            assert_eq!(pdf_pages(&encode(&pdf)), Some(2), "shift {shift}");
+        }
+    }
+
+    #[test]
+    fn a_pdf_without_visible_page_objects_is_estimated_from_its_size() {
+        let mut pdf = b"%PDF-1.7\n1 0 obj << /Type /ObjStm /N 40 /Filter /FlateDecode >> stream\n".to_vec();
+        pdf.resize(3 * PDF_BYTES_PER_PAGE + 10, b'x');
+        assert_eq!(pdf_pages(&encode(&pdf)), Some(4));
+        assert_eq!(pdf_pages(&encode(b"%PDF-1.7\n")), Some(1));
+    }
+
+    #[test]
+    fn only_a_pdf_has_pages() {
+        assert_eq!(pdf_pages(&encode(b"\x89PNG\r\n\x1a\n")), None);
+        assert_eq!(pdf_pages("data:image/png;base64,iVBORw0KGgo="), None);
+        assert_eq!(pdf_pages(""), None);
+    }
+}
