@@ -176,19 +176,8 @@ fn images_in_openai_chat_and_responses_count_the_same() {
 
 /// Standard base64 of `bytes`, padded.
 fn base64(bytes: &[u8]) -> String {
-    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
-    for chunk in bytes.chunks(3) {
-        let word = chunk
-            .iter()
-            .enumerate()
-            .fold(0u32, |w, (k, &b)| w | u32::from(b) << (16 - 8 * k));
-        for k in 0..=chunk.len() {
-            out.push(ALPHABET[(word >> (18 - 6 * k) & 63) as usize] as char);
-        }
-        out.extend(std::iter::repeat_n('=', 3 - chunk.len()));
-    }
-    out
+    use base64::Engine;
+    base64::engine::general_purpose::STANDARD.encode(bytes)
 }
 
 /// A PDF of `pages` pages as a PDF writer without object streams lays it out: a
