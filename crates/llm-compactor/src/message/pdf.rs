@@ -8,12 +8,14 @@
 //! compactor none the wiser. So a PDF payload costs [`PDF_PAGE_TOKENS`] per page.
 //!
 //! The page count is read, not parsed: the payload is decoded and the page objects
-//! (`/Type /Page`, not `/Pages`) are counted. A PDF that keeps its objects in compressed
-//! object streams (pdfTeX's default, among others) shows none; its pages are then
-//! estimated from its size, [`PDF_BYTES_PER_PAGE`] bytes a page. Both are estimates: a
-//! page object left over by an incremental update is counted too (the safe side: a
-//! compaction a little early, never an overflow), and the calibrated counter replaces
-//! the estimate with the provider's bill as soon as one is known.
+//! (`/Type /Page`, not `/Pages`) are counted; a linearized ("fast web view") PDF also
+//! states its page count (`/N`) in its first object, and the larger of the two is taken.
+//! A PDF that keeps its objects in compressed object streams (pdfTeX's default, among
+//! others) and is not linearized shows neither; its pages are then estimated from its
+//! size, [`PDF_BYTES_PER_PAGE`] bytes a page. All are estimates: a page object left over
+//! by an incremental update is counted too (the safe side: a compaction a little early,
+//! never an overflow), and the calibrated counter replaces the estimate with the
+//! provider's bill as soon as one is known.
 
 /// Tokens one PDF page is counted as: Claude's measured text page (2,100-2,500 tokens,
 /// text plus the page's picture), rounded to the high side of that range's middle.
@@ -42,13 +44,24 @@ pub fn pdf_pages(payload: &str) -> Option<usize> {
     if !data.starts_with(PDF_MAGIC_BASE64) {
         return None;
     }
-    let (objects, decoded) = scan(data);
-    let pages = if objects > 0 {
-        objects
+    let scanned = scan(data);
+    let stated = scanned.page_objects.max(scanned.linearized_pages.unwrap_or(0));
+    let pages = if stated > 0 {
+        stated
     } else {
-        decoded.div_ceil(PDF_BYTES_PER_PAGE)
+        scanned.decoded.div_ceil(PDF_BYTES_PER_PAGE)
     };
     Some(pages.max(1))
+}
+
+/// What [`scan`] read of a PDF.
+struct Scanned {
+    /// Its page objects.
+    page_objects: usize,
+    /// The page count its linearization dictionary states, if it has one.
+    linearized_pages: Option<usize>,
+    /// Its decoded length.
+    decoded: usize,
 }
 
 /// Decoded bytes held at once: the payload is decoded a window at a time, so a count
@@ -59,19 +72,29 @@ const WINDOW: usize = 1 << 16;
 /// two is seen whole in the second (its marker and the whitespace inside it).
 const CARRY: usize = 64;
 
-/// The page objects of the base64 PDF `data` and its decoded length.
-fn scan(data: &str) -> (usize, usize) {
+/// The page objects, the linearized page count and the decoded length of the base64
+/// PDF `data`.
+fn scan(data: &str) -> Scanned {
     let mut decoder = Decoder::new(data);
     let mut window = Vec::with_capacity(WINDOW + CARRY);
     let mut objects = 0;
+    let mut linearized_pages = None;
+    let mut first = true;
     loop {
         let done = decoder.fill(&mut window, WINDOW + CARRY);
+        if std::mem::take(&mut first) {
+            linearized_pages = linearized(&window);
+        }
         // A marker that starts in the carried tail is judged in the next window, where
         // what follows it is there to read.
         let judged = if done { window.len() } else { window.len() - CARRY };
         objects += page_objects(&window, judged);
         if done {
-            return (objects, decoder.decoded);
+            return Scanned {
+                page_objects: objects,
+                linearized_pages,
+                decoded: decoder.decoded,
+            };
         }
         window.drain(..judged);
     }
@@ -92,6 +115,26 @@ fn page_objects(bytes: &[u8], before: usize) -> usize {
             value.starts_with(b"/Page") && value.get(5).is_none_or(|&b| !is_name_byte(b))
         })
         .count()
+}
+
+/// Where a linearized PDF's first object must be: after the header and a comment line.
+const LINEARIZED_WITHIN: usize = 1_024;
+
+/// The page count (`/N`) of the linearization dictionary at the head of a PDF's bytes,
+/// if it has one: `/Linearized`, then within the same dictionary `/N` and an integer.
+fn linearized(bytes: &[u8]) -> Option<usize> {
+    let head = &bytes[..bytes.len().min(LINEARIZED_WITHIN)];
+    let at = memchr::memmem::find(head, b"/Linearized")?;
+    let dictionary = &bytes[at..];
+    let dictionary = &dictionary[..memchr::memmem::find(dictionary, b">>")?];
+    memchr::memmem::find_iter(dictionary, b"/N")
+        .map(|n| &dictionary[n + 2..])
+        .find(|rest| rest.first().is_some_and(|&b| !is_name_byte(b)))
+        .and_then(|rest| {
+            let rest = &rest[rest.iter().position(|&b| !is_pdf_space(b))?..];
+            let digits = rest.iter().take_while(|b| b.is_ascii_digit()).count();
+            std::str::from_utf8(&rest[..digits]).ok()?.parse().ok()
+        })
 }
 
 /// PDF whitespace (ISO 32000 §7.2.3).
@@ -292,6 +335,19 @@ mod tests {
             pdf.extend_from_slice(b"<</Type/Page>>");
             assert_eq!(pdf_pages(&encode(&pdf)), Some(2), "shift {shift}");
         }
+    }
+
+    #[test]
+    fn a_linearized_pdf_states_its_pages() {
+        // Compressed object streams: no page object to see, but the first object says 12.
+        let mut pdf = b"%PDF-1.6\n%\xe2\xe3\xcf\xd3\n17 0 obj\n<</Linearized 1/L 91234/O 19/E 4321/N 12/T 90000/H [ 500 160]>>\nendobj\n".to_vec();
+        pdf.extend_from_slice(b"18 0 obj << /Type /ObjStm /N 40 /First 300 /Filter /FlateDecode >> stream\n");
+        pdf.resize(91_234, b'x');
+        assert_eq!(linearized(&pdf), Some(12));
+        assert_eq!(pdf_pages(&encode(&pdf)), Some(12));
+        // `/N` of another dictionary, or a name that only starts with N, is not it.
+        assert_eq!(linearized(b"%PDF-1.6\n<</Linearized 1/NX 5>> << /N 7 >>"), None);
+        assert_eq!(linearized(b"%PDF-1.6\n<< /Type /ObjStm /N 40 >>"), None);
     }
 
     #[test]
