@@ -266,6 +266,20 @@ mod tests {
     }
 
     proptest::proptest! {
+        /// Whatever follows the PDF magic (any bytes encoded, or any text at all), the
+        /// count is at least a page and nothing panics.
+        #[test]
+        fn any_payload_after_the_magic_is_at_least_a_page(
+            bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..400),
+            text in ".{0,200}",
+        ) {
+            let mut pdf = b"%PDF-".to_vec();
+            pdf.extend_from_slice(&bytes);
+            proptest::prop_assert!(pdf_pages(&encode(&pdf)).is_some_and(|pages| pages >= 1));
+            let bare = format!("JVBER{text}");
+            proptest::prop_assert!(pdf_pages(&bare).is_some_and(|pages| pages >= 1));
+        }
+
         /// Any bytes, encoded and broken into lines anywhere, decode back, in any
         /// window size.
         #[test]
