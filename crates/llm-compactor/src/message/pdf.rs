@@ -117,7 +117,8 @@ fn page_objects(bytes: &[u8], before: usize) -> usize {
         .count()
 }
 
-/// Where a linearized PDF's first object must be: after the header and a comment line.
+/// Where a linearized PDF's parameter dictionary must be: within its first 1,024 bytes
+/// (ISO 32000 Annex F).
 const LINEARIZED_WITHIN: usize = 1_024;
 
 /// The page count (`/N`) of the linearization dictionary at the head of a PDF's bytes,
