@@ -169,6 +169,63 @@ async fn a_conversation_with_screenshots_inside_the_window_is_forwarded_unchange
     assert_eq!(received[0].body, body, "nothing to compact: forwarded as sent");
 }
 
+/// A PDF is counted by its pages, not as one image. An agent read a 60-page PDF (its
+/// `Read` tool answered with a `document` block: ~144k tokens as billed) and went on
+/// working; in a 128k window the proxy compacts before the request goes on, and the
+/// upstream gets a request that fits, without the PDF's data, the recent turns as sent.
+/// Before, the PDF counted 1,600 tokens and the request went on as sent, over the
+/// window.
+#[tokio::test]
+async fn a_long_pdf_read_earlier_is_compacted_before_the_request_goes_on() {
+    use base64::Engine;
+    let up = upstream().await;
+    let budget = 128_000;
+    let proxy = proxy(&up.url(), budget, Arc::new(MemoryStore::new())).await;
+    let mut pdf = b"%PDF-1.4\n".to_vec();
+    for page in 0..60 {
+        pdf.extend(format!("{} 0 obj << /Type /Page /Parent 1 0 R >> endobj\n", page + 2).bytes());
+    }
+    let data = base64::engine::general_purpose::STANDARD.encode(&pdf);
+    let mut messages = vec![
+        json!({"role": "user", "content": "What does docs/q3.pdf say about churn? Then fix the report script."}),
+        json!({"role": "assistant", "content": [
+            {"type": "tool_use", "id": "toolu_0", "name": "Read", "input": {"file_path": "docs/q3.pdf"}}
+        ]}),
+        json!({"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_0", "content": [
+            {"type": "document", "source": {"type": "base64", "media_type": "application/pdf", "data": data}}
+        ]}]}),
+    ];
+    for round in 1..=6 {
+        let id = format!("toolu_{round}");
+        messages.push(json!({"role": "assistant", "content": [
+            {"type": "text", "text": format!("Step {round}: checking the report script.")},
+            {"type": "tool_use", "id": id, "name": "Bash", "input": {"command": format!("grep -n churn scripts/report_{round}.py")}}
+        ]}));
+        messages.push(json!({"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": id, "content": format!("{round}: churn = lost / start  # {}", "x".repeat(200))}
+        ]}));
+    }
+    let body = json!({"model": "claude-sonnet-4-5", "max_tokens": 1024, "messages": messages});
+    let response = client()
+        .post(format!("{}/v1/messages", proxy.url()))
+        .header("x-compactor-session", "pdf")
+        .header("x-api-key", "sk-ant-test")
+        .header("anthropic-version", "2023-06-01")
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let received = up.received();
+    assert_eq!(received.len(), 1);
+    let forwarded = received[0].body.to_string();
+    assert!(!forwarded.contains(&data[..64]), "the PDF's data went on");
+    assert!(received[0].tokens() <= budget, "{} tokens", received[0].tokens());
+    let sent = body["messages"].as_array().unwrap();
+    let got = received[0].body["messages"].as_array().unwrap();
+    assert_eq!(got[got.len() - 4..], sent[sent.len() - 4..], "the recent turns as sent");
+}
+
 /// Some OpenAI-compatible clients send `function.arguments` as the JSON object itself.
 /// The proxy compacts such a conversation like any other and sends every call on with
 /// its arguments as the object the client wrote (the upstream accepts what the client
