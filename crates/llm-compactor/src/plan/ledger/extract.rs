@@ -29,6 +29,10 @@ const PATH_KEYS: &[&str] = &[
     "old_path",
     "new_path",
 ];
+/// Argument names that carry a URL the call opens (a fetch tool, a browser's
+/// navigation, Anthropic's `web_fetch`): the page is an identifier of the run, as a URL
+/// the agent writes in its own turn is.
+const URL_KEYS: &[&str] = &["url", "urls", "uri", "href"];
 /// The command line an argv array runs (Codex's `shell` tool and the Responses API's
 /// `local_shell_call` send `["bash", "-lc", "make test"]`): the script a shell is given
 /// with `-c` (or `-lc`, `-ic`), else the words joined by spaces. `None` when a word is
@@ -199,11 +203,16 @@ impl Builder<'_> {
         }
         found.extend(urls(text).map(str::to_owned));
         for id in found {
-            if let Some(pos) = self.ledger.identifiers.iter().position(|x| *x == id) {
-                self.ledger.identifiers.remove(pos);
-            }
-            self.ledger.identifiers.push(id);
+            self.identifier(id);
         }
+    }
+
+    /// `id` is the newest identifier (moved to the end when it was known).
+    fn identifier(&mut self, id: String) {
+        if let Some(pos) = self.ledger.identifiers.iter().position(|x| *x == id) {
+            self.ledger.identifiers.remove(pos);
+        }
+        self.ledger.identifiers.push(id);
     }
 
     /// Records a server-side tool's call or result (see [`super::hosted`]).
@@ -289,6 +298,16 @@ impl Builder<'_> {
         }
         for path in paths {
             self.file(seq, &path, path_op);
+        }
+        for key in URL_KEYS {
+            let values = match args.get(*key) {
+                Some(Value::String(url)) => vec![url.as_str()],
+                Some(Value::Array(items)) => items.iter().filter_map(Value::as_str).collect(),
+                _ => Vec::new(),
+            };
+            for url in values.into_iter().flat_map(urls) {
+                self.identifier(url.to_owned());
+            }
         }
         if editor_op.is_some() {
             return None;
@@ -450,6 +469,45 @@ mod tests {
         let ledger = extract(&messages, &[0, 1, 2, 3], &LedgerRules::default());
         assert_eq!(ledger.commands.len(), 1, "{:?}", ledger.commands);
         assert_eq!((ledger.commands[0].runs, ledger.commands[0].exit), (2, Some(1)));
+    }
+
+    /// The pages a call opened (a client fetch tool's `url`, a browser's `urls`,
+    /// Anthropic's server `web_fetch`) are identifiers, as URLs in the agent's text are;
+    /// a search query and a URL inside a command are not read as pages.
+    #[test]
+    fn urls_a_call_opens_are_identifiers() {
+        let messages = vec![
+            Message::assistant("").with_tool_calls(vec![
+                crate::message::ToolCall::new("a", "fetch", r#"{"url": "https://docs.rs/tokio/latest/tokio/"}"#),
+                crate::message::ToolCall::new("b", "browser", r#"{"urls": ["https://a.example/one", "not a url"]}"#),
+                crate::message::ToolCall::new("c", "bash", r#"{"command": "curl -s https://b.example/two"}"#),
+            ]),
+            Message::tool("a", "tokio docs"),
+            Message::tool("b", "page"),
+            Message::tool("c", "{}"),
+            Message {
+                content: Content::Parts(vec![
+                    Part::Other(serde_json::json!({
+                        "type": "server_tool_use", "id": "srv_1", "name": "web_fetch",
+                        "input": {"url": "https://c.example/three"}
+                    })),
+                    Part::Other(serde_json::json!({
+                        "type": "server_tool_use", "id": "srv_2", "name": "web_search",
+                        "input": {"query": "tokio cancel https"}
+                    })),
+                ]),
+                ..Message::assistant("")
+            },
+        ];
+        let ledger = extract(&messages, &[0, 1, 2, 3, 4], &LedgerRules::default());
+        assert_eq!(
+            ledger.identifiers,
+            [
+                "https://docs.rs/tokio/latest/tokio/",
+                "https://a.example/one",
+                "https://c.example/three"
+            ]
+        );
     }
 
     /// Commands sent as argv arrays (Codex's `shell` tool, the Responses API's local
