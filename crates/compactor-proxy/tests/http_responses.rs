@@ -3,6 +3,8 @@
 //! reasoning, the local shell tool with hosted web search) compacted with their turns
 //! whole.
 
+#[path = "../../llm-compactor/tests/format_support/codex_run.rs"]
+mod codex_run;
 mod support;
 
 use support::{assert_the_prefix_breaks_only_at_compactions, client, metric, metrics, proxy, upstream};
@@ -123,20 +125,10 @@ async fn a_run_on_the_local_shell_tool_with_web_search_is_compacted() {
     let store: Arc<dyn SessionStore> = Arc::new(MemoryStore::new());
     let budget = 2_000;
     let proxy = proxy(&up.url(), budget, store.clone()).await;
-    let mut input =
-        vec![json!({"role": "user", "content": [{"type": "input_text", "text": "find why the build fails"}]})];
+    let mut input = vec![codex_run::codex_ask()];
     let mut sent = std::collections::HashSet::new();
     for i in 0..30 {
-        input.push(json!({"type": "reasoning", "id": format!("rs_{i}"), "summary": [], "encrypted_content": format!("enc{i}")}));
-        if i % 3 == 0 {
-            input.push(
-                json!({"type": "web_search_call", "id": format!("ws_{i}"), "status": "completed",
-                              "action": {"type": "search", "query": format!("error E{i}")}}),
-            );
-        }
-        input.push(json!({"type": "local_shell_call", "id": format!("lsh_{i}"), "call_id": format!("c{i}"), "status": "completed",
-                          "action": {"type": "exec", "command": ["bash", "-lc", format!("make t{i}")], "env": {}}}));
-        input.push(json!({"type": "local_shell_call_output", "call_id": format!("c{i}"), "output": format!("{i}: {}", "log ".repeat(80))}));
+        input.extend(codex_run::codex_round(i, 36));
         sent.extend(input.iter().map(Value::to_string));
         let body = json!({"model": "codex-mini-latest", "input": input, "store": false,
                           "tools": [{"type": "local_shell"}, {"type": "web_search"}]});

@@ -3,6 +3,9 @@
 //! compacted request that is still one the API accepts (no orphan output, the turns
 //! whole, every other field as it came).
 
+#[path = "format_support/codex_run.rs"]
+mod codex_run;
+
 use std::collections::HashSet;
 use std::sync::Arc;
 
@@ -178,20 +181,9 @@ fn what_the_codec_does_not_model_is_unsupported_and_malformed_input_is_located()
 /// hosted call is part of the model's turn (nothing answers it), and the request writes
 /// back equal.
 fn codex_with_local_shell_and_web_search(rounds: usize, output_lines: usize) -> Value {
-    let mut input =
-        vec![json!({"role": "user", "content": [{"type": "input_text", "text": "find why the build fails"}]})];
+    let mut input = vec![codex_run::codex_ask()];
     for i in 0..rounds {
-        input.push(json!({"type": "reasoning", "id": format!("rs_{i}"), "summary": [], "encrypted_content": format!("enc{i}")}));
-        if i % 3 == 0 {
-            input.push(
-                json!({"type": "web_search_call", "id": format!("ws_{i}"), "status": "completed",
-                              "action": {"type": "search", "query": format!("error E{i}")}}),
-            );
-        }
-        input.push(json!({"type": "local_shell_call", "id": format!("lsh_{i}"), "call_id": format!("c{i}"), "status": "completed",
-                          "action": {"type": "exec", "command": ["bash", "-lc", format!("make t{i}")], "env": {}, "timeout_ms": 1000}}));
-        input.push(json!({"type": "local_shell_call_output", "call_id": format!("c{i}"),
-                          "output": format!("{i}: {}", "log line\n".repeat(output_lines))}));
+        input.extend(codex_run::codex_round(i, output_lines));
     }
     json!({"model": "codex-mini-latest", "instructions": "You are an agent.", "input": input, "store": false,
            "tools": [{"type": "local_shell"}, {"type": "web_search"}]})
