@@ -182,7 +182,13 @@ pub fn other_part_tokens(value: &Value, count_text: &dyn Fn(&str) -> usize) -> u
 /// assert_eq!(readable_view(&result), json!({"type": "web_search_result", "url": "https://a.example"}));
 /// ```
 pub fn readable_view(value: &Value) -> Value {
-    let mut view = counted_view(value).0.into_owned();
+    // The view only: what the payloads cost (a PDF's pages, decoded) is not asked here.
+    let media = is_media_type(value);
+    let mut view = if has_payload(value, media) {
+        blanked(value, media)
+    } else {
+        value.clone()
+    };
     drop_unreadable(&mut view);
     view
 }
@@ -204,6 +210,15 @@ fn count_payloads(value: &Value, in_media: bool) -> usize {
         Value::Array(items) => items.iter().map(|item| count_payloads(item, in_media)).sum(),
         Value::Object(members) => members.values().map(|member| count_payloads(member, in_media)).sum(),
         _ => 0,
+    }
+}
+
+fn has_payload(value: &Value, in_media: bool) -> bool {
+    match value {
+        Value::String(text) => is_payload(text, in_media),
+        Value::Array(items) => items.iter().any(|item| has_payload(item, in_media)),
+        Value::Object(members) => members.values().any(|member| has_payload(member, in_media)),
+        _ => false,
     }
 }
 
