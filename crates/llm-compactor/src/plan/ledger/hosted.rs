@@ -24,6 +24,8 @@
 
 use serde_json::{Value, json};
 
+use super::scan::first_line;
+
 /// One server-side event of an assistant turn, in the ledger's terms.
 #[derive(Debug, PartialEq)]
 pub(super) enum Hosted {
@@ -81,7 +83,7 @@ pub(super) fn hosted(part: &Value) -> Option<Hosted> {
             let error_code = content.get("error_code").and_then(Value::as_str);
             let error = match error_code {
                 Some(code) => Some(format!("{kind}: {code}")),
-                None => (part.get("is_error") == Some(&Value::Bool(true))).then(|| first_line(&text)),
+                None => (part.get("is_error") == Some(&Value::Bool(true))).then(|| first_line(&text).to_owned()),
             };
             Some(Hosted::Result {
                 id: string("tool_use_id")?,
@@ -95,7 +97,7 @@ pub(super) fn hosted(part: &Value) -> Option<Hosted> {
                 name: string("name")?,
                 arguments: string("arguments").unwrap_or_else(|| "{}".to_owned()),
                 text: part.get("output").map(result_text).unwrap_or_default(),
-                error: error.map(|e| first_line(&e)),
+                error: error.map(|e| first_line(&e).to_owned()),
             })
         }
         "code_interpreter_call" => Some(Hosted::Answered {
@@ -106,15 +108,6 @@ pub(super) fn hosted(part: &Value) -> Option<Hosted> {
         }),
         _ => None,
     }
-}
-
-/// The first non-blank line of `text`, trimmed.
-fn first_line(text: &str) -> String {
-    text.lines()
-        .map(str::trim)
-        .find(|line| !line.is_empty())
-        .unwrap_or("")
-        .to_owned()
 }
 
 /// The text of a result: its strings under the keys that carry output (`text`,

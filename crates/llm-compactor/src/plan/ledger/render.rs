@@ -20,6 +20,7 @@
 //! longer form, which contains the shorter), operations merged; a command is its head
 //! with `✓` (exit 0) or `✗ N` (exit N) and `×N` when it ran N times.
 
+use super::scan::first_line;
 use super::{CommandFact, ErrorFact, FileFact, Ledger};
 
 /// The heading line of a rendered ledger.
@@ -189,8 +190,7 @@ fn head(text: &str, cap: usize) -> String {
 fn error_line(e: &ErrorFact) -> (String, usize) {
     let line = match (&e.command, e.open) {
         (Some(c), true) => {
-            let first = c.lines().find(|l| !l.trim().is_empty()).unwrap_or("").trim();
-            format!("{} (from `{}`)", e.text, head(first, FROM_CHARS))
+            format!("{} (from `{}`)", e.text, head(first_line(c), FROM_CHARS))
         }
         _ => e.text.clone(),
     };

@@ -306,6 +306,11 @@ pub(crate) fn urls(text: &str) -> impl Iterator<Item = &str> {
         .filter(|t| t.len() > 10)
 }
 
+/// The first non-blank line of `text`, trimmed ("" when there is none).
+pub(crate) fn first_line(text: &str) -> &str {
+    text.lines().map(str::trim).find(|line| !line.is_empty()).unwrap_or("")
+}
+
 /// The `` `code spans` `` of text, in order.
 pub(crate) fn code_spans(text: &str) -> impl Iterator<Item = &str> {
     text.split('`')
