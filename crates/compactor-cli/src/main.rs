@@ -34,6 +34,8 @@ enum Command {
     Plan(cmd::plan::Args),
     /// Build, compact, replay and inspect session transcripts.
     Session(cmd::session::Args),
+    /// Write an HTML report of what compaction did to a session.
+    Report(cmd::report::Args),
     /// Simulate what each context strategy costs with prompt caching.
     Simulate(cmd::simulate::Args),
     /// Fetch the local summarizer's default model, or print where it is.
@@ -62,6 +64,7 @@ fn main() {
         Command::Eval(args) => cmd::eval::run(args),
         Command::Plan(args) => cmd::plan::run(args),
         Command::Session(args) => cmd::session::run(args),
+        Command::Report(args) => cmd::report::run(args),
         Command::Simulate(args) => cmd::simulate::run(args),
         Command::Model(args) => cmd::model::run(args),
         Command::Proxy(args) => cmd::proxy::run(args),
