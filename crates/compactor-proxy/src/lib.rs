@@ -41,6 +41,7 @@ mod record;
 mod routes;
 mod session_map;
 mod sessions;
+mod ui;
 mod upstream;
 
 use std::future::Future;

@@ -121,6 +121,11 @@ struct ServeArgs {
     /// a session from an instance that died while compacting it [default: 120].
     #[arg(long, value_name = "SECS", value_parser = super::ranges::seconds)]
     lease_ttl: Option<f64>,
+    /// Serve the read-only inspector at /ui on the listen address: the sessions, each
+    /// with its report. Off by default: it shows conversation content (never a key or a
+    /// header), so keep it on localhost or behind your own auth.
+    #[arg(long)]
+    ui: bool,
     #[command(flatten)]
     engine: CompactOpts,
 }
@@ -242,6 +247,7 @@ async fn build_config(serve: &ServeArgs) -> Result<ProxyConfig, CliError> {
     let mut builder = ProxyConfig::builder(upstream, Arc::new(compactor), store)
         .max_body_bytes(serve.max_body_bytes)
         .max_sessions(serve.max_sessions)
+        .ui(serve.ui)
         .target(serve.engine.target)
         .focus(serve.engine.focus.clone());
     if serve.budget_by_model {
@@ -268,6 +274,11 @@ async fn serve_until_signal(config: ProxyConfig, listen: &str) -> Result<(), Cli
         "compactor proxy: listening on http://{addr} (upstream {})",
         config.upstream()
     ))?;
+    if config.ui() {
+        crate::out::stderr_line(&format!(
+            "compactor proxy: inspector on http://{addr}/ui (read-only; it shows conversation content)"
+        ))?;
+    }
     compactor_proxy::serve(config, listener, shutdown_signal())
         .await
         .map_err(CliError::failed)
