@@ -50,7 +50,7 @@ pub fn hex(color: RGBColor) -> String {
 }
 
 /// Above this many requests the points are not drawn one by one (the line still is).
-pub const MAX_POINTS: usize = 4_000;
+pub const MAX_POINTS: usize = 10_000;
 
 const WIDTH: u32 = 1000;
 const TOKENS_HEIGHT: u32 = 380;

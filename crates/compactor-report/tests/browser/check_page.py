@@ -59,15 +59,22 @@ SESSIONS = """() => Array.from(document.querySelectorAll('#sessions tr.session-r
 
 
 def fold(page):
-    """Clicks the first closed <details> that has a <pre>: it must open and show it."""
-    details = page.locator("details:not([open]):has(pre)").first
-    if details.count() == 0:
+    """Opens a pass's folded list of stubs (or of replaced messages) and then the first
+    text in it: each must be closed and hidden before its click, open and shown after."""
+    outer = page.locator("details.stubs, details.replaced-list").first
+    if outer.count() == 0:
         return {"tried": False}
-    pre = details.locator("pre").first
-    before = {"open": details.evaluate("d => d.open"), "visible": pre.is_visible()}
-    details.locator("summary").first.click()
-    after = {"open": details.evaluate("d => d.open"), "visible": pre.is_visible()}
-    return {"tried": True, "before": before, "after": after}
+    inner = outer.locator("details").first
+    pre = inner.locator("pre").first
+    before = {
+        "open": outer.evaluate("d => d.open") or inner.evaluate("d => d.open"),
+        "visible": pre.is_visible(),
+    }
+    outer.locator("summary").first.click()
+    middle = {"open": outer.evaluate("d => d.open"), "visible": pre.is_visible()}
+    inner.locator("summary").first.click()
+    after = {"open": inner.evaluate("d => d.open"), "visible": pre.is_visible()}
+    return {"tried": True, "before": before, "outer_opened": middle, "after": after}
 
 
 def main():
