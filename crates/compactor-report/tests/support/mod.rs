@@ -89,53 +89,6 @@ pub fn pass_lines(path: &Path) -> Vec<llm_compactor::session::Entry> {
         .collect()
 }
 
-/// The Python with Playwright and the system Chromium (`scripts/browser.sh` installs
-/// both), or `None` after a notice. Under `CI=true` their absence fails the test.
-pub fn browser() -> Option<(PathBuf, PathBuf)> {
-    let venv = std::env::var_os("COMPACTOR_PY_BROWSER")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target/py-browser"));
-    let python = venv.join("bin/python");
-    let chromium = std::env::var_os("COMPACTOR_CHROMIUM")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("/usr/bin/chromium"));
-    let missing = if !python.exists() {
-        Some(format!("the Playwright venv is missing at {}", venv.display()))
-    } else if !chromium.exists() {
-        Some(format!("Chromium is missing at {}", chromium.display()))
-    } else {
-        None
-    };
-    if let Some(missing) = missing {
-        let notice = format!("{missing} (run scripts/browser.sh)");
-        if std::env::var("CI").as_deref() == Ok("true") {
-            panic!("{notice}");
-        }
-        eprintln!("SKIPPED: {notice}");
-        return None;
-    }
-    Some((python, chromium))
-}
-
-/// The page checker every browser test runs.
-pub fn page_check_script() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/browser/check_page.py")
-}
-
-/// Loads `url` in headless Chromium and returns what `check_page.py` observed (JSON).
-pub fn check_page(url: &str) -> serde_json::Value {
-    let (python, chromium) = browser().expect("checked by the caller");
-    let output = std::process::Command::new(python)
-        .arg(page_check_script())
-        .arg(url)
-        .env("COMPACTOR_CHROMIUM", chromium)
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
-    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
-    assert!(
-        output.status.success(),
-        "check_page.py failed\nstdout:\n{stdout}\nstderr:\n{stderr}"
-    );
-    serde_json::from_str(stdout.trim()).unwrap_or_else(|e| panic!("check_page.py printed no JSON ({e}):\n{stdout}"))
-}
+pub mod browser;
+#[allow(unused_imports)]
+pub use browser::*;
