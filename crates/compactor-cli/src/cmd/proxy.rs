@@ -49,11 +49,11 @@ enum Command {
     /// Write one session's JSONL transcript (replays with `compactor session replay`).
     Export(ExportArgs),
     /// Write an HTML report of what compaction did to one session (`compactor report`'s).
-    Report(ReportArgs),
+    Report(ProxyReportArgs),
 }
 
 #[derive(clap::Args, Debug)]
-struct ReportArgs {
+struct ProxyReportArgs {
     /// The session key (see `compactor proxy sessions`).
     session: String,
     /// The HTML file to write (stdout when absent).
@@ -187,7 +187,7 @@ async fn export_session(args: ExportArgs) -> Result<(), CliError> {
     crate::io::write_transcript_output(args.output.as_deref(), body)
 }
 
-async fn report_session(args: ReportArgs) -> Result<(), CliError> {
+async fn report_session(args: ProxyReportArgs) -> Result<(), CliError> {
     let options = args.report.options(&args.session)?;
     let store = store(&args.store.store).await?;
     let text = export_jsonl(store.as_ref(), &args.session)
