@@ -49,7 +49,7 @@ enum Command {
     /// Write one session's JSONL transcript (replays with `compactor session replay`).
     Export(ExportArgs),
     /// Write an HTML report of what compaction did to one session (`compactor report`'s).
-    Report(ProxyReportArgs),
+    Report(Box<ProxyReportArgs>),
 }
 
 #[derive(clap::Args, Debug)]
@@ -142,7 +142,7 @@ pub fn run(args: Args) -> Result<(), CliError> {
     match args.command {
         Some(Command::Sessions(store)) => runtime.block_on(sessions(&store.store)),
         Some(Command::Export(export)) => runtime.block_on(export_session(export)),
-        Some(Command::Report(report)) => runtime.block_on(report_session(report)),
+        Some(Command::Report(report)) => runtime.block_on(report_session(*report)),
         None => {
             init_logging();
             let serve = args.serve;
