@@ -213,13 +213,14 @@ impl Walk<'_> {
         });
     }
 
-    fn quote(&self, message: &Message, position: usize) -> QuotedMessage {
+    /// `message` (at `position`) as the page quotes it, its tokens from `counts`.
+    fn quote(&self, counts: &HashMap<String, usize>, message: &Message, position: usize) -> QuotedMessage {
         let (text, cut_chars) = cut(&message_text(message), self.options.max_text_chars);
         QuotedMessage {
             id: id_of(message).to_owned(),
             role: message.role.as_str().to_owned(),
             position,
-            tokens: self.counts.get(id_of(message)).copied().unwrap_or(0),
+            tokens: counts.get(id_of(message)).copied().unwrap_or(0),
             text,
             cut_chars,
         }
@@ -232,7 +233,7 @@ impl Walk<'_> {
             if stubs.len() + self.pending_mut().stubs.len() < max
                 && let Some(position) = self.replayer.position(&item.id)
             {
-                let original = self.quote(&self.replayer.messages()[position], position);
+                let original = self.quote(&self.counts, &self.replayer.messages()[position], position);
                 let (stub, _) = cut(&item.stub, self.options.max_text_chars);
                 stubs.push(StubView { stub, original });
             }
@@ -263,7 +264,7 @@ impl Walk<'_> {
             counts.insert(id.to_owned(), tokens);
         }
         let after_ids: HashSet<&str> = self.replayer.messages().iter().map(id_of).collect();
-        let old_counts = std::mem::replace(&mut self.counts, counts);
+        // `self.counts` is the conversation before the pass until the end of this function.
         let fate_before = |id: &str| {
             if !after_ids.contains(id) {
                 "replaced"
@@ -277,7 +278,7 @@ impl Walk<'_> {
             pending.before.iter().map(|m| Cell {
                 role: m.role.as_str(),
                 fate: fate_before(id_of(m)),
-                tokens: old_counts.get(id_of(m)).copied().unwrap_or(0),
+                tokens: self.counts.get(id_of(m)).copied().unwrap_or(0),
             }),
             self.options.max_segments,
         );
@@ -296,7 +297,7 @@ impl Walk<'_> {
                 Cell {
                     role: m.role.as_str(),
                     fate,
-                    tokens: self.counts.get(id).copied().unwrap_or(0),
+                    tokens: counts.get(id).copied().unwrap_or(0),
                 }
             }),
             self.options.max_segments,
@@ -307,15 +308,14 @@ impl Walk<'_> {
             .enumerate()
             .filter(|(_, m)| !after_ids.contains(id_of(m)))
             .collect();
-        let saved_counts = std::mem::replace(&mut self.counts, old_counts);
         let replaced: Vec<QuotedMessage> = gone
             .iter()
             .take(self.options.max_listed)
-            .map(|(position, m)| self.quote(m, *position))
+            .map(|(position, m)| self.quote(&self.counts, m, *position))
             .collect();
-        self.counts = saved_counts;
-        self.current = self.replayer.messages().iter().map(|m| self.counts[id_of(m)]).sum();
-        let tokens_counted_after = self.current;
+        let tokens_counted_after = self.replayer.messages().iter().map(|m| counts[id_of(m)]).sum();
+        self.counts = counts;
+        self.current = tokens_counted_after;
         let stubs_total = pending.stubbed.len();
         let (kind, view_compaction) = match &pending.compaction {
             Some((_, c)) if c.fallback => (PassKind::HardTrim, Some(c)),

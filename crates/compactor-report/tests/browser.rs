@@ -22,9 +22,14 @@ fn load_time(seen: &Value) -> String {
     )
 }
 
+/// Writes the page into `dir` (and, to look at it, into `$COMPACTOR_REPORT_KEEP` too).
 fn write(report: &SessionReport, dir: &std::path::Path) -> String {
     let path = dir.join("report.html");
     std::fs::write(&path, render(report)).unwrap();
+    if let Some(keep) = std::env::var_os("COMPACTOR_REPORT_KEEP") {
+        let name = format!("{}-{}.html", report.requests.len(), report.passes.len());
+        std::fs::copy(&path, std::path::Path::new(&keep).join(name)).unwrap();
+    }
     format!("file://{}", path.display())
 }
 

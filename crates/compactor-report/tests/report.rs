@@ -230,3 +230,102 @@ async fn a_ten_thousand_message_session_stays_within_the_caps() {
     assert!(html.len() < 16 << 20, "{} bytes", html.len());
     std::fs::write(dir.path().join("report.html"), &html).unwrap();
 }
+
+/// A transcript written line by line: an elision epoch, then a repair, then a compaction
+/// that hard-trims, each its own pass, each named, counted and marked in the chart.
+#[test]
+fn every_kind_of_pass_is_named_counted_and_marked() {
+    use compactor_report::chart::{SeriesColors, hex};
+    use llm_compactor::Usage;
+    use llm_compactor::session::{
+        CompactionRecord, ElisionItem, ElisionRecord, RepairRecord, SessionMeta, SyntheticAnswerItem, encode_line,
+    };
+    let ts = "2026-01-01T00:00:00.000000Z";
+    let mut lines = vec![encode_line("meta", ts, &Record::Meta(SessionMeta::default())).unwrap()];
+    let mut push = |id: &str, record: Record| lines.push(encode_line(id, ts, &record).unwrap());
+    push("u", Record::Message(Message::user("go")));
+    push(
+        "a1",
+        Record::Message(Message::assistant("").with_tool_calls(vec![ToolCall::new("c1", "bash", "{}")])),
+    );
+    push("t1", Record::Message(Message::tool("c1", "x".repeat(4_000))));
+    push(
+        "a2",
+        Record::Message(Message::assistant("").with_tool_calls(vec![ToolCall::new("c2", "bash", "{}")])),
+    );
+    push(
+        "e",
+        Record::Elision(ElisionRecord::new(vec![ElisionItem {
+            id: "t1".to_owned(),
+            stub: "[stub of t1]".to_owned(),
+        }])),
+    );
+    push(
+        "r",
+        Record::Repair(RepairRecord {
+            answers: vec![SyntheticAnswerItem {
+                after: "a2".to_owned(),
+                content: "no result recorded".to_owned(),
+                tool_call_id: "c2".to_owned(),
+            }],
+            dropped: vec![],
+        }),
+    );
+    push("u2", Record::Message(Message::user("next")));
+    push("a3", Record::Message(Message::assistant("ok")));
+    push(
+        "k",
+        Record::Compaction(CompactionRecord {
+            dropped: 4,
+            exhausted: true,
+            fallback: true,
+            receipt: None,
+            replaces_through_id: "u2".to_owned(),
+            summary: String::new(),
+            tokens_after: 3,
+            tokens_before: 1_050,
+            usage: Usage::default(),
+        }),
+    );
+    let jsonl = lines.concat();
+    let report = compactor_report::report_of_jsonl("kinds.jsonl", jsonl.as_bytes(), &ReportOptions::default()).unwrap();
+    let kinds: Vec<_> = report.passes.iter().map(|p| p.kind).collect();
+    assert_eq!(kinds, [PassKind::Elision, PassKind::Repair, PassKind::HardTrim]);
+    let epoch = &report.passes[0];
+    assert_eq!(epoch.stubs.len(), 1);
+    assert_eq!(epoch.stubs[0].stub, "[stub of t1]");
+    assert_eq!(
+        epoch.stubs[0].original.text,
+        "x".repeat(2_000),
+        "the original, cut to the cap"
+    );
+    assert_eq!(epoch.stubs[0].original.cut_chars, 2_000);
+    assert!(epoch.tokens_after < epoch.tokens_before, "the epoch shed tokens");
+    assert_eq!(report.passes[1].repairs, 1);
+    let trim = &report.passes[2];
+    assert!(trim.fallback && trim.exhausted);
+    assert_eq!(
+        (trim.tokens_before, trim.tokens_after, trim.messages_replaced),
+        (1_050, 3, 4)
+    );
+    // Requests: before a1, a2 and a3, then the pending one after the trim.
+    assert_eq!(report.requests.len(), 4);
+    assert_eq!(report.requests[3].line, 0);
+    assert_eq!(
+        (report.passes[0].after_requests, report.passes[2].after_requests),
+        (2, 3)
+    );
+    let (t, pending) = (&report.totals, report.requests[3].tokens);
+    assert_eq!((t.elision_epochs, t.repairs, t.hard_trims, t.compactions), (1, 1, 1, 0));
+    assert!(pending < report.requests[2].tokens);
+    let svg = compactor_report::chart::svg(&report);
+    let count = |needle: String| svg.matches(&needle).count();
+    assert_eq!(
+        count(format!("fill=\"none\" stroke=\"{}\"", hex(SeriesColors::ELISION))),
+        1
+    );
+    assert_eq!(count(format!("fill=\"{}\"", hex(SeriesColors::HARD_TRIM))), 1);
+    assert!(count(format!("stroke=\"{}\"", hex(SeriesColors::REPAIR))) >= 1);
+    let html = render(&report);
+    assert!(html.contains("hard trim") && html.contains("fallback / exhausted"));
+}

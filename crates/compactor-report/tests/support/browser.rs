@@ -114,6 +114,17 @@ pub fn assert_page(seen: &Value, report: &SessionReport, url_prefix: &str) {
         count(PassKind::Elision),
         "{marks}"
     );
+    // The cache-read share: a point per request that recorded its billed usage.
+    let shares = report
+        .requests
+        .iter()
+        .filter(|r| r.cache_read_share().is_some())
+        .count() as u64;
+    assert_eq!(
+        mark(marks, "circle", &hex(SeriesColors::CACHE), "NONE"),
+        shares,
+        "{marks}"
+    );
     // The pass table, row by row.
     let rows = seen["passes"].as_array().unwrap();
     assert_eq!(rows.len(), report.passes.len());
