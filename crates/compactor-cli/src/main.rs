@@ -78,3 +78,16 @@ fn main() {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    /// Every subcommand's arguments are consistent (clap checks them only when that
+    /// subcommand is parsed: two flattened argument structs of one name once made
+    /// `compactor proxy report` panic at start).
+    #[test]
+    fn the_command_line_is_consistent() {
+        super::Cli::command().debug_assert();
+    }
+}
