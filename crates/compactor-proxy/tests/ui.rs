@@ -112,6 +112,24 @@ async fn the_inspector_shows_sessions_and_reports_without_keys_or_headers() {
     );
     let missing = get(&format!("{}/ui/session/no-such-session", proxy.url())).await;
     assert_eq!(missing.status(), 404);
+
+    // A key with a slash, a space and markup is one path segment, and text on the page.
+    let odd = "team a/run <7>";
+    let answer = client()
+        .post(format!("{}/v1/chat/completions", proxy.url()))
+        .header("x-compactor-session", odd)
+        .json(&json!({"model": "m", "messages": [{"role": "user", "content": "hi"}]}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), 200);
+    let index = get(&format!("{}/ui", proxy.url())).await.text().await.unwrap();
+    let href = "/ui/session/team%20a%2Frun%20%3C7%3E";
+    assert!(index.contains(&format!("href=\"{href}\"")), "{index}");
+    assert!(index.contains("team a/run &#60;7&#62;"));
+    let page = get(&format!("{}{href}", proxy.url())).await;
+    assert_eq!(page.status(), 200);
+    assert!(page.text().await.unwrap().contains("team a/run &#60;7&#62;"));
 }
 
 // Multi-threaded: the browser is driven by a blocking child process while the proxy
