@@ -329,3 +329,26 @@ fn every_kind_of_pass_is_named_counted_and_marked() {
     let html = render(&report);
     assert!(html.contains("hard trim") && html.contains("fallback / exhausted"));
 }
+
+#[test]
+fn an_empty_session_and_one_without_passes_render() {
+    let meta =
+        r#"{"id":"m","payload":{"created_by":"test"},"ts":"2026-01-01T00:00:00.000000Z","type":"session-meta","v":1}"#;
+    let empty =
+        compactor_report::report_of_jsonl("empty.jsonl", format!("{meta}\n").as_bytes(), &ReportOptions::default())
+            .unwrap();
+    assert_eq!((empty.requests.len(), empty.passes.len()), (0, 0));
+    let html = render(&empty);
+    assert!(html.contains("Nothing was compacted") && html.contains("<svg"));
+    let dir = tempfile::tempdir().unwrap();
+    let answered = vec![Message::user("hi"), Message::assistant("hello")];
+    let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+    let path = rt.block_on(support::play(answered, support::compactor(10_000), dir.path()));
+    let report = report_of_file(&path, &ReportOptions::default()).unwrap();
+    assert_eq!(
+        report.requests.len(),
+        1,
+        "the one request; the answered run has no pending one"
+    );
+    assert!(render(&report).contains("Nothing was compacted"));
+}
