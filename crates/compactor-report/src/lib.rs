@@ -29,25 +29,25 @@
 //! assert!(html.starts_with("<!DOCTYPE html>") && html.contains("<svg"));
 //! ```
 
-mod build;
 pub mod chart;
 mod model;
 mod options;
 mod page;
 mod shape;
 mod text;
+mod walk;
 
 use std::path::Path;
 
 use llm_compactor::session::{SessionError, Transcript};
 
-pub use build::build;
 pub use model::{
     Limits, PassKind, PassView, QuotedMessage, RequestPoint, Segment, SessionReport, StubView, SummarySection, Totals,
 };
 pub use options::{DEFAULT_MAX_LISTED, DEFAULT_MAX_SEGMENTS, DEFAULT_MAX_TEXT_CHARS, ReportOptions};
 pub use page::{SessionRow, render_index, render_with};
 pub use text::{recorded_usage, usage_from};
+pub use walk::build;
 
 /// Why a report could not be made.
 #[derive(Debug, thiserror::Error)]

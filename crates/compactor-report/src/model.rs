@@ -199,7 +199,7 @@ pub struct Totals {
     pub tokens_uncompacted: u64,
     /// The summarizer's billed usage over all passes.
     pub summarizer_usage: Usage,
-    /// Estimated cost saved, in base-input-token units (see [`crate::build`]).
+    /// Estimated cost saved, in base-input-token units (how: [`crate::build`]).
     pub cost_saved: f64,
     /// Requests that recorded billed usage.
     pub requests_with_usage: usize,

@@ -68,6 +68,13 @@ fn id_of(message: &Message) -> &str {
 
 /// The report of a transcript's `entries` (in file order; the first is `session-meta`).
 ///
+/// Requests are the conversations before each assistant turn (and the pending one after a
+/// final pass); passes are runs of repair, elision and compaction lines. The cost saved is
+/// `sum(uncompacted) x cache_read - (sum(sent) x cache_read + sum(rewritten) x
+/// (cache_write - cache_read) + summarizer calls)`, in base-input-token units under the
+/// options' pricing: an estimate generous to not compacting (every request assumed
+/// cached whole).
+///
 /// # Errors
 /// [`ReportError::Replay`] when a line does not replay (a transcript read by
 /// [`llm_compactor::session::Transcript`] always does).
