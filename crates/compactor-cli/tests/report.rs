@@ -103,3 +103,58 @@ fn proxy_report_reads_the_session_from_the_store() {
     assert_eq!(out.status.code(), Some(1));
     assert!(stderr(&out).contains("\"nobody\""), "{}", stderr(&out));
 }
+
+/// `compactor proxy --ui` as a child process: it says where the inspector is, and `/ui`
+/// answers; without the flag `/ui` is 404.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_proxy_serves_the_inspector_only_with_ui() {
+    use std::io::{BufRead, BufReader};
+    for ui in [true, false] {
+        let mut command = support::bin();
+        command.args([
+            "proxy",
+            "--listen",
+            "127.0.0.1:0",
+            "--upstream",
+            "http://127.0.0.1:9",
+            "--store",
+            "memory:",
+            "--summarizer",
+            "none",
+        ]);
+        if ui {
+            command.arg("--ui");
+        }
+        let mut child = command
+            .stderr(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut stderr = BufReader::new(child.stderr.take().unwrap());
+        let mut line = String::new();
+        stderr.read_line(&mut line).unwrap();
+        let proxy = line
+            .split("listening on ")
+            .nth(1)
+            .and_then(|rest| rest.split_whitespace().next())
+            .unwrap_or_else(|| panic!("no address in {line:?}"))
+            .to_owned();
+        if ui {
+            let mut said = String::new();
+            stderr.read_line(&mut said).unwrap();
+            assert!(said.contains(&format!("{proxy}/ui")), "{said}");
+        }
+        std::thread::spawn(move || for _ in stderr.lines() {});
+        let response = reqwest::Client::new().get(format!("{proxy}/ui")).send().await.unwrap();
+        let status = response.status().as_u16();
+        let body = response.text().await.unwrap();
+        child.kill().unwrap();
+        child.wait().unwrap();
+        if ui {
+            assert_eq!(status, 200);
+            assert!(body.contains("No session recorded yet"), "{body}");
+        } else {
+            assert_eq!(status, 404);
+        }
+    }
+}
