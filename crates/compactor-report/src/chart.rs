@@ -7,19 +7,17 @@
 //! circles, repairs as crosses. When any request recorded its billed usage a second panel
 //! shows the share of its prompt read from the provider's cache.
 //!
-//! Each series has its own colour ([`COLORS`]): the page's legend and the browser tests
-//! find the marks by it. No text from the conversation goes into the SVG (plotters
+//! Each series has its own colour ([`SeriesColors`]): the page's legend and the browser
+//! tests find the marks by it. No text from the conversation goes into the SVG (plotters
 //! escapes its own labels), so it is the one fragment the page includes unescaped.
 
 use plotters::prelude::*;
 
 use crate::model::{PassKind, SessionReport};
 
-/// The colour of each series, as plotters writes it (`#RRGGBB`).
+/// The colour of each series (as `#RRGGBB` through [`hex`]): the page's legend and the
+/// browser tests find the marks by it.
 pub struct SeriesColors;
-
-/// The colours of the chart's series.
-pub const COLORS: SeriesColors = SeriesColors;
 
 impl SeriesColors {
     /// A request's point and the tokens line.
