@@ -8,7 +8,9 @@
 //! history — starts over from the request as sent, in a fresh transcript.
 //!
 //! The transcript of a session is exactly the conversation the upstream last saw, as
-//! replayable lines (see [`crate::record`]); a session's state is rebuilt from the store
+//! replayable lines, written by the library's transcript writer
+//! ([`llm_compactor::session::Lines`]: the same lines, repairs included, that a
+//! `Session` writes to a file); a session's state is rebuilt from the store
 //! when a process first meets it, so a restarted proxy carries on where it stopped.
 //!
 //! A session that started over lives on in a transcript of its own (`KEY~xxxxxxxx`);
@@ -28,9 +30,7 @@ use std::sync::atomic::Ordering;
 
 use llm_compactor::count::{CalibratedCounter, TokenCounter};
 use llm_compactor::message::{Message, conversation_digest};
-use llm_compactor::session::{
-    Clock, Record, Replayer, SessionMeta, SystemClock, Transcript, encode_line, format_timestamp,
-};
+use llm_compactor::session::{Line, Lines, Record, Replayer, Transcript, continued_in, same_but_id};
 use llm_compactor::store::{NewEvent, Rewrite, StoreError};
 use llm_compactor::{CompactOptions, Compactor};
 use serde_json::{Map, Value};
@@ -39,11 +39,10 @@ use crate::api::{Api, Request};
 use crate::config::ProxyConfig;
 use crate::error::ProxyError;
 use crate::metrics::Metrics;
-use crate::record::{Lines, same_but_id, without_ids};
 use crate::session_map::BoundedMap;
 
 /// The line type that points a session at the transcript it continues in.
-pub const CONTINUED: &str = "proxy-continued";
+pub use llm_compactor::session::CONTINUED;
 
 mod sync;
 
@@ -134,10 +133,7 @@ fn replay_events(
     }
     let transcript = Transcript::parse(Path::new(store_key), text.as_bytes()).map_err(backend_error)?;
     for entry in transcript.entries() {
-        if let Record::Unknown { kind, payload } = &entry.record
-            && kind == CONTINUED
-            && let Some(next) = payload.get("store_key").and_then(Value::as_str)
-        {
+        if let Some(next) = continued_in(&entry.record) {
             continued = Some(next.to_owned());
         }
         replayer.apply(&entry.id, &entry.record).map_err(backend_error)?;
@@ -203,22 +199,13 @@ impl SessionState {
 
     /// Writes the line that points the session's own transcript at the current one.
     async fn point_here(&mut self, config: &ProxyConfig) -> Result<(), ProxyError> {
-        let mut payload = Map::new();
-        payload.insert("store_key".into(), Value::String(self.store_key.clone()));
-        let record = Record::Unknown {
-            kind: CONTINUED.to_owned(),
-            payload: Value::Object(payload),
-        };
-        let id = uuid::Uuid::new_v4().to_string();
-        let ts = format_timestamp(SystemClock.now());
-        let mut line = encode_line(&id, &ts, &record).map_err(backend_error)?;
-        line.pop();
-        let event = NewEvent {
-            id,
-            kind: CONTINUED.to_owned(),
-            line,
-        };
-        config.store.append(&self.key, std::slice::from_ref(&event)).await?;
+        // The session's own transcript is not the one this state replays: the pointer is
+        // checked on a replayer of its own (a line type replay skips, a fresh id).
+        let mut lines = Lines::default();
+        lines
+            .push_continued(&mut Replayer::new(), &self.store_key)
+            .map_err(backend_error)?;
+        config.store.append(&self.key, &events(lines.take())).await?;
         self.pointer_due = false;
         Ok(())
     }
@@ -283,12 +270,11 @@ impl SessionState {
     /// these lines (another instance appended to the same session at the same moment) is
     /// re-read from the store next round.
     async fn append(&mut self, config: &ProxyConfig, lines: &mut Lines) -> Result<(), ProxyError> {
-        if lines.events.is_empty() {
+        if lines.is_empty() {
             return Ok(());
         }
-        let added = lines.events.len() as u64;
-        let last = config.store.append(&self.store_key, &lines.events).await?;
-        lines.events.clear();
+        let added = lines.lines().len() as u64;
+        let last = config.store.append(&self.store_key, &events(lines.take())).await?;
         if last == self.seq + added {
             self.seq = last;
         } else {
@@ -342,20 +328,16 @@ impl SessionState {
             extra.insert("api".into(), Value::String(api.name().to_owned()));
             extra.insert("model".into(), Value::String(request.model.clone()));
             extra.insert("session".into(), Value::String(self.key.clone()));
-            let meta = SessionMeta {
-                extra,
-                ..SessionMeta::default()
-            };
             lines
-                .push(&mut self.replayer, Record::Meta(meta))
-                .map_err(ProxyError::BadRequest)?;
+                .push_meta(&mut self.replayer, extra)
+                .map_err(|e| ProxyError::BadRequest(e.to_string()))?;
             self.opened = true;
         }
         let start = self.replayer.messages().len();
         for message in &effective[start..] {
             lines
                 .push(&mut self.replayer, Record::Message(message.clone()))
-                .map_err(ProxyError::BadRequest)?;
+                .map_err(|e| ProxyError::BadRequest(e.to_string()))?;
         }
         let tokens = self.counter.count_for_model(&effective, &request.model);
         let mut compacted = false;
@@ -502,6 +484,8 @@ impl SessionState {
             }
             return Ok(None);
         }
+        // The pass's repair line (an orphan dropped, a lost call answered) comes first, as
+        // a `Session` writes it: the rewrite then never carries what the pass repaired.
         if let Err(problem) = lines.push_pass(&mut self.replayer, &result) {
             tracing::error!(session = %self.key, %problem, "compaction not recorded; request sent uncompacted");
             return Ok(None);
@@ -550,6 +534,23 @@ impl SessionState {
         );
         Ok(Some(messages))
     }
+}
+
+/// The store's events for transcript lines.
+fn events(lines: Vec<Line>) -> Vec<NewEvent> {
+    lines
+        .into_iter()
+        .map(|line| NewEvent {
+            id: line.id,
+            kind: line.kind,
+            line: line.text,
+        })
+        .collect()
+}
+
+/// The messages without their ids (what goes on the wire and into a rewrite).
+fn without_ids(messages: &[Message]) -> Vec<Message> {
+    messages.iter().map(|m| Message { id: None, ..m.clone() }).collect()
 }
 
 async fn release_lease(config: &ProxyConfig, key: &str, store_key: &str) {
