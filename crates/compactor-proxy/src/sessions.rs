@@ -28,23 +28,26 @@ use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
+use llm_compactor::CompactOptions;
+use llm_compactor::compactor::RequestFit;
 use llm_compactor::count::{CalibratedCounter, TokenCounter};
 use llm_compactor::message::{Message, conversation_digest};
 use llm_compactor::session::{Line, Lines, Record, Replayer, Transcript, continued_in, same_but_id};
 use llm_compactor::store::{NewEvent, Rewrite, StoreError};
-use llm_compactor::{CompactOptions, Compactor};
 use serde_json::{Map, Value};
 
-use crate::api::{Api, Request};
 use crate::config::ProxyConfig;
 use crate::error::ProxyError;
-use crate::metrics::Metrics;
 use crate::session_map::BoundedMap;
 
 /// The line type that points a session at the transcript it continues in.
 pub use llm_compactor::session::CONTINUED;
 
+mod round;
 mod sync;
+
+use round::Lease;
+pub use round::{Attempt, Round};
 
 /// One session's live state in this process.
 pub struct SessionState {
@@ -210,37 +213,18 @@ impl SessionState {
         Ok(())
     }
 
-    /// Rewrites, records and (when the trigger says so, or `force`) compacts one request.
-    #[allow(clippy::too_many_arguments)]
-    pub async fn prepare(
-        &mut self,
-        config: &ProxyConfig,
-        compactor: &Compactor,
-        metrics: &Metrics,
-        api: Api,
-        request: &Request,
-        original: &bytes::Bytes,
-        force: bool,
-    ) -> Result<Prepared, ProxyError> {
+    /// Rewrites, records and (when the compactor's decision says so, or on a
+    /// context-length retry) compacts one request.
+    pub async fn prepare(&mut self, round: &Round<'_>) -> Result<Prepared, ProxyError> {
+        let config = round.config;
         // The transcript key whose lease this round took after waiting for it.
         let mut leased: Option<String> = None;
         let result = loop {
             if let Err(e) = self.sync(config).await {
                 break Err(e);
             }
-            match self
-                .prepare_loaded(
-                    config,
-                    compactor,
-                    metrics,
-                    api,
-                    request,
-                    original,
-                    force,
-                    leased.is_some(),
-                )
-                .await
-            {
+            let lease = if leased.is_some() { Lease::Held } else { Lease::ToTake };
+            match self.prepare_loaded(round, lease).await {
                 // Another instance held the lease and this one now holds it: what that
                 // instance did is in the store; prepare the round again from there.
                 Ok(Step::LeaseTaken) if leased.is_none() => {
@@ -284,18 +268,15 @@ impl SessionState {
         Ok(())
     }
 
-    #[allow(clippy::too_many_arguments)]
-    async fn prepare_loaded(
-        &mut self,
-        config: &ProxyConfig,
-        compactor: &Compactor,
-        metrics: &Metrics,
-        api: Api,
-        request: &Request,
-        original: &bytes::Bytes,
-        force: bool,
-        leased: bool,
-    ) -> Result<Step, ProxyError> {
+    async fn prepare_loaded(&mut self, round: &Round<'_>, lease: Lease) -> Result<Step, ProxyError> {
+        let Round {
+            config,
+            compactor,
+            api,
+            request,
+            original,
+            ..
+        } = *round;
         let client = request.wire.messages();
         let mut rewritten = false;
         let mut removed = 0;
@@ -339,19 +320,29 @@ impl SessionState {
                 .push(&mut self.replayer, Record::Message(message.clone()))
                 .map_err(|e| ProxyError::BadRequest(e.to_string()))?;
         }
-        let tokens = self.counter.count_for_model(&effective, &request.model);
+        // The replayer's conversation is `effective`, counted as its messages arrived:
+        // the decision costs this round's new messages.
+        if !self.replayer.conversation().counted_by(self.counter.as_ref()) {
+            self.replayer.count_with(self.counter.clone());
+        }
+        let tokens = self
+            .counter
+            .count_conversation_for_model(self.replayer.conversation(), &request.model);
         let mut compacted = false;
-        // `compact`'s own trigger: over it, or (with aging) an elision epoch that pays.
-        let due = force
-            || tokens > compactor.config().trigger()
-            || compactor
-                .epoch_decision(&effective, tokens)
-                .is_some_and(|(decision, _)| decision.runs());
-        if due {
-            match self
-                .compact(config, metrics, compactor, client, &mut lines, force, leased)
-                .await?
-            {
+        let target = match round.attempt {
+            Attempt::First => {
+                let fit = RequestFit {
+                    conversation: self.replayer.conversation(),
+                    request_tokens: tokens,
+                    room: None,
+                    counter: Some(self.counter.as_ref()),
+                };
+                compactor.pass_due(&fit).map(|_| config.target)
+            }
+            Attempt::ContextLengthRetry => Some(Some(compactor.context_length_target(tokens, config.target))),
+        };
+        if let Some(target) = target {
+            match self.compact(round, client, &mut lines, target, lease).await? {
                 Compacted::Yes(messages) => {
                     effective = messages;
                     compacted = true;
@@ -418,19 +409,18 @@ impl SessionState {
         self.seq = 0;
     }
 
-    /// Compacts under the session's lease. `leased`: this round already holds it.
-    #[allow(clippy::too_many_arguments)]
+    /// Compacts under the session's lease, aiming at `target` (the compactor's own
+    /// target when `None`).
     async fn compact(
         &mut self,
-        config: &ProxyConfig,
-        metrics: &Metrics,
-        compactor: &Compactor,
+        round: &Round<'_>,
         client: &[Message],
         lines: &mut Lines,
-        force: bool,
-        leased: bool,
+        target: Option<usize>,
+        lease: Lease,
     ) -> Result<Compacted, ProxyError> {
-        if !leased
+        let config = round.config;
+        if lease == Lease::ToTake
             && !config
                 .store
                 .try_lease(&self.store_key, &config.holder, config.lease_ttl)
@@ -444,13 +434,8 @@ impl SessionState {
             return Ok(Compacted::No);
         }
         let store_key = self.store_key.clone();
-        let outcome = sync::renewing(
-            config,
-            &store_key,
-            self.compact_leased(config, metrics, compactor, client, lines, force),
-        )
-        .await;
-        if !leased {
+        let outcome = sync::renewing(config, &store_key, self.compact_leased(round, client, lines, target)).await;
+        if lease == Lease::ToTake {
             release_lease(config, &self.key, &store_key).await;
         }
         Ok(match outcome? {
@@ -461,16 +446,20 @@ impl SessionState {
 
     async fn compact_leased(
         &mut self,
-        config: &ProxyConfig,
-        metrics: &Metrics,
-        compactor: &Compactor,
+        round: &Round<'_>,
         client: &[Message],
         lines: &mut Lines,
-        force: bool,
+        target: Option<usize>,
     ) -> Result<Option<Vec<Message>>, ProxyError> {
+        let Round {
+            config,
+            compactor,
+            metrics,
+            ..
+        } = *round;
         let options = CompactOptions {
             counter: Some(self.counter.clone()),
-            target: config.target,
+            target,
             focus: config.focus.clone(),
             ..CompactOptions::default()
         };
@@ -479,7 +468,7 @@ impl SessionState {
             .await
             .map_err(|e| ProxyError::BadRequest(format!("the conversation cannot be compacted: {e}")))?;
         if result.is_noop() {
-            if force {
+            if round.attempt == Attempt::ContextLengthRetry {
                 tracing::warn!(session = %self.key, "context-length retry: nothing left to compact");
             }
             return Ok(None);
