@@ -38,6 +38,7 @@ pub struct ProxyConfig {
     pub(crate) pricing: Pricing,
     pub(crate) client_key: bool,
     pub(crate) max_sessions: usize,
+    pub(crate) ui: bool,
 }
 
 impl std::fmt::Debug for ProxyConfig {
@@ -71,6 +72,7 @@ impl ProxyConfig {
             pricing: None,
             client_key_endpoint: None,
             max_sessions: DEFAULT_MAX_SESSIONS,
+            ui: false,
         }
     }
 
@@ -87,6 +89,11 @@ impl ProxyConfig {
     /// The pricing preset of the estimated-cost-saved metric.
     pub fn pricing(&self) -> Pricing {
         self.pricing
+    }
+
+    /// True when the inspector (`/ui`) is served.
+    pub fn ui(&self) -> bool {
+        self.ui
     }
 
     /// The compactor the proxy was built with (with `--budget-by-model`, the one whose
@@ -111,6 +118,7 @@ pub struct ProxyConfigBuilder {
     pricing: Option<Pricing>,
     client_key_endpoint: Option<String>,
     max_sessions: usize,
+    ui: bool,
 }
 
 impl ProxyConfigBuilder {
@@ -156,6 +164,13 @@ impl ProxyConfigBuilder {
     /// comes back.
     pub fn max_sessions(mut self, sessions: usize) -> Self {
         self.max_sessions = sessions;
+        self
+    }
+
+    /// Serves the read-only inspector at `/ui` (off by default: it shows conversation
+    /// content, so it belongs on localhost or behind the operator's own auth).
+    pub fn ui(mut self, on: bool) -> Self {
+        self.ui = on;
         self
     }
 
@@ -235,6 +250,7 @@ impl ProxyConfigBuilder {
             pricing,
             client_key: self.client_key_endpoint.is_some(),
             max_sessions: self.max_sessions,
+            ui: self.ui,
         })
     }
 }

@@ -40,6 +40,7 @@ mod models;
 mod routes;
 mod session_map;
 mod sessions;
+mod ui;
 mod upstream;
 
 use std::future::Future;

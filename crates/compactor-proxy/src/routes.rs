@@ -43,6 +43,7 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/v1/chat/completions", post(chat))
         .route("/v1/messages", post(messages))
         .route("/v1/responses", post(responses))
+        .merge(crate::ui::routes())
         .fallback(passthrough)
         .with_state(state)
 }
