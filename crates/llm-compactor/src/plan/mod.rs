@@ -43,7 +43,5 @@ pub use pricing::{Pricing, Tokens, UnknownPricing};
 pub use recent::{Truncation, cut_middle, fit_recent};
 pub use repair::{Repair, RepairError, SYNTHETIC_ANSWER, apply_repairs, plan_repairs};
 pub use stub::{is_stub, stub_text};
-pub use trim::{
-    TrimChoice, TrimPlan, choose_trim_counted, choose_trim_known, plan_trim, plan_trim_counted, plan_trim_known,
-};
+pub use trim::{TrimChoice, TrimPlan, TrimSearch};
 pub use validate::{Violation, validate};
