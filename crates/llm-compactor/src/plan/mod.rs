@@ -29,7 +29,7 @@ mod trim;
 mod validate;
 
 pub use aging_index::AgingIndex;
-pub use assemble::{SUMMARY_HEADER, apply_elisions, assemble, notice_content, summary_content, summary_message};
+pub use assemble::{SUMMARY_HEADER, apply_elisions, assemble, summary_content};
 pub(crate) use cut::recent_start;
 pub use cut::{Layout, layout, layout_with};
 pub use eligibility::{AgingRules, Eligible, EligibleReason, eligible, reclaimable_pool};

@@ -75,14 +75,14 @@ pub struct TrimPlan {
 /// ```
 /// use llm_compactor::count::HeuristicCounter;
 /// use llm_compactor::message::Message;
-/// use llm_compactor::plan::{Pairs, TrimSearch, layout};
+/// use llm_compactor::plan::{Pairs, TrimSearch, layout_with};
 /// let mut messages = vec![Message::system("Be terse.")];
 /// for i in 0..20 {
 ///     messages.push(Message::user(format!("question {i}: {}", "q".repeat(400))));
 ///     messages.push(Message::assistant(format!("answer {i}: {}", "a".repeat(400))));
 /// }
 /// let pairs = Pairs::build(&messages);
-/// let layout = layout(&messages, &pairs, 4);
+/// let layout = layout_with(&messages, &pairs, 4);
 /// let trim = TrimSearch::new(&messages, &pairs, &layout, 1_000).plan(&HeuristicCounter).unwrap();
 /// assert!(trim.tokens <= 1_000 && trim.messages.len() < messages.len());
 /// ```
