@@ -33,6 +33,7 @@
 //! assert_eq!(reports[0].totals.requests, 2);
 //! ```
 
+mod build;
 pub mod clear_tool_uses;
 mod cost;
 pub mod jetbrains_hybrid;
