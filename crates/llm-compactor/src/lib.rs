@@ -115,10 +115,11 @@
 //! Layout: [`message`] (model, canonical JSON, digest), [`mod@format`] (wire formats),
 //! [`count`] (token counters), [`plan`] (the pure planning core), [`summarize`] (the
 //! summarizer port), [`compactor`] (the async shell), [`backend`] (summarizer backends),
-//! [`session`] (the replayable transcript), [`simulate`] (the cost simulator), [`store`] (durable, shareable session stores), [`stale`] (sweeping temp files killed processes left).
+//! [`session`] (the replayable transcript), [`atomic`] (the temp names of atomic writes), [`simulate`] (the cost simulator), [`store`] (durable, shareable session stores), [`stale`] (sweeping temp files killed processes left).
 
 #![warn(missing_docs)]
 
+pub mod atomic;
 pub mod backend;
 pub mod compactor;
 mod conversation;
