@@ -39,7 +39,6 @@ mod cost;
 pub mod jetbrains_hybrid;
 pub mod mask_batched;
 pub mod mask_last_n;
-mod memo;
 pub mod none;
 pub mod ours;
 
