@@ -83,13 +83,7 @@ pub fn write_transcript_output(output: Option<&Path>, text: &str) -> Result<(), 
 /// Writes `text` and a newline to `path` through a temp file beside it (mode `mode`,
 /// fsynced, renamed over), sweeping the temp files a killed run left first.
 fn write_atomic(path: &Path, text: &str, mode: u32) -> Result<(), CliError> {
-    let dir = path
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    let prefix = format!(".{}.tmp-", path.file_name().and_then(|n| n.to_str()).unwrap_or("out"));
-    llm_compactor::stale::sweep(dir, &prefix);
-    let tmp = dir.join(format!("{prefix}{}", std::process::id()));
+    let tmp = llm_compactor::atomic::temp_beside(path, "tmp");
     let write = || -> std::io::Result<()> {
         let _ = std::fs::remove_file(&tmp);
         let mut file = std::fs::OpenOptions::new()

@@ -50,7 +50,7 @@ fn planning(c: &mut Criterion) {
             let layout = plan::layout_with(&messages, &pairs, 6);
             let eligible = plan::eligible(&messages, &pairs, &layout, rules);
             let mut count = |m: &[Message]| counter.count_messages(m);
-            let trim = plan::plan_trim(&messages, &pairs, &layout, 51_200, usize::MAX, &mut count);
+            let trim = plan::TrimSearch::new(&messages, &pairs, &layout, 51_200).plan_by(&mut count);
             black_box((eligible.len(), trim.map(|t| t.tokens)))
         })
     });
@@ -69,7 +69,11 @@ fn planning(c: &mut Criterion) {
             let pairs = Pairs::build(&parallel);
             let layout = plan::layout_with(&parallel, &pairs, 1);
             let mut count = |m: &[Message]| counter.count_messages(m);
-            black_box(plan::plan_trim(&parallel, &pairs, &layout, 100, usize::MAX, &mut count).map(|t| t.tokens))
+            black_box(
+                plan::TrimSearch::new(&parallel, &pairs, &layout, 100)
+                    .plan_by(&mut count)
+                    .map(|t| t.tokens),
+            )
         })
     });
     // The whole middle cut into 128k-token requests, estimated with o200k (was quadratic
@@ -130,7 +134,9 @@ fn real_9898(c: &mut Criterion) {
     let trim = |counter: &dyn TokenCounter, goal: usize| {
         let pairs = Pairs::build(&messages);
         let layout = plan::layout_with(&messages, &pairs, 6);
-        plan::plan_trim_counted(&messages, &pairs, &layout, goal, usize::MAX, counter).map(|t| t.messages.len())
+        plan::TrimSearch::new(&messages, &pairs, &layout, goal)
+            .plan(counter)
+            .map(|t| t.messages.len())
     };
     let mut group = c.benchmark_group("real_9898");
     group.bench_function("hard_trim_heuristic", |b| {
@@ -151,7 +157,9 @@ fn real_9898(c: &mut Criterion) {
     let choose = |counter: &dyn TokenCounter, goal: usize| {
         let pairs = Pairs::build(&messages);
         let layout = plan::layout_with(&messages, &pairs, 6);
-        plan::choose_trim_counted(&messages, &pairs, &layout, goal, usize::MAX, counter).map(|t| t.cut_index)
+        plan::TrimSearch::new(&messages, &pairs, &layout, goal)
+            .choose(counter)
+            .map(|t| t.cut_index)
     };
     group.bench_function("choose_trim_heuristic", |b| {
         b.iter(|| black_box(choose(&HeuristicCounter, goal)))
@@ -165,7 +173,8 @@ fn real_9898(c: &mut Criterion) {
     // Where a heuristic trim's time goes: each part alone.
     let pairs = Pairs::build(&messages);
     let layout = plan::layout_with(&messages, &pairs, 6);
-    let chosen = plan::plan_trim_counted(&messages, &pairs, &layout, goal, usize::MAX, &HeuristicCounter)
+    let chosen = plan::TrimSearch::new(&messages, &pairs, &layout, goal)
+        .plan(&HeuristicCounter)
         .expect("a trim of the real set");
     group.bench_function("part_pairs_and_layout", |b| {
         b.iter(|| {
@@ -238,7 +247,11 @@ fn real_9898(c: &mut Criterion) {
             let pairs = Pairs::build(&messages);
             let layout = plan::layout_with(&messages, &pairs, 6);
             let mut count = |m: &[Message]| HeuristicCounter.count_messages(m);
-            black_box(plan::plan_trim(&messages, &pairs, &layout, goal, usize::MAX, &mut count).map(|t| t.tokens))
+            black_box(
+                plan::TrimSearch::new(&messages, &pairs, &layout, goal)
+                    .plan_by(&mut count)
+                    .map(|t| t.tokens),
+            )
         })
     });
     group.finish();

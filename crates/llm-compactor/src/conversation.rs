@@ -27,7 +27,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use sha2::{Digest, Sha256};
 
-use crate::count::TokenCounter;
+use crate::count::{ConversationView, TokenCounter, counted_by};
 use crate::message::digest::{lower_hex, message_digest_hex};
 use crate::message::{Content, Message};
 use crate::plan::AgingIndex;
@@ -140,7 +140,7 @@ impl Conversation {
     /// True when `counter` is this conversation's counter (the same instance), so that
     /// the cached counts are its `count_message` of each message.
     pub fn counted_by<C: TokenCounter + ?Sized>(&self, counter: &C) -> bool {
-        std::ptr::addr_eq(Arc::as_ptr(&self.counter), counter as *const C) && self.counter.name() == counter.name()
+        counted_by(self, counter)
     }
 
     /// Each message's tokens (the counter's `count_message`), in order.
@@ -336,6 +336,29 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
         mutex.clear_poison();
         poisoned.into_inner()
     })
+}
+
+/// What the counters read of a conversation (see [`ConversationView`]).
+impl ConversationView for Conversation {
+    fn messages(&self) -> &[Message] {
+        Conversation::messages(self)
+    }
+
+    fn counter(&self) -> &Arc<dyn TokenCounter> {
+        Conversation::counter(self)
+    }
+
+    fn tokens_from(&self, from: usize) -> usize {
+        self.tokens_in(from..)
+    }
+
+    fn prefix_digest(&self, n: usize) -> Option<String> {
+        Conversation::prefix_digest(self, n)
+    }
+
+    fn prefix_state(&self, n: usize) -> Option<Sha256> {
+        Conversation::prefix_state(self, n)
+    }
 }
 
 #[cfg(test)]

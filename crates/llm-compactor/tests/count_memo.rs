@@ -201,3 +201,31 @@ proptest! {
         }
     }
 }
+
+/// The simulator's memo keeps every count: a single message's count fills it, and a
+/// count of other messages evicts nothing, so replaying the same history again (once per
+/// strategy) counts nothing twice; the numbers stay the wrapped counter's.
+#[test]
+fn a_memo_keeping_all_counts_each_message_once_across_replays() {
+    let memo = MemoCounter::keeping_all(HeuristicCounter);
+    let history: Vec<Message> = (0..20).map(|i| Message::user(format!("message {i}"))).collect();
+    for message in &history {
+        assert_eq!(memo.count_message(message), HeuristicCounter.count_message(message));
+    }
+    assert_eq!(
+        memo.count_messages(&history[..5]),
+        HeuristicCounter.count_messages(&history[..5])
+    );
+    let before = memo.stats();
+    assert_eq!(memo.count_messages(&history), HeuristicCounter.count_messages(&history));
+    assert_eq!(memo.stats().misses, before.misses, "the second replay counts nothing");
+    assert_eq!(memo.stats().entries, 20);
+    let bounded = MemoCounter::new(HeuristicCounter);
+    bounded.count_messages(&history);
+    bounded.count_messages(&history[..5]);
+    assert_eq!(
+        bounded.stats().entries,
+        5,
+        "the default memo holds the last call's messages"
+    );
+}

@@ -6,8 +6,8 @@ use engine_support::{conversation, round, tokens};
 use llm_compactor::compactor::Elision;
 use llm_compactor::message::{Message, ToolCall};
 use llm_compactor::plan::{
-    self, AgingRules, EligibleReason, Pairs, Violation, apply_elisions, assemble, eligible, is_stub, layout, plan_trim,
-    reclaimable_pool, stub_text, validate,
+    self, AgingRules, EligibleReason, Pairs, TrimSearch, Violation, apply_elisions, assemble, eligible, is_stub,
+    layout, reclaimable_pool, stub_text, validate,
 };
 
 const RULES: AgingRules = AgingRules {
@@ -210,7 +210,10 @@ fn trim_is_pair_aligned_and_never_touches_the_recent_window() {
     let before = tokens(&m);
     let goal = before / 2;
     let mut count = |x: &[Message]| tokens(x);
-    let t = plan_trim(&m, &pairs, &l, goal, before, &mut count).unwrap();
+    let t = TrimSearch::new(&m, &pairs, &l, goal)
+        .ceiling(before)
+        .plan_by(&mut count)
+        .unwrap();
     assert!(t.tokens <= goal);
     // The first message after the notice is never a tool result.
     let notice_at = t.messages.iter().position(|x| x.text() == t.notice).unwrap();
@@ -220,7 +223,10 @@ fn trim_is_pair_aligned_and_never_touches_the_recent_window() {
     let (fewer, _) = assemble(&m, t.cut_index - 2, &t.notice);
     assert!(tokens(&fewer) > goal);
     // An impossible goal: the whole middle goes, the recent window stays.
-    let t = plan_trim(&m, &pairs, &l, 1, before, &mut count).unwrap();
+    let t = TrimSearch::new(&m, &pairs, &l, 1)
+        .ceiling(before)
+        .plan_by(&mut count)
+        .unwrap();
     assert_eq!(t.cut_index, l.cut.unwrap());
     assert_eq!(t.messages[t.messages.len() - 3..], m[l.recent_start..]);
     assert!(

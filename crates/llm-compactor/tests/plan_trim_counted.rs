@@ -1,5 +1,5 @@
-//! The hard trim counted by arithmetic ([`plan_trim_counted`]) gives exactly the plan of
-//! the trim that builds and counts every candidate ([`plan_trim`], the old algorithm,
+//! The hard trim counted by arithmetic (`TrimSearch::choose` with an additive counter) gives exactly the plan of
+//! the trim that builds and counts every candidate (`TrimSearch::choose_by`, the old algorithm,
 //! kept as the oracle), on real trajectories and on generated conversations; and the
 //! heuristic's tool-call chars, counted without building the JSON, equal the rendering's.
 
@@ -32,8 +32,12 @@ fn both_under(
     let pairs = Pairs::build(messages);
     let layout = plan::layout_with(messages, &pairs, keep_recent);
     let mut count = |m: &[Message]| counter.count_messages(m);
-    let oracle = plan::plan_trim(messages, &pairs, &layout, goal, ceiling, &mut count);
-    let counted = plan::plan_trim_counted(messages, &pairs, &layout, goal, ceiling, counter);
+    let oracle = plan::TrimSearch::new(messages, &pairs, &layout, goal)
+        .ceiling(ceiling)
+        .plan_by(&mut count);
+    let counted = plan::TrimSearch::new(messages, &pairs, &layout, goal)
+        .ceiling(ceiling)
+        .plan(counter);
     (oracle, counted)
 }
 
@@ -76,7 +80,9 @@ fn a_cold_memo_trim_counts_what_it_keeps_not_the_conversation() {
     let memo = MemoCounter::new(HeuristicCounter);
     let pairs = Pairs::build(&messages);
     let layout = plan::layout_with(&messages, &pairs, 6);
-    let plan = plan::plan_trim_counted(&messages, &pairs, &layout, goal, usize::MAX, &memo).expect("a trim");
+    let plan = plan::TrimSearch::new(&messages, &pairs, &layout, goal)
+        .plan(&memo)
+        .expect("a trim");
     let counted = memo.stats().misses as usize;
     let kept = plan.messages.len();
     // The kept messages, at most one chunk (32) past the goal for the bisection's
@@ -123,11 +129,11 @@ proptest! {
         let pairs = Pairs::build(&messages);
         let layout = plan::layout_with(&messages, &pairs, keep);
         let counts: Vec<usize> = messages.iter().map(|m| HeuristicCounter.count_message(m)).collect();
-        let known = plan::plan_trim_known(&messages, &pairs, &layout, goal, ceiling, &HeuristicCounter, &counts);
+        let known = plan::TrimSearch::new(&messages, &pairs, &layout, goal).ceiling(ceiling).known_counts(&counts).plan(&HeuristicCounter);
         prop_assert_eq!(&oracle, &known);
         // The choice, validated as a view, is the plan; the assembled plan passes the
         // validator on its own.
-        let chosen = plan::choose_trim_counted(&messages, &pairs, &layout, goal, ceiling, &HeuristicCounter);
+        let chosen = plan::TrimSearch::new(&messages, &pairs, &layout, goal).ceiling(ceiling).choose(&HeuristicCounter);
         prop_assert_eq!(&chosen.map(|c| c.assemble(&messages)), &counted);
         if let Some(plan) = &counted {
             prop_assert!(plan::validate(&messages, &plan.messages, layout.recent_start).is_ok());

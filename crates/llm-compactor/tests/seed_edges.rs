@@ -106,7 +106,11 @@ fn the_public_planning_functions_survive_a_layout_of_another_conversation() {
     let _ = plan::eligible(&short, &pairs, &layout, rules);
     let _ = plan::layout_with(&short, &pairs, 1);
     let mut count = |m: &[Message]| HeuristicCounter.count_messages(m);
-    assert!(plan::plan_trim(&short, &pairs, &layout, 10, usize::MAX, &mut count).is_none());
+    assert!(
+        plan::TrimSearch::new(&short, &pairs, &layout, 10)
+            .plan_by(&mut count)
+            .is_none()
+    );
     let _ = plan::validate(&short, &long, layout.recent_start);
     let _ = plan::assemble(&short, layout.cut.unwrap(), "S");
 }

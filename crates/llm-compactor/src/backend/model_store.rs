@@ -214,12 +214,7 @@ impl ModelStore {
             .await
             .map_err(|e| ModelStoreError::io("create", &self.dir, e))?;
         // Staging dirs of killed fetches are swept; the PID in the name tells them apart.
-        crate::stale::sweep(&self.dir, ".fetch-");
-        let staging = self.dir.join(format!(
-            ".fetch-{}-{}",
-            std::process::id(),
-            uuid::Uuid::new_v4().simple()
-        ));
+        let staging = crate::atomic::staging_in(&self.dir, "fetch");
         tokio::fs::create_dir_all(&staging)
             .await
             .map_err(|e| ModelStoreError::io("create", &staging, e))?;

@@ -112,11 +112,7 @@ impl ModelStore {
 
 /// Writes the sidecar atomically; failing to is only a warning (the next run re-hashes).
 fn remember(sidecar: &Path, verified: &Verified) {
-    let temp = sidecar.with_file_name(format!(
-        "{}.tmp-{}",
-        sidecar.file_name().map(|n| n.to_string_lossy()).unwrap_or_default(),
-        std::process::id()
-    ));
+    let temp = crate::atomic::temp_beside(sidecar, "tmp");
     let written = serde_json::to_vec(verified)
         .map_err(std::io::Error::other)
         .and_then(|bytes| std::fs::write(&temp, bytes))

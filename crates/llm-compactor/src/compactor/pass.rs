@@ -1,4 +1,9 @@
 //! One compaction pass, start to finish: [`Compactor::compact`].
+//!
+//! Every phase of a pass (aging, the summary, the hard trim) works on the same things:
+//! the conversation as the pass sees it, its pairs and layout, the pass's counter and
+//! options, its count and the limit a result is judged by. They travel together as a
+//! [`Pass`] rather than as an argument list each phase repeats.
 
 use std::sync::Arc;
 
@@ -10,7 +15,41 @@ use super::{CompactError, CompactOptions, Compactor};
 use crate::count::TokenCounter;
 use crate::message::Message;
 use crate::plan::{self, CostReceipt, Layout, Pairs};
-use crate::usage::Usage;
+
+/// What every phase of one pass shares.
+pub(crate) struct Pass<'a> {
+    /// The conversation the pass reduces (repaired, with recent results cut to fit).
+    pub(crate) input: &'a [Message],
+    /// Its tool-call pairs.
+    pub(crate) pairs: &'a Pairs,
+    /// Its layout, the recent window fitted to its token cap.
+    pub(crate) layout: &'a Layout,
+    /// The pass's counter (the per-call override, else the compactor's).
+    pub(crate) counter: &'a Arc<dyn TokenCounter>,
+    /// The per-call options.
+    pub(crate) options: &'a CompactOptions,
+    /// `input`'s tokens.
+    pub(crate) before: usize,
+    /// Over this, a result is exhausted (the per-call target, else the context budget).
+    pub(crate) limit: usize,
+}
+
+impl Pass<'_> {
+    /// A result that replaced nothing, judged against this pass.
+    fn unchanged(&self, elisions: Vec<Elision>, messages: Vec<Message>, tokens: usize) -> CompactionResult {
+        CompactionResult::unchanged(messages, tokens)
+            .judged(self.before, self.limit)
+            .with_elisions(elisions)
+    }
+}
+
+/// The input with every eligible result stubbed (or the input itself, when aging is off,
+/// finds nothing, or would not lower the count).
+struct Aged {
+    messages: Vec<Message>,
+    elisions: Vec<Elision>,
+    tokens: usize,
+}
 
 impl Compactor {
     /// Runs one compaction pass (like a manual `/compact`: it compacts even below the
@@ -107,21 +146,26 @@ impl Compactor {
             let count = counter.count_messages(&cut_input);
             (cut_input.as_slice(), count)
         };
-        let unchanged = |elisions: Vec<Elision>, messages: Vec<Message>, tokens: usize| {
-            unchanged_result(before, limit, elisions, messages, tokens)
+        let pass = Pass {
+            input,
+            pairs: &pairs,
+            layout: &layout,
+            counter,
+            options,
+            before,
+            limit,
         };
         let mut result = if layout.is_noop() {
             tracing::info!("nothing between the sticky prefix and the recent window: no-op");
-            unchanged(Vec::new(), input.to_vec(), before)
+            pass.unchanged(Vec::new(), input.to_vec(), before)
         } else {
-            self.reduce(input, &pairs, &layout, counter, options, before, limit)
-                .await
+            self.reduce(&pass).await
         };
         if let Err(violation) = plan::validate(input, &result.messages, layout.recent_start) {
             // Unreachable by construction; never hand back a broken conversation.
             tracing::error!(%violation, "compaction result failed validation; returning the input unchanged");
             let (usage, attempts) = (result.usage, result.attempts);
-            result = unchanged(Vec::new(), input.to_vec(), before);
+            result = pass.unchanged(Vec::new(), input.to_vec(), before);
             result.usage = usage;
             result.attempts = attempts;
         }
@@ -136,59 +180,32 @@ impl Compactor {
 
     /// Aging, then a summary, then the hard trim: the pass over a conversation that has
     /// a middle.
-    #[allow(clippy::too_many_arguments)]
-    async fn reduce(
-        &self,
-        input: &[Message],
-        pairs: &Pairs,
-        layout: &Layout,
-        counter: &Arc<dyn TokenCounter>,
-        options: &CompactOptions,
-        before: usize,
-        limit: usize,
-    ) -> CompactionResult {
-        let unchanged = |elisions: Vec<Elision>, messages: Vec<Message>, tokens: usize| {
-            unchanged_result(before, limit, elisions, messages, tokens)
-        };
+    async fn reduce(&self, pass: &Pass<'_>) -> CompactionResult {
         // Aging first: stub every eligible result, recount.
-        let (aged, elisions, aged_count) = self.age(input, pairs, layout, counter.as_ref(), before);
-        if !elisions.is_empty() && self.elision_suffices(aged_count, before, options) {
-            tracing::info!(elisions = elisions.len(), aged_count, "elision-only pass");
-            return unchanged(elisions, aged, aged_count);
+        let aged = self.age(pass);
+        if !aged.elisions.is_empty() && self.elision_suffices(aged.tokens, pass.before, pass.options) {
+            tracing::info!(
+                elisions = aged.elisions.len(),
+                aged_count = aged.tokens,
+                "elision-only pass"
+            );
+            return pass.unchanged(aged.elisions, aged.messages, aged.tokens);
         }
 
-        let outcome = self.summarize_phase(&aged, layout, aged_count, counter, options).await;
+        let outcome = self.summarize_phase(pass, &aged.messages, aged.tokens).await;
         let mut result = if let Some(accepted) = outcome.accepted {
             // Every stub of the pass is reported, though the summary replaced them all.
-            CompactionResult {
-                messages: accepted.messages,
-                summary: accepted.content,
-                dropped: accepted.dropped,
-                cut_index: layout.cut_index(),
-                tokens_before: before,
-                tokens_after: accepted.tokens,
-                fallback: false,
-                exhausted: accepted.tokens > limit,
-                elisions,
-                usage: Usage::default(),
-                attempts: Vec::new(),
-                receipt: None,
-                repairs: Vec::new(),
-                truncations: Vec::new(),
-            }
-        } else {
-            self.trim(
-                input,
-                &aged,
-                pairs,
-                layout,
-                elisions,
-                aged_count,
-                counter.as_ref(),
-                options,
-                before,
-                limit,
+            CompactionResult::replaced(
+                accepted.messages,
+                accepted.content,
+                accepted.dropped,
+                pass.layout.cut_index(),
+                accepted.tokens,
             )
+            .judged(pass.before, pass.limit)
+            .with_elisions(aged.elisions)
+        } else {
+            self.trim(pass, aged)
         };
         result.usage = outcome.usage;
         result.attempts = outcome.attempts;
@@ -283,18 +300,16 @@ impl Compactor {
 
     /// The aged conversation, its elisions and its count; the input unchanged when aging
     /// is off, finds nothing, or would not lower the count.
-    fn age(
-        &self,
-        input: &[Message],
-        pairs: &Pairs,
-        layout: &Layout,
-        counter: &dyn TokenCounter,
-        before: usize,
-    ) -> (Vec<Message>, Vec<Elision>, usize) {
+    fn age(&self, pass: &Pass<'_>) -> Aged {
+        let unchanged = || Aged {
+            messages: pass.input.to_vec(),
+            elisions: Vec::new(),
+            tokens: pass.before,
+        };
         if !self.config.age_observations {
-            return (input.to_vec(), Vec::new(), before);
+            return unchanged();
         }
-        let elisions: Vec<Elision> = plan::eligible(input, pairs, layout, self.aging_rules())
+        let elisions: Vec<Elision> = plan::eligible(pass.input, pass.pairs, pass.layout, self.aging_rules())
             .into_iter()
             .map(|e| Elision {
                 index: e.index,
@@ -302,106 +317,58 @@ impl Compactor {
             })
             .collect();
         if elisions.is_empty() {
-            return (input.to_vec(), Vec::new(), before);
+            return unchanged();
         }
-        let aged = plan::apply_elisions(input, &elisions);
-        let aged_count = counter.count_messages(&aged);
-        if aged_count >= before {
-            return (input.to_vec(), Vec::new(), before);
+        let messages = plan::apply_elisions(pass.input, &elisions);
+        let tokens = pass.counter.count_messages(&messages);
+        if tokens >= pass.before {
+            return unchanged();
         }
-        (aged, elisions, aged_count)
+        Aged {
+            messages,
+            elisions,
+            tokens,
+        }
     }
 
     /// The hard trim of the aged conversation (or, when no trim respects the pairing,
     /// the aged conversation itself).
-    #[allow(clippy::too_many_arguments)]
-    fn trim(
-        &self,
-        input: &[Message],
-        aged: &[Message],
-        pairs: &Pairs,
-        layout: &Layout,
-        elisions: Vec<Elision>,
-        aged_count: usize,
-        counter: &dyn TokenCounter,
-        options: &CompactOptions,
-        before: usize,
-        limit: usize,
-    ) -> CompactionResult {
-        let goal = options.target.unwrap_or(self.config.target());
-        match plan::plan_trim_counted(aged, pairs, layout, goal, aged_count, counter) {
+    fn trim(&self, pass: &Pass<'_>, aged: Aged) -> CompactionResult {
+        let goal = pass.options.target.unwrap_or(self.config.target());
+        let trim = plan::TrimSearch::new(&aged.messages, pass.pairs, pass.layout, goal)
+            .ceiling(aged.tokens)
+            .plan(pass.counter.as_ref());
+        match trim {
             Some(trim) => {
                 tracing::warn!(dropped = trim.dropped, tokens = trim.tokens, "hard trim");
-                CompactionResult {
-                    exhausted: trim.tokens >= before || trim.tokens > limit,
-                    messages: trim.messages,
-                    summary: trim.notice,
-                    dropped: trim.dropped,
-                    cut_index: trim.cut_index as i64,
-                    tokens_before: before,
-                    tokens_after: trim.tokens,
-                    fallback: true,
-                    // Every stub of the pass, trimmed away or not (see `survived`).
-                    elisions,
-                    usage: Usage::default(),
-                    attempts: Vec::new(),
-                    receipt: None,
-                    repairs: Vec::new(),
-                    truncations: Vec::new(),
-                }
+                let mut result = CompactionResult::replaced(
+                    trim.messages,
+                    trim.notice,
+                    trim.dropped,
+                    trim.cut_index as i64,
+                    trim.tokens,
+                )
+                .judged(pass.before, pass.limit)
+                // Every stub of the pass, trimmed away or not (see `survived`).
+                .with_elisions(aged.elisions);
+                result.exhausted |= trim.tokens >= pass.before;
+                result.fallback = true;
+                result
             }
             None => {
                 tracing::error!("no hard trim keeps the tool-call pairing intact");
-                let messages = if elisions.is_empty() {
-                    input.to_vec()
+                let messages = if aged.elisions.is_empty() {
+                    pass.input.to_vec()
                 } else {
-                    aged.to_vec()
+                    aged.messages
                 };
-                CompactionResult {
-                    messages,
-                    summary: String::new(),
-                    dropped: 0,
-                    cut_index: -1,
-                    tokens_before: before,
-                    tokens_after: aged_count,
-                    fallback: false,
-                    exhausted: true,
-                    elisions,
-                    usage: Usage::default(),
-                    attempts: Vec::new(),
-                    receipt: None,
-                    repairs: Vec::new(),
-                    truncations: Vec::new(),
-                }
+                let mut result = CompactionResult::unchanged(messages, aged.tokens)
+                    .judged(pass.before, pass.limit)
+                    .with_elisions(aged.elisions);
+                result.exhausted = true;
+                result
             }
         }
-    }
-}
-
-/// A result that replaced nothing (a no-op, or an elision-only pass when `elisions` is
-/// not empty): `exhausted` when `tokens` is still over `limit`.
-fn unchanged_result(
-    before: usize,
-    limit: usize,
-    elisions: Vec<Elision>,
-    messages: Vec<Message>,
-    tokens: usize,
-) -> CompactionResult {
-    CompactionResult {
-        messages,
-        summary: String::new(),
-        dropped: 0,
-        cut_index: -1,
-        tokens_before: before,
-        tokens_after: tokens,
-        fallback: false,
-        exhausted: tokens > limit,
-        elisions,
-        usage: Usage::default(),
-        attempts: Vec::new(),
-        receipt: None,
-        repairs: Vec::new(),
-        truncations: Vec::new(),
     }
 }
 

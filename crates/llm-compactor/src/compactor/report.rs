@@ -103,7 +103,7 @@ impl Compactor {
     /// [`Compactor::plan`] of a [`Conversation`]: its tokens are the counter's
     /// [`TokenCounter::count_conversation`], and when the conversation was counted by
     /// that (additive) counter the trim preview is planned over its cached counts
-    /// ([`plan::plan_trim_known`]): no message is counted again. With aging on, the pairs
+    /// ([`plan::TrimSearch::known_counts`]): no message is counted again. With aging on, the pairs
     /// and the eligible results are read from the conversation's aging index
     /// ([`AgingIndex::eligible`]), which the epoch decision keeps from round to round: no
     /// call is paired or parsed again either. The report equals [`Compactor::plan`]'s of
@@ -170,9 +170,10 @@ impl Compactor {
             NeedReason::NotNeeded
         };
         let target = options.target.unwrap_or(self.config.target());
+        let search = plan::TrimSearch::new(messages, pairs, &layout, target).ceiling(tokens);
         let trim = match known {
-            Some(counts) => plan::choose_trim_known(messages, pairs, &layout, target, tokens, counter.as_ref(), counts),
-            None => plan::choose_trim_counted(messages, pairs, &layout, target, tokens, counter.as_ref()),
+            Some(counts) => search.known_counts(counts).choose(counter.as_ref()),
+            None => search.choose(counter.as_ref()),
         }
         .map(|t| TrimPreview {
             cut_index: t.cut_index,

@@ -136,4 +136,57 @@ impl CompactionResult {
     pub fn is_elision_only(&self) -> bool {
         self.dropped == 0 && !self.elisions.is_empty()
     }
+
+    /// A pass that replaced nothing: `messages` (the input, or its elision-only copy)
+    /// counting `tokens` (before and after, until [`CompactionResult::judged`]).
+    pub(crate) fn unchanged(messages: Vec<Message>, tokens: usize) -> Self {
+        CompactionResult {
+            messages,
+            summary: String::new(),
+            dropped: 0,
+            cut_index: -1,
+            tokens_before: tokens,
+            tokens_after: tokens,
+            fallback: false,
+            exhausted: false,
+            elisions: Vec::new(),
+            usage: Usage::default(),
+            attempts: Vec::new(),
+            receipt: None,
+            repairs: Vec::new(),
+            truncations: Vec::new(),
+        }
+    }
+
+    /// A pass that replaced the middle through `cut_index` (`dropped` messages) by the
+    /// message whose content is `summary` (a summary, or the hard trim's notice), leaving
+    /// `messages` counting `tokens`.
+    pub(crate) fn replaced(
+        messages: Vec<Message>,
+        summary: String,
+        dropped: usize,
+        cut_index: i64,
+        tokens: usize,
+    ) -> Self {
+        CompactionResult {
+            summary,
+            dropped,
+            cut_index,
+            ..CompactionResult::unchanged(messages, tokens)
+        }
+    }
+
+    /// Judged against the pass's input (`before` tokens) and its `limit` (the per-call
+    /// target, else the context budget): exhausted when still over the limit.
+    pub(crate) fn judged(mut self, before: usize, limit: usize) -> Self {
+        self.tokens_before = before;
+        self.exhausted = self.tokens_after > limit;
+        self
+    }
+
+    /// With every stub the pass made (see [`CompactionResult::elisions`]).
+    pub(crate) fn with_elisions(mut self, elisions: Vec<Elision>) -> Self {
+        self.elisions = elisions;
+        self
+    }
 }

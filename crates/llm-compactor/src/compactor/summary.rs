@@ -1,14 +1,13 @@
 //! The summarizing phase of a pass: chunked requests, the doubled-budget retry after a
 //! truncated summary, the proof of shrinkage and the single tighten retry.
 
-use std::sync::Arc;
-
 use super::Compactor;
 use super::calls::{Calls, GiveUp};
+use super::pass::Pass;
 use super::result::{Attempt, AttemptKind, AttemptOutcome};
 use crate::count::TokenCounter;
 use crate::message::{Message, conversation_digest};
-use crate::plan::{self, Layout};
+use crate::plan;
 use crate::summarize::{
     FailureKind, StopReason, Summarizer, SummarizerError, SummaryReply, SummaryRequest, next_chunk, render_units,
 };
@@ -47,14 +46,8 @@ fn estimate(counter: &dyn TokenCounter, text: &str) -> usize {
 impl Compactor {
     /// Summarizes the middle of `aged` and proves the result; `None` inside the outcome
     /// means the pass goes to the hard trim.
-    pub(crate) async fn summarize_phase(
-        &self,
-        aged: &[Message],
-        layout: &Layout,
-        aged_count: usize,
-        counter: &Arc<dyn TokenCounter>,
-        options: &super::CompactOptions,
-    ) -> SummaryOutcome {
+    pub(crate) async fn summarize_phase(&self, pass: &Pass<'_>, aged: &[Message], aged_count: usize) -> SummaryOutcome {
+        let (layout, counter, options) = (pass.layout, pass.counter, pass.options);
         let Some(summarizer) = self.summarizer.as_deref() else {
             let error = SummarizerError::new(FailureKind::Unavailable, "no summarizer configured");
             return SummaryOutcome {
@@ -91,7 +84,7 @@ impl Compactor {
         let accepted = if model_free {
             None
         } else {
-            self.summarize_inner(&mut calls, summarizer, aged, cut, layout, aged_count, counter, options)
+            self.summarize_inner(&mut calls, summarizer, pass, aged, aged_count, cut)
                 .await
                 .ok()
                 .flatten()
@@ -114,18 +107,18 @@ impl Compactor {
         outcome
     }
 
-    #[allow(clippy::too_many_arguments)]
+    /// The summary of `aged` (the pass's input, aged, counting `aged_count`) through
+    /// `cut`, proved to shrink it; `None` when no summary was good enough.
     async fn summarize_inner(
         &self,
         calls: &mut Calls<'_>,
         summarizer: &dyn Summarizer,
+        pass: &Pass<'_>,
         aged: &[Message],
-        cut: usize,
-        layout: &Layout,
         aged_count: usize,
-        counter: &Arc<dyn TokenCounter>,
-        options: &super::CompactOptions,
+        cut: usize,
     ) -> Result<Option<Accepted>, GiveUp> {
+        let (layout, counter, options) = (pass.layout, pass.counter, pass.options);
         let focus = options.focus.as_deref();
         let system = self.prompts.system(None, focus);
         let estimator = |text: &str| estimate(counter.as_ref(), text);

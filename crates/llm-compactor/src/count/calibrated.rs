@@ -30,7 +30,7 @@
 //! saved SHA-256 state; the recorded [`conversation_digest`] is the same value as a
 //! from-scratch computation.
 //!
-//! Over a [`Conversation`] (what `ContextManager` keeps) a round is constant-time in the
+//! Over a [`crate::Conversation`] (what `ContextManager` keeps) a round is constant-time in the
 //! conversation's length: the anchor check compares the recorded digest with the
 //! conversation's chained prefix digest (one SHA-256 finalization), the new messages'
 //! counts are the conversation's cached ones, and a bill extends the ledger by the new
@@ -44,8 +44,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-use crate::conversation::Conversation;
 use crate::count::fingerprint::hash_message;
+use crate::count::view::{ConversationView, counted_by};
 use crate::count::{ConversationCount, HeuristicCounter, TokenCounter};
 use crate::message::Message;
 #[cfg(doc)]
@@ -195,11 +195,16 @@ impl CalibratedCounter {
         }
     }
 
-    /// [`CalibratedCounter::record`] of a [`Conversation`]: the record's digest is the
+    /// [`CalibratedCounter::record`] of a [`crate::Conversation`]: the record's digest is the
     /// conversation's chained prefix digest, and when the conversation extends the
     /// recorded one (checked by that digest) only the new messages are fingerprinted, so
     /// a round's bill costs its new messages, not the conversation.
-    pub fn record_conversation(&self, conversation: &Conversation, model: &str, billed_prompt_tokens: Option<u64>) {
+    pub fn record_conversation(
+        &self,
+        conversation: &dyn ConversationView,
+        model: &str,
+        billed_prompt_tokens: Option<u64>,
+    ) {
         let Some(billed) = billed_prompt_tokens else {
             return self.record(conversation.messages(), model, None);
         };
@@ -240,7 +245,7 @@ impl CalibratedCounter {
 
     /// [`CalibratedCounter::record_conversation`] with an optional [`Usage`], as
     /// [`CalibratedCounter::record_optional_usage`] reads it.
-    pub fn record_conversation_usage(&self, conversation: &Conversation, model: &str, usage: Option<&Usage>) {
+    pub fn record_conversation_usage(&self, conversation: &dyn ConversationView, model: &str, usage: Option<&Usage>) {
         let billed = usage.and_then(|u| (!u.is_zero()).then_some(u.input_tokens));
         self.record_conversation(conversation, model, billed);
     }
@@ -270,9 +275,9 @@ impl CalibratedCounter {
         self.count_messages(messages)
     }
 
-    /// [`CalibratedCounter::count_for_model`] of a [`Conversation`]: from its cached counts
+    /// [`CalibratedCounter::count_for_model`] of a [`crate::Conversation`]: from its cached counts
     /// when this counter counted it (see [`TokenCounter::count_conversation`]).
-    pub fn count_conversation_for_model(&self, conversation: &Conversation, model: &str) -> usize {
+    pub fn count_conversation_for_model(&self, conversation: &dyn ConversationView, model: &str) -> usize {
         self.forget_other_model(model);
         self.count_conversation(conversation)
     }
@@ -309,7 +314,7 @@ impl CalibratedCounter {
 
     /// [`CalibratedCounter::anchor`] of a conversation: the recorded digest against the
     /// conversation's chained prefix digest (constant time once the prefix is digested).
-    fn anchor_conversation(&self, conversation: &Conversation) -> Option<(usize, u64)> {
+    fn anchor_conversation(&self, conversation: &dyn ConversationView) -> Option<(usize, u64)> {
         let current = self.lock().as_ref()?.record.clone();
         let n = current.messages;
         if conversation.prefix_digest(n).as_deref() == Some(current.digest.as_str()) {
@@ -321,9 +326,9 @@ impl CalibratedCounter {
     /// The fallback's tokens of `conversation.messages()[from..]`: the conversation's
     /// cached counts when this counter counted them (they are the fallback's per-message
     /// counts) and the fallback is additive.
-    fn fallback_from(&self, conversation: &Conversation, from: usize) -> usize {
-        if self.fallback.additive() && conversation.counted_by(self) {
-            conversation.tokens_in(from..)
+    fn fallback_from(&self, conversation: &dyn ConversationView, from: usize) -> usize {
+        if self.fallback.additive() && counted_by(conversation, self) {
+            conversation.tokens_from(from)
         } else {
             self.fallback.count_messages(&conversation.messages()[from..])
         }
@@ -371,18 +376,18 @@ impl TokenCounter for CalibratedCounter {
         }
     }
 
-    fn count_conversation(&self, conversation: &Conversation) -> usize {
+    fn count_conversation(&self, conversation: &dyn ConversationView) -> usize {
         match self.anchor_conversation(conversation) {
             Some((n, billed)) => saturating_usize(billed).saturating_add(self.fallback_from(conversation, n)),
             None => self.fallback_from(conversation, 0),
         }
     }
 
-    fn count_conversation_request(&self, conversation: &Conversation, tools: &[Value], context: &str) -> usize {
+    fn count_conversation_request(&self, conversation: &dyn ConversationView, tools: &[Value], context: &str) -> usize {
         match self.anchor_conversation(conversation) {
             Some((n, billed)) => saturating_usize(billed).saturating_add(self.fallback_from(conversation, n)),
-            None if self.fallback.additive() && conversation.counted_by(self) => {
-                conversation.tokens_in(..) + self.fallback.count_request_overhead(tools, context)
+            None if self.fallback.additive() && counted_by(conversation, self) => {
+                conversation.tokens_from(0) + self.fallback.count_request_overhead(tools, context)
             }
             None => self.fallback.count_request(conversation.messages(), tools, context),
         }
@@ -400,8 +405,8 @@ impl TokenCounter for CalibratedCounter {
     /// sum: per message this counter is its fallback, and a list that does not start with
     /// the billed prefix is the fallback's sum (when the fallback is additive and this
     /// counter counted the conversation; otherwise opaque).
-    fn conversation_count(&self, conversation: &Conversation) -> ConversationCount {
-        if !(self.fallback.additive() && conversation.counted_by(self)) {
+    fn conversation_count(&self, conversation: &dyn ConversationView) -> ConversationCount {
+        if !(self.fallback.additive() && counted_by(conversation, self)) {
             return ConversationCount::Opaque;
         }
         match self.anchor_conversation(conversation) {

@@ -28,7 +28,9 @@
 //!
 //! Memory is bounded: after each [`TokenCounter::count_messages`] the cache holds exactly
 //! the messages of that call (entries not seen in the last call are evicted). A single
-//! [`TokenCounter::count_message`] reads the cache but does not fill it.
+//! [`TokenCounter::count_message`] reads the cache but does not fill it. A memo made with
+//! [`MemoCounter::keeping_all`] keeps every count instead (the simulator's, which
+//! replays one trajectory once per strategy).
 //!
 //! Only additive counters can be memoized message by message; over a non-additive one
 //! (see [`TokenCounter::additive`]) the memo delegates every call unchanged.
@@ -85,6 +87,9 @@ pub struct MemoCounter<C> {
     generation: AtomicU64,
     hits: AtomicU64,
     misses: AtomicU64,
+    /// Every count is kept ([`MemoCounter::keeping_all`]): nothing is evicted, and a
+    /// single message's count fills the cache too.
+    keep_all: bool,
 }
 
 impl<C: TokenCounter> std::fmt::Debug for MemoCounter<C> {
@@ -106,6 +111,18 @@ impl<C: TokenCounter> MemoCounter<C> {
             generation: AtomicU64::new(0),
             hits: AtomicU64::new(0),
             misses: AtomicU64::new(0),
+            keep_all: false,
+        }
+    }
+
+    /// Memoizes `inner` and keeps every count it learns (memory grows with the distinct
+    /// messages seen): for a caller that replays one finite history many times, as the
+    /// simulator does once per strategy, where the bounded memo would count the same
+    /// messages again on every replay.
+    pub fn keeping_all(inner: C) -> Self {
+        MemoCounter {
+            keep_all: true,
+            ..MemoCounter::new(inner)
         }
     }
 
@@ -160,7 +177,7 @@ impl<C: TokenCounter> MemoCounter<C> {
         }
         let counts: Vec<usize> = counts.into_iter().map(|c| c.unwrap_or_default()).collect();
         let mut cache = self.lock();
-        if evict {
+        if evict && !self.keep_all {
             let stamp = self.generation.fetch_add(1, Ordering::Relaxed) + 1;
             let mut seen = 0usize;
             for (key, &count) in keys.iter().zip(&counts) {
@@ -210,7 +227,12 @@ impl<C: TokenCounter> TokenCounter for MemoCounter<C> {
             }
             None => {
                 self.misses.fetch_add(1, Ordering::Relaxed);
-                self.inner.count_message(message)
+                let count = self.inner.count_message(message);
+                if self.keep_all {
+                    let stamp = self.generation.load(Ordering::Relaxed);
+                    self.lock().insert(key, (count, stamp));
+                }
+                count
             }
         }
     }

@@ -21,7 +21,6 @@
 
 use serde_json::Value;
 
-use crate::conversation::Conversation;
 use crate::message::Message;
 
 /// Counts tokens of text, messages and whole requests.
@@ -67,24 +66,24 @@ pub trait TokenCounter: Send + Sync {
         self.count_each(messages)
     }
 
-    /// Tokens of a [`Conversation`]. The default reads the conversation's cached counts
+    /// Tokens of a [`crate::Conversation`]. The default reads the conversation's cached counts
     /// (one subtraction) when this additive counter is the one that counted them
-    /// ([`Conversation::counted_by`]), and counts its messages otherwise. The calibrated
+    /// ([`crate::Conversation::counted_by`]), and counts its messages otherwise. The calibrated
     /// counter checks its anchor against the conversation's chained prefix digest, in
     /// constant time per round.
-    fn count_conversation(&self, conversation: &Conversation) -> usize {
-        if self.additive() && conversation.counted_by(self) {
-            conversation.tokens_in(..)
+    fn count_conversation(&self, conversation: &dyn ConversationView) -> usize {
+        if self.additive() && counted_by(conversation, self) {
+            conversation.tokens_from(0)
         } else {
             self.count_messages(conversation.messages())
         }
     }
 
-    /// [`TokenCounter::count_request`] of a [`Conversation`], from its cached counts as
+    /// [`TokenCounter::count_request`] of a [`crate::Conversation`], from its cached counts as
     /// [`TokenCounter::count_conversation`] does.
-    fn count_conversation_request(&self, conversation: &Conversation, tools: &[Value], context: &str) -> usize {
-        if self.additive() && conversation.counted_by(self) {
-            conversation.tokens_in(..) + self.count_request_overhead(tools, context)
+    fn count_conversation_request(&self, conversation: &dyn ConversationView, tools: &[Value], context: &str) -> usize {
+        if self.additive() && counted_by(conversation, self) {
+            conversation.tokens_from(0) + self.count_request_overhead(tools, context)
         } else {
             self.count_request(conversation.messages(), tools, context)
         }
@@ -118,8 +117,8 @@ pub trait TokenCounter: Send + Sync {
     /// a caller count such a variant without building it. The default: the sum of the
     /// counts when this additive counter is the one that counted them, else
     /// [`ConversationCount::Opaque`]. The calibrated counter says where its bill anchors.
-    fn conversation_count(&self, conversation: &Conversation) -> ConversationCount {
-        if self.additive() && conversation.counted_by(self) {
+    fn conversation_count(&self, conversation: &dyn ConversationView) -> ConversationCount {
+        if self.additive() && counted_by(conversation, self) {
             ConversationCount::Sum
         } else {
             ConversationCount::Opaque
@@ -136,7 +135,7 @@ pub trait TokenCounter: Send + Sync {
     }
 }
 
-/// How a counter counts a [`Conversation`] and the lists derived from it (copies whose
+/// How a counter counts a [`crate::Conversation`] and the lists derived from it (copies whose
 /// messages differ from some index on), in terms of the conversation's cached counts
 /// ([`TokenCounter::conversation_count`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -183,6 +182,7 @@ mod rank_hash;
 #[cfg(feature = "bpe")]
 mod rank_table;
 mod request;
+mod view;
 
 #[cfg(feature = "bpe")]
 pub use bpe::{BpeCounter, Encoding};
@@ -191,6 +191,7 @@ pub use calibrated::{CalibratedCounter, CalibrationRecord};
 pub use heuristic::{HeuristicCounter, MESSAGE_OVERHEAD, message_chars};
 pub use memo::{MemoCounter, MemoStats};
 pub use request::RequestCounter;
+pub use view::{ConversationView, counted_by};
 
 macro_rules! forward_token_counter {
     ($($wrapper:ty),*) => {$(
@@ -215,10 +216,10 @@ macro_rules! forward_token_counter {
             fn count_some(&self, messages: &[Message]) -> Vec<usize> {
                 (**self).count_some(messages)
             }
-            fn count_conversation(&self, conversation: &Conversation) -> usize {
+            fn count_conversation(&self, conversation: &dyn ConversationView) -> usize {
                 (**self).count_conversation(conversation)
             }
-            fn count_conversation_request(&self, conversation: &Conversation, tools: &[Value], context: &str) -> usize {
+            fn count_conversation_request(&self, conversation: &dyn ConversationView, tools: &[Value], context: &str) -> usize {
                 (**self).count_conversation_request(conversation, tools, context)
             }
             fn count_request(&self, messages: &[Message], tools: &[Value], context: &str) -> usize {
@@ -230,7 +231,7 @@ macro_rules! forward_token_counter {
             fn additive(&self) -> bool {
                 (**self).additive()
             }
-            fn conversation_count(&self, conversation: &Conversation) -> ConversationCount {
+            fn conversation_count(&self, conversation: &dyn ConversationView) -> ConversationCount {
                 (**self).conversation_count(conversation)
             }
         }

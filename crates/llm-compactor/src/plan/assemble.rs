@@ -26,7 +26,7 @@ pub fn summary_content(summary: &str) -> String {
 
 /// The whole content of a hard-trim notice: the header line, then what happened and
 /// what to do about it.
-pub fn notice_content(dropped: usize) -> String {
+pub(crate) fn notice_content(dropped: usize) -> String {
     let noun = if dropped == 1 { "message was" } else { "messages were" };
     format!(
         "{SUMMARY_HEADER}\n{dropped} earlier {noun} dropped unsummarized to fit the context window \
@@ -36,7 +36,7 @@ pub fn notice_content(dropped: usize) -> String {
 }
 
 /// The inserted message: role user, not sticky, with exactly `content`.
-pub fn summary_message(content: &str) -> Message {
+pub(crate) fn summary_message(content: &str) -> Message {
     Message::user(content)
 }
 

@@ -29,7 +29,7 @@ mod trim;
 mod validate;
 
 pub use aging_index::AgingIndex;
-pub use assemble::{SUMMARY_HEADER, apply_elisions, assemble, notice_content, summary_content, summary_message};
+pub use assemble::{SUMMARY_HEADER, apply_elisions, assemble, summary_content};
 pub(crate) use cut::recent_start;
 pub use cut::{Layout, layout, layout_with};
 pub use eligibility::{AgingRules, Eligible, EligibleReason, eligible, reclaimable_pool};
@@ -43,7 +43,5 @@ pub use pricing::{Pricing, Tokens, UnknownPricing};
 pub use recent::{Truncation, cut_middle, fit_recent};
 pub use repair::{Repair, RepairError, SYNTHETIC_ANSWER, apply_repairs, plan_repairs};
 pub use stub::{is_stub, stub_text};
-pub use trim::{
-    TrimChoice, TrimPlan, choose_trim_counted, choose_trim_known, plan_trim, plan_trim_counted, plan_trim_known,
-};
+pub use trim::{TrimChoice, TrimPlan, TrimSearch};
 pub use validate::{Violation, validate};

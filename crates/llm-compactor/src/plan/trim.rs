@@ -60,177 +60,228 @@ pub struct TrimPlan {
     pub tokens: usize,
 }
 
-/// The trim of `messages` (laid out by `layout`) that first counts `<= goal` and
-/// `< ceiling`, trying candidates from least to most destructive; the whole middle when
-/// none does. `None` when there is no middle, or when no candidate passes the validator
-/// (a conversation whose pairing no trim can respect).
+/// One hard-trim search, in the manner of regex-automata's `Input`: what is searched
+/// (the conversation, its pairs and layout), what the trim must reach (`<= goal`, and
+/// `< ceiling`: a trim must shrink the conversation), and what is already known (each
+/// message's count), set by builder methods; then [`TrimSearch::choose`] (counted by a
+/// [`TokenCounter`]) or [`TrimSearch::choose_by`] (counted by a function of a whole
+/// candidate) picks the trim, and `plan`/`plan_by` assemble it.
 ///
-/// `count` counts a whole candidate conversation, so every candidate the search looks at
-/// is assembled to be counted; [`plan_trim_counted`] gives the same plan from a
-/// [`TokenCounter`] by arithmetic when the counter is additive. Candidates are searched
-/// by bisection, which finds the first fitting one for any counter where dropping more
-/// never counts more (every real counter); for another the answer still fits, it may just
-/// not be the least destructive.
-pub fn plan_trim(
-    messages: &[Message],
-    pairs: &Pairs,
-    layout: &Layout,
+/// The trim chosen is the least destructive candidate that fits, trying candidates from
+/// least to most destructive; the whole middle when none does. `None` when there is no
+/// middle, or when no candidate passes the validator (a conversation whose pairing no
+/// trim can respect).
+///
+/// ```
+/// use llm_compactor::count::HeuristicCounter;
+/// use llm_compactor::message::Message;
+/// use llm_compactor::plan::{Pairs, TrimSearch, layout_with};
+/// let mut messages = vec![Message::system("Be terse.")];
+/// for i in 0..20 {
+///     messages.push(Message::user(format!("question {i}: {}", "q".repeat(400))));
+///     messages.push(Message::assistant(format!("answer {i}: {}", "a".repeat(400))));
+/// }
+/// let pairs = Pairs::build(&messages);
+/// let layout = layout_with(&messages, &pairs, 4);
+/// let trim = TrimSearch::new(&messages, &pairs, &layout, 1_000).plan(&HeuristicCounter).unwrap();
+/// assert!(trim.tokens <= 1_000 && trim.messages.len() < messages.len());
+/// ```
+#[derive(Clone, Copy)]
+pub struct TrimSearch<'a> {
+    messages: &'a [Message],
+    pairs: &'a Pairs,
+    layout: &'a Layout,
     goal: usize,
     ceiling: usize,
-    count: &mut dyn FnMut(&[Message]) -> usize,
-) -> Option<TrimPlan> {
-    choose_by_assembling(messages, pairs, layout, goal, ceiling, count).map(|c| c.assemble(messages))
+    counts: Option<&'a [usize]>,
 }
 
-/// The search of [`plan_trim`]: each candidate the bisection looks at is assembled and
-/// counted whole by `count` (the only way for a counter that is not additive).
-fn choose_by_assembling(
-    messages: &[Message],
-    pairs: &Pairs,
-    layout: &Layout,
-    goal: usize,
-    ceiling: usize,
-    count: &mut dyn FnMut(&[Message]) -> usize,
-) -> Option<TrimChoice> {
-    let candidates = plan_candidates(messages, pairs, layout)?;
-    let pins = pinned(messages, pairs);
-    let mut tokens_of = |c: usize, _bounded: bool| {
-        let dropped = dropped_through(&pins, c);
-        Some(count(&assemble(messages, c, &notice_content(dropped)).0))
-    };
-    search(
-        messages,
-        pairs,
-        layout,
-        &pins,
-        &candidates,
-        goal,
-        ceiling,
-        &mut tokens_of,
-    )
-}
-
-/// [`plan_trim`] counted by `counter`: the same plan, but with an additive counter
-/// (see [`TokenCounter::additive`]) no candidate is built and no message the trim will
-/// never keep is counted. A candidate's tokens are prefix-sum arithmetic (the pinned
-/// messages it keeps, its notice, the suffix after its cut); the suffix sums are counted
-/// from the end, in chunks, only as far back as a candidate under test needs, and a
-/// candidate whose suffix alone is already over the goal is rejected without counting the
-/// rest. So a trim that keeps the last 40% of a conversation counts (tokenizes, with a
-/// cold memo) about 40% of it, and only the chosen trim is assembled. A non-additive
-/// counter (calibrated, whole-request) counts each candidate conversation as
-/// [`plan_trim`] does.
-pub fn plan_trim_counted(
-    messages: &[Message],
-    pairs: &Pairs,
-    layout: &Layout,
-    goal: usize,
-    ceiling: usize,
-    counter: &dyn TokenCounter,
-) -> Option<TrimPlan> {
-    choose_trim_counted(messages, pairs, layout, goal, ceiling, counter).map(|c| c.assemble(messages))
-}
-
-/// [`plan_trim_counted`]'s choice, not assembled: for a caller that only reports the
-/// trim (a dry run) or assembles it later. With an additive counter nothing is copied at
-/// all (the candidates are validated as views); with another counter the candidates are
-/// built and counted as [`plan_trim`] does.
-pub fn choose_trim_counted(
-    messages: &[Message],
-    pairs: &Pairs,
-    layout: &Layout,
-    goal: usize,
-    ceiling: usize,
-    counter: &dyn TokenCounter,
-) -> Option<TrimChoice> {
-    if !counter.additive() {
-        let mut count = |m: &[Message]| counter.count_messages(m);
-        return choose_by_assembling(messages, pairs, layout, goal, ceiling, &mut count);
+impl std::fmt::Debug for TrimSearch<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TrimSearch")
+            .field("messages", &self.messages.len())
+            .field("cut", &self.layout.cut)
+            .field("goal", &self.goal)
+            .field("ceiling", &self.ceiling)
+            .field("counts_known", &self.counts.is_some())
+            .finish()
     }
-    choose_trim_with(messages, pairs, layout, goal, ceiling, counter, None)
 }
 
-/// [`plan_trim_counted`] over per-message counts already known (`counts[i]` is
-/// `counter.count_message(&messages[i])` for an additive `counter`, as a
-/// [`crate::Conversation`] keeps them): no message is counted at all, only the notices.
-/// Counts of another length than `messages` plan nothing (`None`).
-pub fn plan_trim_known(
-    messages: &[Message],
-    pairs: &Pairs,
-    layout: &Layout,
-    goal: usize,
-    ceiling: usize,
-    counter: &dyn TokenCounter,
-    counts: &[usize],
-) -> Option<TrimPlan> {
-    choose_trim_known(messages, pairs, layout, goal, ceiling, counter, counts).map(|c| c.assemble(messages))
-}
-
-/// [`plan_trim_known`]'s choice, not assembled (see [`choose_trim_counted`]).
-pub fn choose_trim_known(
-    messages: &[Message],
-    pairs: &Pairs,
-    layout: &Layout,
-    goal: usize,
-    ceiling: usize,
-    counter: &dyn TokenCounter,
-    counts: &[usize],
-) -> Option<TrimChoice> {
-    if counts.len() != messages.len() {
-        return None;
-    }
-    choose_trim_with(messages, pairs, layout, goal, ceiling, counter, Some(counts))
-}
-
-fn choose_trim_with(
-    messages: &[Message],
-    pairs: &Pairs,
-    layout: &Layout,
-    goal: usize,
-    ceiling: usize,
-    counter: &dyn TokenCounter,
-    known: Option<&[usize]>,
-) -> Option<TrimChoice> {
-    let candidates = plan_candidates(messages, pairs, layout)?;
-    let cut = *candidates.last()?;
-    let pins = pinned(messages, pairs);
-    // sticky[i]: tokens of the pinned (kept in place) messages in 0..i, for i <= cut + 1
-    // (every candidate keeps them all, so counting them counts what is kept);
-    // dropped[i]: unpinned messages in 0..i.
-    let (mut sticky, mut dropped) = (vec![0usize; cut + 2], vec![0usize; cut + 2]);
-    for i in 0..=cut {
-        let keep = pins[i];
-        let tokens = match (keep, known) {
-            (false, _) => 0,
-            (true, Some(counts)) => counts[i],
-            (true, None) => counter.count_message(&messages[i]),
-        };
-        sticky[i + 1] = sticky[i] + tokens;
-        dropped[i + 1] = dropped[i] + usize::from(!keep);
-    }
-    let mut suffix = Suffix::new(messages, counter, known);
-    // Over this, a candidate cannot fit (`tokens <= goal && tokens < ceiling`).
-    let limit = ceiling.checked_sub(1).map(|c| c.min(goal));
-    let mut tokens_of = |c: usize, bounded: bool| {
-        let notice = summary_message(&notice_content(dropped[c + 1]));
-        let head = sticky[c + 1] + counter.count_message(&notice);
-        if !bounded {
-            return suffix.from(c + 1, None).map(|s| head + s);
+impl<'a> TrimSearch<'a> {
+    /// A search for the trim of `messages` (laid out by `layout`) that counts `<= goal`;
+    /// no ceiling, no counts known.
+    pub fn new(messages: &'a [Message], pairs: &'a Pairs, layout: &'a Layout, goal: usize) -> Self {
+        TrimSearch {
+            messages,
+            pairs,
+            layout,
+            goal,
+            ceiling: usize::MAX,
+            counts: None,
         }
-        // A bound below what the head alone costs: the candidate is over it already.
-        let room = limit?.checked_sub(head)?;
-        suffix.from(c + 1, Some(room)).map(|s| head + s)
-    };
-    search(
-        messages,
-        pairs,
-        layout,
-        &pins,
-        &candidates,
-        goal,
-        ceiling,
-        &mut tokens_of,
-    )
+    }
+
+    /// A trim must also count `< ceiling` (the conversation's own count: it must shrink).
+    pub fn ceiling(mut self, ceiling: usize) -> Self {
+        self.ceiling = ceiling;
+        self
+    }
+
+    /// Each message's count is known (`counts[i]` is `counter.count_message(&messages[i])`
+    /// for the additive counter [`TrimSearch::choose`] is given, as a
+    /// [`crate::Conversation`] keeps them): no message is counted at all, only the
+    /// notices. Counts of another length than the conversation plan nothing.
+    pub fn known_counts(mut self, counts: &'a [usize]) -> Self {
+        self.counts = Some(counts);
+        self
+    }
+
+    /// The trim, counted by `counter`. With an additive counter (see
+    /// [`TokenCounter::additive`]) or known counts no candidate is built and no message
+    /// the trim will never keep is counted: a candidate's tokens are prefix-sum
+    /// arithmetic (the pinned messages it keeps, its notice, the suffix after its cut);
+    /// the suffix sums are counted from the end, in chunks, only as far back as a
+    /// candidate under test needs, and a candidate whose suffix alone is over the goal is
+    /// rejected without counting the rest. So a trim that keeps the last 40% of a
+    /// conversation counts about 40% of it, and nothing is copied (the candidates are
+    /// validated as views). A non-additive counter (calibrated, whole-request) counts
+    /// each candidate conversation as [`TrimSearch::choose_by`] does.
+    pub fn choose(&self, counter: &dyn TokenCounter) -> Option<TrimChoice> {
+        match self.counts {
+            Some(counts) if counts.len() != self.messages.len() => None,
+            Some(counts) => self.choose_counted(counter, Some(counts)),
+            None if !counter.additive() => {
+                let mut count = |m: &[Message]| counter.count_messages(m);
+                self.choose_by(&mut count)
+            }
+            None => self.choose_counted(counter, None),
+        }
+    }
+
+    /// [`TrimSearch::choose`], assembled.
+    pub fn plan(&self, counter: &dyn TokenCounter) -> Option<TrimPlan> {
+        self.choose(counter).map(|c| c.assemble(self.messages))
+    }
+
+    /// The trim, each candidate the search looks at assembled and counted whole by
+    /// `count` (the only way for a count that is not a sum of messages). Candidates are
+    /// searched by bisection, which finds the first fitting one for any count where
+    /// dropping more never counts more (every real counter); for another the answer
+    /// still fits, it may just not be the least destructive.
+    pub fn choose_by(&self, count: &mut dyn FnMut(&[Message]) -> usize) -> Option<TrimChoice> {
+        let messages = self.messages;
+        let candidates = plan_candidates(messages, self.pairs, self.layout)?;
+        let pins = pinned(messages, self.pairs);
+        let mut tokens_of = |c: usize, _bounded: bool| {
+            let dropped = dropped_through(&pins, c);
+            Some(count(&assemble(messages, c, &notice_content(dropped)).0))
+        };
+        self.search(&pins, &candidates, &mut tokens_of)
+    }
+
+    /// [`TrimSearch::choose_by`], assembled.
+    pub fn plan_by(&self, count: &mut dyn FnMut(&[Message]) -> usize) -> Option<TrimPlan> {
+        self.choose_by(count).map(|c| c.assemble(self.messages))
+    }
+
+    fn choose_counted(&self, counter: &dyn TokenCounter, known: Option<&[usize]>) -> Option<TrimChoice> {
+        let messages = self.messages;
+        let candidates = plan_candidates(messages, self.pairs, self.layout)?;
+        let cut = *candidates.last()?;
+        let pins = pinned(messages, self.pairs);
+        // sticky[i]: tokens of the pinned (kept in place) messages in 0..i, for i <= cut + 1
+        // (every candidate keeps them all, so counting them counts what is kept);
+        // dropped[i]: unpinned messages in 0..i.
+        let (mut sticky, mut dropped) = (vec![0usize; cut + 2], vec![0usize; cut + 2]);
+        for i in 0..=cut {
+            let keep = pins[i];
+            let tokens = match (keep, known) {
+                (false, _) => 0,
+                (true, Some(counts)) => counts[i],
+                (true, None) => counter.count_message(&messages[i]),
+            };
+            sticky[i + 1] = sticky[i] + tokens;
+            dropped[i + 1] = dropped[i] + usize::from(!keep);
+        }
+        let mut suffix = Suffix::new(messages, counter, known);
+        // Over this, a candidate cannot fit (`tokens <= goal && tokens < ceiling`).
+        let limit = self.ceiling.checked_sub(1).map(|c| c.min(self.goal));
+        let mut tokens_of = |c: usize, bounded: bool| {
+            let notice = summary_message(&notice_content(dropped[c + 1]));
+            let head = sticky[c + 1] + counter.count_message(&notice);
+            if !bounded {
+                return suffix.from(c + 1, None).map(|s| head + s);
+            }
+            // A bound below what the head alone costs: the candidate is over it already.
+            let room = limit?.checked_sub(head)?;
+            suffix.from(c + 1, Some(room)).map(|s| head + s)
+        };
+        self.search(&pins, &candidates, &mut tokens_of)
+    }
+
+    /// The bisection over `candidates` by `tokens_of(candidate, bounded)`, then the
+    /// validator; nothing is assembled: each candidate is validated as a view
+    /// (references to the kept messages and its notice), and the caller assembles the
+    /// choice. `tokens_of(c, true)` may answer `None` for a candidate that is certainly
+    /// over the goal; `tokens_of(c, false)` is the exact count.
+    fn search(
+        &self,
+        pins: &[bool],
+        candidates: &[usize],
+        tokens_of: &mut dyn FnMut(usize, bool) -> Option<usize>,
+    ) -> Option<TrimChoice> {
+        let (messages, goal, ceiling) = (self.messages, self.goal, self.ceiling);
+        let choose = |c: usize, tokens: usize| {
+            let dropped = dropped_through(pins, c);
+            let notice = notice_content(dropped);
+            let notice_message = summary_message(&notice);
+            let view: Vec<&Message> = messages[..=c]
+                .iter()
+                .zip(pins)
+                .filter(|(_, pinned)| **pinned)
+                .map(|(m, _)| m)
+                .chain(std::iter::once(&notice_message))
+                .chain(&messages[c + 1..])
+                .collect();
+            validate_refs(messages, self.pairs, &view, self.layout.recent_start)
+                .is_ok()
+                .then_some(TrimChoice {
+                    cut_index: c,
+                    dropped,
+                    notice,
+                    tokens,
+                })
+        };
+        // Bisection for the first candidate that fits.
+        let (mut lo, mut hi) = (0usize, candidates.len());
+        let mut found: Option<usize> = None;
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            match tokens_of(candidates[mid], true) {
+                Some(tokens) if tokens <= goal && tokens < ceiling => {
+                    hi = mid;
+                    found = Some(tokens);
+                }
+                _ => lo = mid + 1,
+            }
+        }
+        // The last `hi = mid` is the final `lo`, so `found` is candidate `lo`'s count.
+        let last = candidates.len() - 1;
+        let (first, chosen) = match found {
+            Some(tokens) => (lo, choose(candidates[lo], tokens)),
+            None => (last, choose(candidates[last], exact(tokens_of, candidates[last]))),
+        };
+        if chosen.is_some() {
+            return chosen;
+        }
+        // Only a conversation with unusual pairing gets here: walk on to the next
+        // candidate that keeps every pair intact.
+        candidates
+            .iter()
+            .skip(first + 1)
+            .find_map(|&c| choose(c, exact(tokens_of, c)))
+    }
 }
 
 /// Suffix sums of per-message counts, counted from the end on demand.
@@ -302,73 +353,6 @@ fn plan_candidates(messages: &[Message], pairs: &Pairs, layout: &Layout) -> Opti
 /// reports dropped.
 fn dropped_through(pins: &[bool], c: usize) -> usize {
     pins[..=c].iter().filter(|&&pinned| !pinned).count()
-}
-
-/// The bisection over `candidates` by `tokens_of(candidate, bounded)`, then the
-/// validator; nothing is assembled: each candidate is validated as a view (references to
-/// the kept messages and its notice), and the caller assembles the choice.
-/// `tokens_of(c, true)` may answer `None` for a candidate that is certainly over the
-/// goal; `tokens_of(c, false)` is the exact count.
-#[allow(clippy::too_many_arguments)]
-fn search(
-    messages: &[Message],
-    pairs: &Pairs,
-    layout: &Layout,
-    pins: &[bool],
-    candidates: &[usize],
-    goal: usize,
-    ceiling: usize,
-    tokens_of: &mut dyn FnMut(usize, bool) -> Option<usize>,
-) -> Option<TrimChoice> {
-    let choose = |c: usize, tokens: usize| {
-        let dropped = dropped_through(pins, c);
-        let notice = notice_content(dropped);
-        let notice_message = summary_message(&notice);
-        let view: Vec<&Message> = messages[..=c]
-            .iter()
-            .zip(pins)
-            .filter(|(_, pinned)| **pinned)
-            .map(|(m, _)| m)
-            .chain(std::iter::once(&notice_message))
-            .chain(&messages[c + 1..])
-            .collect();
-        validate_refs(messages, pairs, &view, layout.recent_start)
-            .is_ok()
-            .then_some(TrimChoice {
-                cut_index: c,
-                dropped,
-                notice,
-                tokens,
-            })
-    };
-    // Bisection for the first candidate that fits.
-    let (mut lo, mut hi) = (0usize, candidates.len());
-    let mut found: Option<usize> = None;
-    while lo < hi {
-        let mid = lo + (hi - lo) / 2;
-        match tokens_of(candidates[mid], true) {
-            Some(tokens) if tokens <= goal && tokens < ceiling => {
-                hi = mid;
-                found = Some(tokens);
-            }
-            _ => lo = mid + 1,
-        }
-    }
-    // The last `hi = mid` is the final `lo`, so `found` is candidate `lo`'s count.
-    let last = candidates.len() - 1;
-    let (first, chosen) = match found {
-        Some(tokens) => (lo, choose(candidates[lo], tokens)),
-        None => (last, choose(candidates[last], exact(tokens_of, candidates[last]))),
-    };
-    if chosen.is_some() {
-        return chosen;
-    }
-    // Only a conversation with unusual pairing gets here: walk on to the next candidate
-    // that keeps every pair intact.
-    candidates
-        .iter()
-        .skip(first + 1)
-        .find_map(|&c| choose(c, exact(tokens_of, c)))
 }
 
 /// A candidate's exact tokens (an unbounded count always answers).

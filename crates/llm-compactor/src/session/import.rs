@@ -8,7 +8,7 @@
 //! target does not exist; a killed import leaves only a temp file, which the next import
 //! into that directory sweeps ([`crate::stale`]).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use super::error::SessionError;
 use super::lock::sync_parent;
@@ -32,9 +32,7 @@ impl Session {
         if path.symlink_metadata().is_ok() {
             return Err(SessionError::AlreadyExists { path });
         }
-        let (dir, prefix) = temp_prefix(&path);
-        crate::stale::sweep(&dir, &prefix);
-        let temp = dir.join(format!("{prefix}{}", std::process::id()));
+        let temp = crate::atomic::temp_beside(&path, "import");
         let _ = std::fs::remove_file(&temp);
         let outcome = write_then_link(&temp, &path, options, messages);
         let _ = std::fs::remove_file(&temp);
@@ -66,13 +64,4 @@ fn write_then_link(
     sync_parent(path)?;
     session.set_path(path.to_owned());
     Ok(session)
-}
-
-fn temp_prefix(path: &Path) -> (PathBuf, String) {
-    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("session");
-    let dir = path
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    (dir.to_owned(), format!(".{name}.import-"))
 }

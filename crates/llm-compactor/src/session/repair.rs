@@ -13,7 +13,7 @@
 use std::fs::File;
 use std::io::Write;
 use std::os::unix::fs::PermissionsExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use super::error::SessionError;
 use super::load::{TornTail, Transcript};
@@ -64,9 +64,7 @@ pub(crate) fn rewrite_prefix(
         & 0o7777;
     // Replace the file the path names, not a link on the way to it.
     let real = std::fs::canonicalize(path).map_err(|e| SessionError::io(path, e))?;
-    let (dir, prefix_name) = temp_prefix(&real);
-    crate::stale::sweep(&dir, &prefix_name);
-    let temp = dir.join(format!("{prefix_name}{}", std::process::id()));
+    let temp = crate::atomic::temp_beside(&real, "repair");
     let _ = std::fs::remove_file(&temp);
     let mut file = create_locked(&temp, mode)?;
     let written = file
@@ -85,14 +83,4 @@ pub(crate) fn rewrite_prefix(
         "repaired a torn final line of a session transcript (a partial write was removed)"
     );
     Ok(file)
-}
-
-/// The directory of a repair copy of `path` and its name up to the PID.
-fn temp_prefix(path: &Path) -> (PathBuf, String) {
-    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("session");
-    let dir = path
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    (dir.to_owned(), format!(".{name}.repair-"))
 }

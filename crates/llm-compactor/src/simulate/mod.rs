@@ -33,12 +33,12 @@
 //! assert_eq!(reports[0].totals.requests, 2);
 //! ```
 
+mod build;
 pub mod clear_tool_uses;
 mod cost;
 pub mod jetbrains_hybrid;
 pub mod mask_batched;
 pub mod mask_last_n;
-mod memo;
 pub mod none;
 pub mod ours;
 

@@ -12,11 +12,11 @@
 
 use std::sync::Arc;
 
+use crate::count::MemoCounter;
 use crate::count::TokenCounter;
 use crate::message::{Message, Role};
 use crate::plan::{Pricing, Tokens};
 use crate::simulate::SimError;
-use crate::simulate::memo::MemoCounter;
 use crate::simulate::report::{RequestTrace, StrategyTotals, TrajectoryReport};
 use crate::simulate::strategy::{Env, Strategy, StrategyKind};
 
@@ -200,7 +200,7 @@ pub fn simulate_trajectory(
     kinds: &[StrategyKind],
     config: &SimConfig,
 ) -> Result<Vec<TrajectoryReport>, SimError> {
-    let counter: Arc<dyn TokenCounter> = Arc::new(MemoCounter::new(config.counter.clone()));
+    let counter: Arc<dyn TokenCounter> = Arc::new(MemoCounter::keeping_all(config.counter.clone()));
     kinds
         .iter()
         .map(|kind| {
