@@ -120,7 +120,10 @@ impl Placement {
 }
 
 fn messages(request: &Value) -> &[Value] {
-    request.get("messages").and_then(Value::as_array).map_or(&[], Vec::as_slice)
+    request
+        .get("messages")
+        .and_then(Value::as_array)
+        .map_or(&[], Vec::as_slice)
 }
 
 /// How many messages at the end of `outgoing` are the client's own (equal, in order, to
@@ -148,7 +151,10 @@ pub fn place_breakpoints(client: &Value, outgoing: &mut Value, policy: &Breakpoi
     let theirs = messages(client);
     let kept = kept_suffix(theirs, messages(outgoing));
     let replaced_in = theirs.len() - kept;
-    let replaced_marks: Vec<Value> = theirs[..replaced_in].iter().flat_map(blocks::marks_in_message).collect();
+    let replaced_marks: Vec<Value> = theirs[..replaced_in]
+        .iter()
+        .flat_map(blocks::marks_in_message)
+        .collect();
     placement.replaced = replaced_marks.len();
     let replacement_len = messages(outgoing).len() - kept;
     if let Some(Value::Array(out)) = outgoing.get_mut("messages") {
@@ -291,10 +297,16 @@ mod tests {
     fn off_changes_nothing_and_ttl_is_written() {
         let client = json!({"system":"s","messages":[{"role":"user","content":"b"}]});
         let mut out = client.clone();
-        let off = BreakpointPolicy { mode: CacheMode::Off, ..auto() };
+        let off = BreakpointPolicy {
+            mode: CacheMode::Off,
+            ..auto()
+        };
         place_breakpoints(&client, &mut out, &off);
         assert_eq!(out, client);
-        let hour = BreakpointPolicy { ttl: CacheTtl::OneHour, ..auto() };
+        let hour = BreakpointPolicy {
+            ttl: CacheTtl::OneHour,
+            ..auto()
+        };
         place_breakpoints(&client, &mut out, &hour);
         assert_eq!(out["system"][0]["cache_control"]["ttl"], "1h");
         assert_eq!("keep".parse::<CacheMode>(), Ok(CacheMode::Keep));
