@@ -35,6 +35,7 @@ mod budgets;
 mod client_key;
 mod config;
 mod error;
+mod identity;
 mod metrics;
 mod models;
 mod record;
