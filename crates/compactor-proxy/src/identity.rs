@@ -146,15 +146,13 @@ pub struct Identity {
     pub parent: Option<String>,
 }
 
-impl Identity {
-    /// The digest tier's identity for `key`.
-    pub fn digest(key: String) -> Self {
-        Self {
-            key,
-            tier: Tier::Digest,
-            source: "digest".to_owned(),
-            parent: None,
-        }
+/// Writes `identity`'s tier, source and parent into a session's meta record (what
+/// `compactor proxy sessions` reads back).
+pub fn record(identity: &Identity, extra: &mut serde_json::Map<String, Value>) {
+    extra.insert("identity_tier".into(), Value::String(identity.tier.name().to_owned()));
+    extra.insert("identity_source".into(), Value::String(identity.source.clone()));
+    if let Some(parent) = &identity.parent {
+        extra.insert("parent_session".into(), Value::String(parent.clone()));
     }
 }
 
@@ -239,7 +237,8 @@ mod tests {
 
     #[test]
     fn tiers_answer_in_order() {
-        let body = json!({"prompt_cache_key":"pck","metadata":{"user_id":"user_ab_account_cd_session_ef"},"x":{"s":"mine"}});
+        let body =
+            json!({"prompt_cache_key":"pck","metadata":{"user_id":"user_ab_account_cd_session_ef"},"x":{"s":"mine"}});
         let configured = vec!["body:x.s".parse().unwrap()];
         let id = identify(
             &headers(&[(SESSION_HEADER, "given"), ("x-claude-code-session-id", "cc")]),
@@ -248,16 +247,32 @@ mod tests {
             "auto-1",
         );
         assert_eq!((id.key.as_str(), id.tier), ("given", Tier::Explicit));
-        let id = identify(&headers(&[("x-claude-code-session-id", "cc")]), &body, &configured, "auto-1");
+        let id = identify(
+            &headers(&[("x-claude-code-session-id", "cc")]),
+            &body,
+            &configured,
+            "auto-1",
+        );
         assert_eq!((id.key.as_str(), id.tier), ("claude-code-cc", Tier::Client));
         let id = identify(&headers(&[("session_id", "thread")]), &body, &configured, "auto-1");
         assert_eq!(id.key, "codex-thread");
         let id = identify(&HeaderMap::new(), &body, &configured, "auto-1");
-        assert_eq!((id.key.as_str(), id.source.as_str()), ("claude-code-ef", "body:metadata.user_id"));
-        let id = identify(&HeaderMap::new(), &json!({"prompt_cache_key":"pck"}), &configured, "auto-1");
+        assert_eq!(
+            (id.key.as_str(), id.source.as_str()),
+            ("claude-code-ef", "body:metadata.user_id")
+        );
+        let id = identify(
+            &HeaderMap::new(),
+            &json!({"prompt_cache_key":"pck"}),
+            &configured,
+            "auto-1",
+        );
         assert_eq!(id.key, "cache-key-pck");
         let id = identify(&HeaderMap::new(), &json!({"x":{"s":"mine"}}), &configured, "auto-1");
-        assert_eq!((id.key.as_str(), id.tier, id.source.as_str()), ("mine", Tier::Configured, "body:x.s"));
+        assert_eq!(
+            (id.key.as_str(), id.tier, id.source.as_str()),
+            ("mine", Tier::Configured, "body:x.s")
+        );
         let id = identify(&headers(&[(SESSION_HEADER, "  ")]), &json!({}), &configured, "auto-1");
         assert_eq!((id.key.as_str(), id.tier), ("auto-1", Tier::Digest));
     }
@@ -265,7 +280,10 @@ mod tests {
     #[test]
     fn a_parent_is_recorded_and_flags_parse() {
         let id = identify(
-            &headers(&[("x-opencode-session", "child"), ("x-parent-session-id", "opencode-root")]),
+            &headers(&[
+                ("x-opencode-session", "child"),
+                ("x-parent-session-id", "opencode-root"),
+            ]),
             &json!({}),
             &[],
             "auto-1",
@@ -276,6 +294,9 @@ mod tests {
         assert!("body:".parse::<SessionFrom>().is_err());
         assert!("cookie:x".parse::<SessionFrom>().is_err());
         let long = "x".repeat(MAX_LEN + 1);
-        assert_eq!(identify(&headers(&[(SESSION_HEADER, &long)]), &json!({}), &[], "d").tier, Tier::Digest);
+        assert_eq!(
+            identify(&headers(&[(SESSION_HEADER, &long)]), &json!({}), &[], "d").tier,
+            Tier::Digest
+        );
     }
 }

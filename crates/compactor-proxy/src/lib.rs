@@ -38,6 +38,7 @@ mod error;
 mod identity;
 mod metrics;
 mod models;
+mod outgoing;
 mod record;
 mod routes;
 mod session_map;
@@ -52,8 +53,10 @@ use std::sync::Arc;
 pub use client_key::ClientKeySummarizer;
 pub use config::{DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_SESSIONS, ProxyConfig, ProxyConfigBuilder};
 pub use error::ProxyError;
+pub use identity::{KNOWN_CLIENTS, KnownClient, KnownSource, PARENT_HEADERS, SESSION_HEADER, SessionFrom, Tier};
 pub use models::{CONTEXT_WINDOWS, context_window};
-pub use routes::SESSION_HEADER;
+pub use outgoing::WireOptions;
+pub use routes::{COMPACTED_HEADER, OVERHEAD_HEADER};
 
 /// Serves the proxy on `listener` until `shutdown` completes; then stops accepting and
 /// returns once every in-flight request (streamed answers included) has finished.
