@@ -170,4 +170,9 @@ async fn compaction_under_auto_keeps_the_cache_and_the_limit() {
         .filter(|b| count_breakpoints(b) >= 2)
         .count();
     assert!(marked > 0);
+
+    let own = cache_upstream().await;
+    replay(&own, CacheMode::Auto, 6_000, true).await;
+    report("client breakpoints, auto, compacting at a 6k budget", &own);
+    assert!(own.bills().iter().all(|b| b.breakpoints <= 4));
 }
