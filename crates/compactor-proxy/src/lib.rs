@@ -5,8 +5,9 @@
 //! Chat completions, the Responses API and Anthropic Messages are compacted; every
 //! other path is passed through.
 //!
-//! Per session (the `x-compactor-session` header, else a digest of model, system prompt
-//! and first user message) it serves a *stable prefix*: once a compaction replaced the
+//! Per session (the `x-compactor-session` header, else the identity a known client sends,
+//! else `--session-from`, else a digest of model, system prompt and first user message:
+//! see [`KNOWN_CLIENTS`]) it serves a *stable prefix*: once a compaction replaced the
 //! start of the history, every later request whose first messages match is sent as the
 //! replacement plus the new messages, so the provider's prompt cache keeps hitting while
 //! the agent keeps sending its full history. Compaction is the engine's own
