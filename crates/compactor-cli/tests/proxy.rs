@@ -150,6 +150,10 @@ async fn serve_drain_on_sigterm_then_export_and_replay_what_the_upstream_saw() {
 
     let sessions = stdout(&run(&["proxy", "sessions", "--store", &store], None));
     assert!(sessions.starts_with("cli\t"), "{sessions}");
+    assert!(
+        sessions.contains("\texplicit\theader:x-compactor-session\n"),
+        "the tier that named it: {sessions}"
+    );
     let file = dir.path().join("cli.jsonl");
     let export = run(
         &[

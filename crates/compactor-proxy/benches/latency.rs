@@ -14,7 +14,9 @@
 //! default 100; the first round of each session is not sampled), `LATENCY_STORE`
 //! (`memory` instead of the SQLite file, to see what the durable write costs),
 //! `LATENCY_API` (`chat`, the default: `/v1/chat/completions`; `responses`: the same
-//! conversation as OpenAI Responses `input` items on `/v1/responses`, `store: false`).
+//! conversation as OpenAI Responses `input` items on `/v1/responses`, `store: false`;
+//! `messages`: Anthropic Messages on `/v1/messages`, with no `cache_control`, so the
+//! proxy's `auto` breakpoints are placed on every request).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -57,7 +59,23 @@ async fn upstream() -> String {
                    "content":[{"type":"output_text","text":"ok","annotations":[]}]}],
         "usage":{"input_tokens":100,"output_tokens":1,"total_tokens":101}
     });
+    let messages_answer = json!({
+        "id":"msg_1","type":"message","role":"assistant","model":"m",
+        "content":[{"type":"text","text":"ok"}],"stop_reason":"end_turn",
+        "usage":{"input_tokens":100,"output_tokens":1}
+    });
     let app = Router::new()
+        .route(
+            "/v1/messages",
+            post(move |body: axum::body::Bytes| {
+                answer_at_once(
+                    body,
+                    messages_answer.clone(),
+                    "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_1\",\"usage\":{\"input_tokens\":100,\"output_tokens\":1}}}\n\n",
+                    "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n",
+                )
+            }),
+        )
         .route(
             "/v1/chat/completions",
             post(move |body: axum::body::Bytes| {
@@ -118,6 +136,7 @@ async fn answer_at_once(body: axum::body::Bytes, answer: Value, first: &'static 
 enum Api {
     Chat,
     Responses,
+    Messages,
 }
 
 impl Api {
@@ -125,6 +144,7 @@ impl Api {
         match self {
             Api::Chat => "/v1/chat/completions",
             Api::Responses => "/v1/responses",
+            Api::Messages => "/v1/messages",
         }
     }
 
@@ -144,6 +164,8 @@ impl Api {
         let mut body = match self {
             Api::Chat => json!({"model": "m", "messages": messages}),
             Api::Responses => json!({"model": "m", "input": messages, "store": false}),
+            Api::Messages => json!({"model": "m", "max_tokens": 64, "system": messages[0]["content"],
+                "messages": messages[1..]}),
         };
         if stream {
             body["stream"] = json!(true);
@@ -206,6 +228,7 @@ fn main() {
     let per_session = env_usize("LATENCY_SESSION_ROUNDS", 100).max(2);
     let api = match std::env::var("LATENCY_API").as_deref() {
         Ok("responses") => Api::Responses,
+        Ok("messages") => Api::Messages,
         _ => Api::Chat,
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()

@@ -7,12 +7,15 @@
 //! is written back as it came, and the messages the engine sees are the ones `compactor
 //! compact` would see for the same file.
 
+use axum::http::HeaderMap;
 use llm_compactor::Message;
 use llm_compactor::format::responses::{ResponsesError, ResponsesRequest};
 use llm_compactor::format::{Document, Format};
 use llm_compactor::message::canonical_json;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
+
+use crate::identity::{Identity, SessionFrom, identify};
 
 /// Which API a request speaks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -88,8 +91,8 @@ pub struct Request {
     pub model: String,
     /// `"stream": true`.
     pub stream: bool,
-    /// The session key when the client did not name one.
-    pub derived_key: String,
+    /// Which session the request belongs to, and which tier said so.
+    pub identity: Identity,
 }
 
 /// Reads a request body of `api`.
@@ -98,7 +101,7 @@ pub struct Request {
 /// [`ParseError::Invalid`]: the problem in words (invalid JSON, not a conversation), for
 /// a 400; a Responses request that is malformed or not modelled is
 /// [`ParseError::Unsupported`] (the upstream answers it as it would without us).
-pub fn parse(api: Api, body: &[u8]) -> Result<Request, ParseError> {
+pub fn parse(api: Api, body: &[u8], headers: &HeaderMap, session_from: &[SessionFrom]) -> Result<Request, ParseError> {
     let invalid = |problem: String| match api {
         Api::Responses => ParseError::Unsupported(problem),
         _ => ParseError::Invalid(problem),
@@ -114,6 +117,7 @@ pub fn parse(api: Api, body: &[u8]) -> Result<Request, ParseError> {
         .to_owned();
     let stream = value.get("stream").and_then(Value::as_bool).unwrap_or(false);
     let derived_key = derived_key(api, &model, &value);
+    let identity = identify(headers, &value, session_from, &derived_key);
     let document = |value, format| {
         Document::from_value(value, Some(format), "request")
             .map(Wire::Document)
@@ -131,7 +135,7 @@ pub fn parse(api: Api, body: &[u8]) -> Result<Request, ParseError> {
         wire,
         model,
         stream,
-        derived_key,
+        identity,
     })
 }
 
@@ -217,7 +221,12 @@ mod tests {
         let a = br#"{"model":"m","messages":[{"role":"system","content":"s"},{"role":"user","content":"u"}]}"#;
         let b = br#"{"model":"m","messages":[{"role":"system","content":"s"},{"role":"user","content":"u"},{"role":"assistant","content":"x"}]}"#;
         let c = br#"{"model":"m","messages":[{"role":"system","content":"s"},{"role":"user","content":"v"}]}"#;
-        let key = |body: &[u8]| parse(Api::OpenAi, body).map(|r| r.derived_key).ok().unwrap();
+        let key = |body: &[u8]| {
+            parse(Api::OpenAi, body, &HeaderMap::new(), &[])
+                .map(|r| r.identity.key)
+                .ok()
+                .unwrap()
+        };
         assert_eq!(key(a), key(b));
         assert_ne!(key(a), key(c));
     }
@@ -234,7 +243,12 @@ mod tests {
 
     #[test]
     fn a_responses_session_is_keyed_by_its_instructions_and_first_user_input() {
-        let key = |body: &[u8]| parse(Api::Responses, body).map(|r| r.derived_key).ok().unwrap();
+        let key = |body: &[u8]| {
+            parse(Api::Responses, body, &HeaderMap::new(), &[])
+                .map(|r| r.identity.key)
+                .ok()
+                .unwrap()
+        };
         let a = br#"{"model":"m","instructions":"s","input":[{"role":"user","content":"u"}]}"#;
         let b = br#"{"model":"m","instructions":"s","input":[{"role":"user","content":"u"},{"type":"function_call","call_id":"c","name":"f","arguments":"{}"}]}"#;
         let c = br#"{"model":"m","instructions":"t","input":[{"role":"user","content":"u"}]}"#;
@@ -249,9 +263,15 @@ mod tests {
             br#"{"input":"x","previous_response_id":"r"}"#,
             br#"{"input":[{"type":"item_reference","id":"i"}]}"#,
         ] {
-            assert!(matches!(parse(Api::Responses, body), Err(ParseError::Unsupported(_))));
+            assert!(matches!(
+                parse(Api::Responses, body, &HeaderMap::new(), &[]),
+                Err(ParseError::Unsupported(_))
+            ));
         }
-        assert!(matches!(parse(Api::OpenAi, b"{"), Err(ParseError::Invalid(_))));
+        assert!(matches!(
+            parse(Api::OpenAi, b"{", &HeaderMap::new(), &[]),
+            Err(ParseError::Invalid(_))
+        ));
     }
 
     #[test]

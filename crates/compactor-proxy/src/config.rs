@@ -14,6 +14,7 @@ use llm_compactor::store::SessionStore;
 use crate::budgets::Budgets;
 use crate::client_key::{ClientKeySummarizer, same_origin};
 use crate::error::ProxyError;
+use crate::outgoing::WireOptions;
 
 /// The default bound on a request body: 32 MiB (long agent histories are large, but a
 /// bound keeps one client from exhausting memory).
@@ -39,6 +40,7 @@ pub struct ProxyConfig {
     pub(crate) client_key: bool,
     pub(crate) max_sessions: usize,
     pub(crate) ui: bool,
+    pub(crate) wire: WireOptions,
 }
 
 impl std::fmt::Debug for ProxyConfig {
@@ -73,6 +75,7 @@ impl ProxyConfig {
             client_key_endpoint: None,
             max_sessions: DEFAULT_MAX_SESSIONS,
             ui: false,
+            wire: WireOptions::default(),
         }
     }
 
@@ -119,9 +122,17 @@ pub struct ProxyConfigBuilder {
     client_key_endpoint: Option<String>,
     max_sessions: usize,
     ui: bool,
+    wire: WireOptions,
 }
 
 impl ProxyConfigBuilder {
+    /// The wire options: Anthropic breakpoints (default `auto`, 5m), OpenAI's
+    /// `prompt_cache_key` (default off), extra session identities (default none).
+    pub fn wire(mut self, wire: WireOptions) -> Self {
+        self.wire = wire;
+        self
+    }
+
     /// Each request's budget is the context window of the model it names
     /// ([`crate::context_window`]); a model the table does not list gets `fallback`, or
     /// with `None` a 400 naming the model (see the `budgets` module for why not a
@@ -251,6 +262,7 @@ impl ProxyConfigBuilder {
             client_key: self.client_key_endpoint.is_some(),
             max_sessions: self.max_sessions,
             ui: self.ui,
+            wire: self.wire,
         })
     }
 }

@@ -5,8 +5,9 @@
 //! Chat completions, the Responses API and Anthropic Messages are compacted; every
 //! other path is passed through.
 //!
-//! Per session (the `x-compactor-session` header, else a digest of model, system prompt
-//! and first user message) it serves a *stable prefix*: once a compaction replaced the
+//! Per session (the `x-compactor-session` header, else the identity a known client sends,
+//! else `--session-from`, else a digest of model, system prompt and first user message:
+//! see [`KNOWN_CLIENTS`]) it serves a *stable prefix*: once a compaction replaced the
 //! start of the history, every later request whose first messages match is sent as the
 //! replacement plus the new messages, so the provider's prompt cache keeps hitting while
 //! the agent keeps sending its full history. Compaction is the engine's own
@@ -35,8 +36,11 @@ mod budgets;
 mod client_key;
 mod config;
 mod error;
+mod identity;
 mod metrics;
 mod models;
+mod outgoing;
+
 mod routes;
 mod session_map;
 mod sessions;
@@ -51,8 +55,10 @@ use std::sync::Arc;
 pub use client_key::ClientKeySummarizer;
 pub use config::{DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_SESSIONS, ProxyConfig, ProxyConfigBuilder};
 pub use error::ProxyError;
+pub use identity::{KNOWN_CLIENTS, KnownClient, KnownSource, PARENT_HEADERS, SESSION_HEADER, SessionFrom, Tier};
 pub use models::{CONTEXT_WINDOWS, context_window};
-pub use routes::SESSION_HEADER;
+pub use outgoing::WireOptions;
+pub use routes::{COMPACTED_HEADER, OVERHEAD_HEADER};
 
 /// Serves the proxy on `listener` until `shutdown` completes; then stops accepting and
 /// returns once every in-flight request (streamed answers included) has finished.

@@ -45,6 +45,7 @@ pub struct Metrics {
     latency_buckets: [AtomicU64; BUCKETS.len()],
     latency_count: AtomicU64,
     latency_sum_us: AtomicU64,
+    pub(crate) wire: crate::outgoing::WireCounters,
 }
 
 /// Which route a request took.
@@ -205,6 +206,7 @@ impl Metrics {
         let _ = writeln!(out, "{name}_bucket{{le=\"+Inf\"}} {count}");
         let _ = writeln!(out, "{name}_sum {}", get(&self.latency_sum_us) as f64 / 1e6);
         let _ = writeln!(out, "{name}_count {count}");
+        self.wire.render(&mut out);
         out
     }
 }

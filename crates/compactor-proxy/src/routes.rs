@@ -18,11 +18,17 @@ use crate::client_key::{key_of, with_client_key};
 use crate::config::ProxyConfig;
 use crate::error::ProxyError;
 use crate::metrics::{Metrics, Route};
+use crate::outgoing;
 use crate::sessions::{Attempt, Round, Sessions};
 use crate::upstream::{self, Calibration, Tap, Tapped};
 
-/// The header that names a session explicitly.
-pub const SESSION_HEADER: &str = "x-compactor-session";
+/// The response header that says how long the proxy held the request before forwarding
+/// it, in milliseconds (session lookup, rewrite, breakpoints, store write).
+pub const OVERHEAD_HEADER: &str = "x-compactor-overhead-ms";
+
+/// The response header that names the pass whose rewrite the forwarded request carried
+/// (`session/generation`); absent when the request went as the client sent it.
+pub const COMPACTED_HEADER: &str = "x-compactor-compacted";
 
 /// The most of an upstream error body read to look for a context-length error.
 const MAX_ERROR_BODY: usize = 1024 * 1024;
@@ -105,6 +111,7 @@ async fn passthrough(State(state): State<Arc<AppState>>, request: Request) -> Re
     state.metrics.request(Route::Other);
     let result = async {
         let (method, path, headers, body) = read_body(&state, request).await?;
+        let started = Instant::now();
         let bare = path.split('?').next().unwrap_or_default();
         if method == Method::POST && bare.trim_end_matches('/').ends_with("/responses") {
             // A Responses API path other than `/v1/responses` (a prefixed base URL) is not
@@ -117,8 +124,9 @@ async fn passthrough(State(state): State<Arc<AppState>>, request: Request) -> Re
                 );
             });
         }
+        let overhead = started.elapsed();
         let response = send(&state, method, &path, &headers, body).await?;
-        Ok::<_, ProxyError>(relay(response, None))
+        Ok::<_, ProxyError>(stamp(relay(response, None), overhead, None))
     }
     .await;
     result.unwrap_or_else(|e| e.into_response())
@@ -156,28 +164,38 @@ fn relay(response: reqwest::Response, tap: Option<Tap>) -> Response {
 async fn compacted(state: Arc<AppState>, api: Api, request: Request) -> Result<Response, ProxyError> {
     let (method, path, headers, body) = read_body(&state, request).await?;
     let started = Instant::now();
-    let parsed = match api::parse(api, &body) {
+    if api != Api::OpenAi && outgoing::asks_server_compaction(&body) {
+        // The client asked the provider to compact: its conversation is the provider's
+        // to shape, so the proxy stands down and forwards it as it came.
+        state.metrics.wire.server_compaction.fetch_add(1, Ordering::Relaxed);
+        tracing::info!(
+            route = api.name(),
+            "context_management: the provider compacts; forwarded unchanged"
+        );
+        let overhead = started.elapsed();
+        state.metrics.added_latency(overhead);
+        let response = send(&state, method, &path, &headers, body).await?;
+        return Ok(stamp(relay(response, None), overhead, None));
+    }
+    let parsed = match api::parse(api, &body, &headers, &state.config.wire.session_from) {
         Ok(parsed) => parsed,
         Err(ParseError::Invalid(problem)) => return Err(ProxyError::BadRequest(problem)),
         Err(ParseError::Unsupported(why)) => {
             // Forwarded as it came: the upstream answers it as it would without us.
             tracing::debug!(route = api.name(), %why, "not compacted; forwarded unchanged");
-            state.metrics.added_latency(started.elapsed());
+            let overhead = started.elapsed();
+            state.metrics.added_latency(overhead);
             let response = send(&state, method, &path, &headers, body).await?;
-            return Ok(relay(response, None));
+            return Ok(stamp(relay(response, None), overhead, None));
         }
     };
-    let key = headers
-        .get(SESSION_HEADER)
-        .and_then(|v| v.to_str().ok())
-        .filter(|v| !v.is_empty() && v.len() <= 200)
-        .map_or_else(|| parsed.derived_key.clone(), str::to_owned);
+    let key = parsed.identity.key.clone();
     let compactor = state.config.budgets.for_model(&parsed.model)?;
     let fallback = state.config.budgets.base().counter().clone();
     let session = state.sessions.get(&key, &fallback);
     // `--summarizer-key client`: a pass this request triggers pays with its key.
     let client_key = state.config.client_key.then(|| key_of(&headers)).flatten();
-    let prepared = {
+    let mut prepared = {
         let mut guard = session.lock().await;
         let round = Round {
             config: &state.config,
@@ -191,7 +209,9 @@ async fn compacted(state: Arc<AppState>, api: Api, request: Request) -> Result<R
         let pass = guard.prepare(&round);
         with_client_key(client_key.clone(), pass).await?
     };
-    state.metrics.added_latency(started.elapsed());
+    prepared.body = finish(&state, api, &body, prepared.body, &key);
+    let overhead = started.elapsed();
+    state.metrics.added_latency(overhead);
     tracing::debug!(
         session = %key,
         store_key = %prepared.store_key,
@@ -206,11 +226,16 @@ async fn compacted(state: Arc<AppState>, api: Api, request: Request) -> Result<R
         let headers_in = upstream::relay_headers(response.headers());
         let error_body = read_bounded(response).await?;
         if !api::is_context_length_error(status.as_u16(), &error_body) {
-            return Ok(buffered(status, headers_in, error_body));
+            return Ok(stamp(
+                buffered(status, headers_in, error_body),
+                overhead,
+                prepared.pass.as_deref(),
+            ));
         }
         tracing::info!(session = %key, "upstream context-length error: compacting as the ContextManager would and retrying once");
         state.metrics.context_retries.fetch_add(1, Ordering::Relaxed);
-        let retried = {
+        let retry_started = Instant::now();
+        let mut retried = {
             let mut guard = session.lock().await;
             let round = Round {
                 config: &state.config,
@@ -224,12 +249,42 @@ async fn compacted(state: Arc<AppState>, api: Api, request: Request) -> Result<R
             let pass = guard.prepare(&round);
             with_client_key(client_key, pass).await?
         };
+        retried.body = finish(&state, api, &body, retried.body, &key);
+        let overhead = overhead + retry_started.elapsed();
+        let pass = retried.pass.clone();
         let response = send(&state, method, &path, &headers, retried.body.clone()).await?;
-        return Ok(relay_tapped(&state, response, api, &parsed.model, retried));
+        let response = relay_tapped(&state, response, api, &parsed.model, retried);
+        return Ok(stamp(response, overhead, pass.as_deref()));
     } else {
         response
     };
-    Ok(relay_tapped(&state, response, api, &parsed.model, prepared))
+    let pass = prepared.pass.clone();
+    let response = relay_tapped(&state, response, api, &parsed.model, prepared);
+    Ok(stamp(response, overhead, pass.as_deref()))
+}
+
+/// The forwarded body with the wire options applied (breakpoints, cache key).
+fn finish(state: &AppState, api: Api, original: &Bytes, forwarded: Bytes, session: &str) -> Bytes {
+    outgoing::finish(
+        api,
+        &state.config.wire,
+        &state.metrics.wire,
+        original,
+        forwarded,
+        session,
+    )
+}
+
+/// Adds the overhead header, and the pass header when a rewrite applied.
+fn stamp(mut response: Response, overhead: std::time::Duration, pass: Option<&str>) -> Response {
+    let millis = format!("{:.3}", overhead.as_secs_f64() * 1000.0);
+    if let Ok(value) = header::HeaderValue::from_str(&millis) {
+        response.headers_mut().insert(OVERHEAD_HEADER, value);
+    }
+    if let Some(value) = pass.and_then(|p| header::HeaderValue::from_str(p).ok()) {
+        response.headers_mut().insert(COMPACTED_HEADER, value);
+    }
+    response
 }
 
 fn relay_tapped(

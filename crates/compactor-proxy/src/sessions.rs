@@ -156,6 +156,8 @@ pub struct Prepared {
     pub store_key: String,
     /// Tokens the rewrite removed from the client's request (0: sent as the client did).
     pub removed: usize,
+    /// The pass whose rewrite the body carries (`store key/generation`), if any.
+    pub pass: Option<String>,
 }
 
 impl SessionState {
@@ -309,6 +311,7 @@ impl SessionState {
             extra.insert("api".into(), Value::String(api.name().to_owned()));
             extra.insert("model".into(), Value::String(request.model.clone()));
             extra.insert("session".into(), Value::String(self.key.clone()));
+            crate::identity::record(&request.identity, &mut extra);
             lines
                 .push_meta(&mut self.replayer, extra)
                 .map_err(|e| ProxyError::BadRequest(e.to_string()))?;
@@ -363,7 +366,13 @@ impl SessionState {
             effective = messages;
             bytes::Bytes::from(serde_json::to_vec(&value).map_err(|e| ProxyError::BadRequest(e.to_string()))?)
         };
+        let pass = self
+            .rewrite
+            .as_ref()
+            .filter(|_| rewritten || compacted)
+            .map(|r| format!("{}/{}", self.store_key, r.generation));
         Ok(Step::Ready(Prepared {
+            pass,
             body,
             messages: effective,
             counter: self.counter.clone(),

@@ -11,6 +11,7 @@ pub mod model;
 pub mod plan;
 pub mod plot;
 pub mod proxy;
+pub mod proxy_identity;
 pub mod ranges;
 pub mod report;
 pub mod session;

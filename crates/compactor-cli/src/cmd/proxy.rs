@@ -7,9 +7,12 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use compactor_proxy::{ClientKeySummarizer, DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_SESSIONS, ProxyConfig};
+use compactor_proxy::{
+    ClientKeySummarizer, DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_SESSIONS, ProxyConfig, SessionFrom, WireOptions,
+};
 use llm_compactor::backend::http::Protocol;
 use llm_compactor::plan::Pricing;
+use llm_compactor::plan::breakpoints::{BreakpointPolicy, CacheMode, CacheTtl};
 use llm_compactor::store::{SessionStore, StoreError, export_jsonl, open_store};
 
 use super::compact_opts::CompactOpts;
@@ -126,6 +129,22 @@ struct ServeArgs {
     /// header), so keep it on localhost or behind your own auth.
     #[arg(long)]
     ui: bool,
+    /// Anthropic cache breakpoints: `auto` marks the static prefix, the rewritten prefix
+    /// and the last message when a request carries no `cache_control`, and keeps a
+    /// client's own; `keep` only keeps the client's; `off` changes nothing.
+    #[arg(long, value_name = "MODE", default_value = "auto", value_parser = clap::builder::ValueParser::new(|s: &str| s.parse::<CacheMode>()))]
+    anthropic_cache: CacheMode,
+    /// The TTL of the breakpoints `--anthropic-cache auto` adds: `5m` or `1h`.
+    #[arg(long, value_name = "TTL", default_value = "5m", value_parser = clap::builder::ValueParser::new(|s: &str| s.parse::<CacheTtl>()))]
+    anthropic_cache_ttl: CacheTtl,
+    /// Set OpenAI's `prompt_cache_key` from the session when the client set none, so one
+    /// session's requests land on one cache.
+    #[arg(long)]
+    openai_cache_key: bool,
+    /// Where else a session's identity is read, after `x-compactor-session` and the known
+    /// clients' identities: `header:NAME` or `body:PATH` (a dotted path); repeatable.
+    #[arg(long, value_name = "SOURCE", value_parser = clap::builder::ValueParser::new(|s: &str| s.parse::<SessionFrom>()))]
+    session_from: Vec<SessionFrom>,
     #[command(flatten)]
     engine: CompactOpts,
 }
@@ -165,16 +184,12 @@ async fn store(url: &str) -> Result<Arc<dyn SessionStore>, CliError> {
 async fn sessions(url: &str) -> Result<(), CliError> {
     let store = store(url).await?;
     let sessions = store.sessions().await.map_err(CliError::failed)?;
-    let mut text = String::new();
+    let mut rows = Vec::with_capacity(sessions.len());
     for info in sessions {
-        text.push_str(&format!(
-            "{}\t{} events\t{}\n",
-            info.session,
-            info.events,
-            info.last_ts.unwrap_or_default()
-        ));
+        let meta = super::proxy_identity::identity_of(store.as_ref(), &info.session).await;
+        rows.push((info, meta));
     }
-    crate::out::stdout(&text)
+    crate::out::stdout(&super::proxy_identity::listing(&rows))
 }
 
 async fn export_session(args: ExportArgs) -> Result<(), CliError> {
@@ -249,7 +264,15 @@ async fn build_config(serve: &ServeArgs) -> Result<ProxyConfig, CliError> {
         .max_sessions(serve.max_sessions)
         .ui(serve.ui)
         .target(serve.engine.target)
-        .focus(serve.engine.focus.clone());
+        .focus(serve.engine.focus.clone())
+        .wire(WireOptions {
+            anthropic_cache: BreakpointPolicy {
+                mode: serve.anthropic_cache,
+                ttl: serve.anthropic_cache_ttl,
+            },
+            openai_cache_key: serve.openai_cache_key,
+            session_from: serve.session_from.clone(),
+        });
     if serve.budget_by_model {
         builder = builder.budget_by_model(serve.engine.budget);
     }

@@ -22,6 +22,8 @@ use llm_compactor::{Compactor, CompactorConfig, Message};
 use serde_json::{Value, json};
 use tokio::sync::oneshot;
 
+pub mod anthropic_cache;
+
 /// One request the upstream received.
 #[derive(Clone, Debug)]
 pub struct Received {

@@ -19,6 +19,10 @@ use crate::message::{Content, Message, Part, Role, ToolCall};
 /// rebuild a wire turn (`turn`, `blocks`, `turn_extras`, `in_messages`).
 pub const ANTHROPIC_HINT_KEY: &str = "_llm_compactor_anthropic";
 
+/// The content-block type of Anthropic's server-side compaction (`compact_20260112`):
+/// opaque, kept verbatim, and its turn sticky.
+pub const COMPACTION_BLOCK: &str = "compaction";
+
 /// Imports an Anthropic conversation object.
 pub(super) fn import_document(value: Value, source_name: &str) -> Result<(Vec<Message>, Value), FormatError> {
     let Value::Object(mut object) = value else {
@@ -85,6 +89,9 @@ fn import_turn(index: usize, value: Value, out: &mut Vec<Message>) -> Result<(),
                 }
             }
             let mut message = bare_message(Role::Assistant);
+            // A server-side compaction block stands for the history before it: the turn
+            // is passed on verbatim, never summarized, elided or split.
+            message.sticky = parts.iter().any(|p| p.kind() == COMPACTION_BLOCK);
             message.content = Content::Parts(parts);
             message.tool_calls = calls;
             message.extras = extras;

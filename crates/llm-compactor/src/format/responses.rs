@@ -53,6 +53,11 @@ use crate::message::{Content, Message, Part, Role, ToolCall};
 /// formats never write it.
 pub const RESPONSES_HINT_KEY: &str = "_llm_compactor_responses";
 
+/// The item type of a server-side compaction (`context_management`): an opaque,
+/// encrypted stand-in for the history before it, kept verbatim in its turn, which is
+/// sticky.
+pub const COMPACTION_ITEM: &str = "compaction";
+
 /// Why a Responses request cannot be read as a conversation.
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
 pub enum ResponsesError {
@@ -222,7 +227,7 @@ pub const LOCAL_SHELL_CALL_NAME: &str = "local_shell";
 /// Items of an assistant turn: what the model produced in one response.
 fn is_turn_item(item: &Map<String, Value>) -> bool {
     match item_kind(item) {
-        Some("reasoning") => true,
+        Some("reasoning" | COMPACTION_ITEM) => true,
         Some(kind) if CLIENT_CALLS.iter().any(|(call, _)| *call == kind) || HOSTED_CALLS.contains(&kind) => true,
         Some("message") => item.get("role").and_then(Value::as_str) == Some("assistant"),
         _ => false,
@@ -329,6 +334,9 @@ fn assistant_turn(items: Vec<Map<String, Value>>) -> Result<Message, String> {
     let mut message = bare_message(Role::Assistant);
     message.content = content;
     message.tool_calls = tool_calls;
+    // The provider's own compaction of what came before: opaque, and never ours to
+    // summarize, elide or cut away from its turn.
+    message.sticky = items.iter().any(|item| item_kind(item) == Some(COMPACTION_ITEM));
     let items = items.into_iter().map(Value::Object).collect();
     message.extras.insert(RESPONSES_HINT_KEY.into(), Value::Array(items));
     Ok(message)
@@ -358,7 +366,7 @@ fn turn_parts<'a>(items: impl IntoIterator<Item = &'a Map<String, Value>>) -> Re
                 }
                 _ => {}
             },
-            Some(kind) if kind == "reasoning" || HOSTED_CALLS.contains(&kind) => {
+            Some(kind) if kind == "reasoning" || kind == COMPACTION_ITEM || HOSTED_CALLS.contains(&kind) => {
                 parts.push(Part::Other(context_view(item)));
                 in_context = true;
             }

@@ -10,6 +10,7 @@
 
 mod aging_index;
 mod assemble;
+pub mod breakpoints;
 mod cut;
 mod eligibility;
 mod elision;
