@@ -44,6 +44,7 @@ impl PreparedPass {
             cut: usize::try_from(self.result.cut_index).ok(),
             elisions: &self.result.elisions,
             repaired: !self.result.repairs.is_empty(),
+            fallback: self.result.fallback,
         }
     }
 

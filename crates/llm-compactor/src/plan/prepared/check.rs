@@ -58,6 +58,9 @@ pub enum DiscardReason {
     PrefixChanged,
     /// The pass repaired its input; its indices do not carry over.
     Repaired,
+    /// The pass ended in the hard trim (its summarizer failed): there is still time to
+    /// prepare again, or to run the pass inline, before anything is dropped unsummarized.
+    Fallback,
     /// The summary's own prose names a fact that changed: amending the ledger would
     /// leave the prose saying the opposite.
     ProseDepends {
@@ -77,6 +80,7 @@ impl DiscardReason {
             }
             DiscardReason::PrefixChanged => "the snapshot is no longer a prefix of the conversation".into(),
             DiscardReason::Repaired => "the prepared pass repaired its input".into(),
+            DiscardReason::Fallback => "the prepared pass ended in the hard trim".into(),
             DiscardReason::ProseDepends { change, named } => {
                 format!("the summary's prose names `{named}` ({})", change.describe())
             }
@@ -140,7 +144,7 @@ pub fn check(replacement: &Replacement<'_>, snapshot: &Snapshot, current: &[Mess
 /// use llm_compactor::plan::ledger::LedgerRules;
 /// let snapshot_messages = vec![Message::user("a"), Message::assistant("b")];
 /// let snapshot = Snapshot::of(&snapshot_messages);
-/// let replacement = Replacement { messages: &snapshot_messages, summary: "", cut: None, elisions: &[], repaired: false };
+/// let replacement = Replacement { messages: &snapshot_messages, summary: "", cut: None, elisions: &[], repaired: false, fallback: false };
 /// let mut now = snapshot_messages.clone();
 /// now.push(Message::user("c"));
 /// assert_eq!(check(&replacement, &snapshot, &now, &LedgerRules::default()).verdict, Verdict::Install);
@@ -169,6 +173,9 @@ pub fn check_with_digest(
     }
     if replacement.repaired {
         return discard(DiscardReason::Repaired);
+    }
+    if replacement.fallback {
+        return discard(DiscardReason::Fallback);
     }
     let since = current.len() - snapshot.len;
     let Some(cut) = replacement.cut.filter(|c| *c < snapshot.len) else {

@@ -71,4 +71,7 @@ pub struct Replacement<'a> {
     /// repaired snapshot, which a longer conversation may no longer repair the same
     /// way): such a result is never installed.
     pub repaired: bool,
+    /// True when the pass fell back to the hard trim (the summarizer failed): a
+    /// prepared pass has time to try again, so such a result is never installed.
+    pub fallback: bool,
 }
