@@ -229,6 +229,7 @@ impl Compactor {
         };
         let summarizer = (result.usage.input_tokens, result.usage.output_tokens);
         CostReceipt::of_pass(input, &result.messages, counter, summarizer, rounds, policy)
+            .with_summarizer_cache_reads(result.usage.cache_read_tokens, policy)
     }
 
     /// The layout with its recent window fitted to the token cap, and the recent results

@@ -119,14 +119,10 @@ impl PreparedPass {
             plan::policy::horizon(policy, current, before, config.trigger())
         };
         let summarizer = (result.usage.input_tokens, result.usage.output_tokens);
-        result.receipt = Some(CostReceipt::of_pass(
-            current,
-            &result.messages,
-            counter,
-            summarizer,
-            rounds,
-            policy,
-        ));
+        result.receipt = Some(
+            CostReceipt::of_pass(current, &result.messages, counter, summarizer, rounds, policy)
+                .with_summarizer_cache_reads(result.usage.cache_read_tokens, policy),
+        );
         result
     }
 }

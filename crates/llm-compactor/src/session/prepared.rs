@@ -260,8 +260,15 @@ impl ContextManager {
         };
         let compactor = Arc::clone(&self.compactor);
         let task_snapshot = snapshot.clone();
+        // A summary request that reads the agent's cache needs the agent's request in the
+        // task that summarizes (task-locals do not cross a spawn).
+        #[cfg(feature = "http")]
+        let agent = crate::backend::http::current_agent_request();
         let handle = tokio::spawn(async move {
-            let result = compactor.compact(&messages, options).await?;
+            let pass = compactor.compact(&messages, options);
+            #[cfg(feature = "http")]
+            let pass = crate::backend::http::with_agent_request(agent, pass);
+            let result = pass.await?;
             Ok(PreparedPass {
                 snapshot: task_snapshot,
                 result,
