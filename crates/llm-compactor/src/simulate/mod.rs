@@ -41,6 +41,7 @@ pub mod mask_last_n;
 mod memo;
 pub mod none;
 pub mod ours;
+pub mod prepared;
 
 mod replay;
 mod report;

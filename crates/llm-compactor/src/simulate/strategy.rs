@@ -77,6 +77,11 @@ pub enum StrategyKind {
     OursNoAging,
     /// `ours-seed`: the first release (aging on, the seed's rules, no cost policy).
     OursSeed,
+    /// `ours-prepared`: the defaults with passes prepared in the background.
+    OursPrepared,
+    /// `ours-prepared-cached`: `ours-prepared` whose summary request reads the agent's
+    /// prompt cache.
+    OursPreparedCached,
     /// `mask-last-n`: SWE-agent / JetBrains observation masking, N = 10.
     MaskLastN,
     /// `mask-last-n-batched`: SWE-agent's masking with its cache-friendly `polling`
@@ -98,12 +103,14 @@ pub enum StrategyKind {
 
 impl StrategyKind {
     /// Every strategy, in report order.
-    pub const ALL: [StrategyKind; 12] = [
+    pub const ALL: [StrategyKind; 14] = [
         StrategyKind::None,
         StrategyKind::Ours,
         StrategyKind::OursAging,
         StrategyKind::OursNoAging,
         StrategyKind::OursSeed,
+        StrategyKind::OursPrepared,
+        StrategyKind::OursPreparedCached,
         StrategyKind::MaskLastN,
         StrategyKind::MaskLastNBatched,
         StrategyKind::JetBrainsHybrid,
@@ -121,6 +128,8 @@ impl StrategyKind {
             StrategyKind::OursAging => "ours-aging",
             StrategyKind::OursNoAging => "ours-no-aging",
             StrategyKind::OursSeed => "ours-seed",
+            StrategyKind::OursPrepared => "ours-prepared",
+            StrategyKind::OursPreparedCached => "ours-prepared-cached",
             StrategyKind::MaskLastN => "mask-last-n",
             StrategyKind::MaskLastNBatched => "mask-last-n-batched",
             StrategyKind::JetBrainsHybrid => "jetbrains-hybrid",
@@ -145,6 +154,10 @@ impl StrategyKind {
             StrategyKind::OursAging => Box::new(ours::Ours::new(window, true, counter)?),
             StrategyKind::OursNoAging => Box::new(ours::Ours::new(window, false, counter)?),
             StrategyKind::OursSeed => Box::new(ours::Ours::seed(window, counter)?),
+            StrategyKind::OursPrepared => Box::new(crate::simulate::prepared::Prepared::new(window, false, counter)?),
+            StrategyKind::OursPreparedCached => {
+                Box::new(crate::simulate::prepared::Prepared::new(window, true, counter)?)
+            }
             StrategyKind::MaskLastN => Box::new(mask_last_n::MaskLastN::new(mask_last_n::DEFAULT_N)),
             StrategyKind::MaskLastNBatched => Box::new(mask_batched::MaskBatched::defaults()),
             StrategyKind::JetBrainsHybrid => Box::new(jetbrains_hybrid::JetBrainsHybrid::new(window, counter)),
@@ -169,7 +182,7 @@ impl fmt::Display for StrategyKind {
 /// A strategy name that the simulator does not know.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error(
-    "unknown strategy {0:?} (expected one of: none, ours, ours-aging, ours-no-aging, ours-seed, mask-last-n, mask-last-n-batched, jetbrains-hybrid, jetbrains-hybrid-batched, clear-tool-uses, clear-tool-uses-scaled, summarize-at-threshold)"
+    "unknown strategy {0:?} (expected one of: none, ours, ours-aging, ours-no-aging, ours-seed, ours-prepared, ours-prepared-cached, mask-last-n, mask-last-n-batched, jetbrains-hybrid, jetbrains-hybrid-batched, clear-tool-uses, clear-tool-uses-scaled, summarize-at-threshold)"
 )]
 pub struct UnknownStrategy(pub String);
 
