@@ -202,7 +202,7 @@ impl Compactor {
         let trigger = self.config.trigger();
         match options.target {
             Some(target) => aged_count <= target,
-            None if before <= trigger => aged_count <= trigger,
+            None if before <= trigger && !options.ahead_of_trigger => aged_count <= trigger,
             None => {
                 plan::policy::choose_at_trigger(aged_count, self.config.target(), trigger, &self.config.cost_policy)
                     == plan::TriggerAction::ElideOnly

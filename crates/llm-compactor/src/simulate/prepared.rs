@@ -54,7 +54,9 @@ pub struct Prepared {
 
 impl std::fmt::Debug for Prepared {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Prepared").field("name", &self.name).finish_non_exhaustive()
+        f.debug_struct("Prepared")
+            .field("name", &self.name)
+            .finish_non_exhaustive()
     }
 }
 
@@ -76,7 +78,11 @@ impl Prepared {
             .build()
             .map_err(|e| SimError::Config(format!("tokio runtime: {e}")))?;
         Ok(Prepared {
-            name: if cached_summary { "ours-prepared-cached" } else { "ours-prepared" },
+            name: if cached_summary {
+                "ours-prepared-cached"
+            } else {
+                "ours-prepared"
+            },
             compactor: Compactor::new(config, counter.clone()).with_summarizer(summarizer),
             runtime,
             conversation: Conversation::new(counter),
@@ -87,11 +93,14 @@ impl Prepared {
         })
     }
 
-    fn compact(&self) -> Result<CompactionResult, SimError> {
-        Ok(self.runtime.block_on(
-            self.compactor
-                .compact(self.conversation.messages(), CompactOptions::default()),
-        )?)
+    fn compact(&self, ahead_of_trigger: bool) -> Result<CompactionResult, SimError> {
+        let options = CompactOptions {
+            ahead_of_trigger,
+            ..CompactOptions::default()
+        };
+        Ok(self
+            .runtime
+            .block_on(self.compactor.compact(self.conversation.messages(), options))?)
     }
 
     /// What the summarizer calls of `result` were billed: as `ours` does, or as the
@@ -102,7 +111,10 @@ impl Prepared {
         let bill = if self.cached_summary && input > 0 {
             // Each call: the snapshot read from the cache, the instruction uncached.
             let calls = result.attempts.len().max(1) as u64;
-            let instruction = self.compactor.counter().count_text(&self.compactor.prompts().system(None, None));
+            let instruction = self
+                .compactor
+                .counter()
+                .count_text(&self.compactor.prompts().system(None, None));
             Tokens {
                 cache_read: calls * snapshot_tokens as u64,
                 uncached: calls * instruction as u64,
@@ -132,7 +144,7 @@ impl Prepared {
     }
 
     fn start(&mut self, step: &mut Step) -> Result<(), SimError> {
-        let result = self.compact()?;
+        let result = self.compact(true)?;
         self.bill(&result, self.conversation.tokens(), step);
         let prepared = PreparedPass::new(self.conversation.messages(), result);
         self.pending = (!prepared.is_noop()).then_some(Pending {
@@ -177,11 +189,11 @@ impl Strategy for Prepared {
         let tokens = self.conversation.tokens();
         let needed = self.compactor.needs_compaction_in(&self.conversation);
         let trigger = self.compactor.config().trigger();
-        let hard = env.window;
+        let hard = env.window.saturating_sub(env.max_output);
         let busy = self.pending.is_some();
         if !needed || tokens <= trigger {
             if needed && !busy {
-                let result = self.compact()?;
+                let result = self.compact(false)?;
                 self.bill(&result, tokens, &mut step);
                 self.apply(result, &mut step);
             } else if !busy && tokens >= self.prepare_at {
@@ -195,7 +207,7 @@ impl Strategy for Prepared {
         }
         if tokens > hard {
             self.pending = None;
-            let result = self.compact()?;
+            let result = self.compact(false)?;
             self.bill(&result, tokens, &mut step);
             self.apply(result, &mut step);
         } else if self.pending.is_none() {

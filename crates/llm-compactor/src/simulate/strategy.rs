@@ -28,6 +28,10 @@ pub struct Env<'a> {
     /// `previous_len` messages are in the cache (for strategies whose summarizer call is
     /// itself a cached request).
     pub previous_len: usize,
+    /// Output tokens every request reserves in the window: a request whose context is
+    /// over `window - max_output` is rejected (what a strategy that defers passes must
+    /// stay under).
+    pub max_output: usize,
 }
 
 /// What a strategy did before one request.
