@@ -38,6 +38,7 @@ pub struct ProxyConfig {
     pub(crate) pricing: Pricing,
     pub(crate) client_key: bool,
     pub(crate) max_sessions: usize,
+    pub(crate) prepare: Option<crate::PrepareConfig>,
 }
 
 impl std::fmt::Debug for ProxyConfig {
@@ -71,6 +72,7 @@ impl ProxyConfig {
             pricing: None,
             client_key_endpoint: None,
             max_sessions: DEFAULT_MAX_SESSIONS,
+            prepare: None,
         }
     }
 
@@ -111,6 +113,7 @@ pub struct ProxyConfigBuilder {
     pricing: Option<Pricing>,
     client_key_endpoint: Option<String>,
     max_sessions: usize,
+    prepare: Option<crate::PrepareConfig>,
 }
 
 impl ProxyConfigBuilder {
@@ -148,6 +151,14 @@ impl ProxyConfigBuilder {
     /// origin only).
     pub fn summarizer_key_from_client(mut self, summarizer: &ClientKeySummarizer) -> Self {
         self.client_key_endpoint = Some(summarizer.endpoint().to_owned());
+        self
+    }
+
+    /// Prepare each session's compaction in the background ahead of the trigger and
+    /// install it at the trigger (issue 28; see `docs/prepared-compaction.md`); `None`
+    /// (the default) compacts inline when a request reaches the trigger.
+    pub fn prepare(mut self, prepare: Option<crate::PrepareConfig>) -> Self {
+        self.prepare = prepare;
         self
     }
 
@@ -235,6 +246,7 @@ impl ProxyConfigBuilder {
             pricing,
             client_key: self.client_key_endpoint.is_some(),
             max_sessions: self.max_sessions,
+            prepare: self.prepare,
         })
     }
 }

@@ -53,6 +53,7 @@ pub use config::{DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_SESSIONS, ProxyConfig, Prox
 pub use error::ProxyError;
 pub use models::{CONTEXT_WINDOWS, context_window};
 pub use routes::SESSION_HEADER;
+pub use sessions::PrepareConfig;
 
 /// Serves the proxy on `listener` until `shutdown` completes; then stops accepting and
 /// returns once every in-flight request (streamed answers included) has finished.

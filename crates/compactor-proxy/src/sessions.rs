@@ -26,13 +26,13 @@ use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
+use llm_compactor::Compactor;
 use llm_compactor::count::{CalibratedCounter, TokenCounter};
 use llm_compactor::message::{Message, conversation_digest};
 use llm_compactor::session::{
     Clock, Record, Replayer, SessionMeta, SystemClock, Transcript, encode_line, format_timestamp,
 };
 use llm_compactor::store::{NewEvent, Rewrite, StoreError};
-use llm_compactor::{CompactOptions, Compactor};
 use serde_json::{Map, Value};
 
 use crate::api::{Api, Request};
@@ -45,7 +45,10 @@ use crate::session_map::BoundedMap;
 /// The line type that points a session at the transcript it continues in.
 pub const CONTINUED: &str = "proxy-continued";
 
+mod prepare;
 mod sync;
+
+pub use prepare::PrepareConfig;
 
 /// One session's live state in this process.
 pub struct SessionState {
@@ -69,6 +72,8 @@ pub struct SessionState {
     counter: Arc<CalibratedCounter>,
     /// The last event of the store's log applied to `replayer`.
     seq: u64,
+    /// The pass prepared in the background, if any (see [`prepare`]).
+    preparer: prepare::Preparer,
 }
 
 /// The sessions this process holds, by key (bounded: see [`crate::session_map`]); each
@@ -102,6 +107,7 @@ impl Sessions {
                 verified: None,
                 counter: Arc::new(CalibratedCounter::with_fallback(fallback.clone())),
                 seq: 0,
+                preparer: prepare::Preparer::default(),
             })
         })
     }
@@ -228,7 +234,7 @@ impl SessionState {
     pub async fn prepare(
         &mut self,
         config: &ProxyConfig,
-        compactor: &Compactor,
+        compactor: &Arc<Compactor>,
         metrics: &Metrics,
         api: Api,
         request: &Request,
@@ -302,7 +308,7 @@ impl SessionState {
     async fn prepare_loaded(
         &mut self,
         config: &ProxyConfig,
-        compactor: &Compactor,
+        compactor: &Arc<Compactor>,
         metrics: &Metrics,
         api: Api,
         request: &Request,
@@ -365,9 +371,14 @@ impl SessionState {
             || compactor
                 .epoch_decision(&effective, tokens)
                 .is_some_and(|(decision, _)| decision.runs());
-        if due {
+        let (due, install) = self
+            .prepared_round(config, compactor, metrics, tokens, due, force)
+            .await;
+        if due || install.is_some() {
             match self
-                .compact(config, metrics, compactor, client, &mut lines, force, leased)
+                .compact(
+                    config, metrics, compactor, client, &mut lines, force, leased, install, tokens,
+                )
                 .await?
             {
                 Compacted::Yes(messages) => {
@@ -390,6 +401,9 @@ impl SessionState {
             effective = messages;
             bytes::Bytes::from(serde_json::to_vec(&value).map_err(|e| ProxyError::BadRequest(e.to_string()))?)
         };
+        if !compacted && let Some(prepare) = &config.prepare {
+            self.maybe_prepare(prepare, compactor, metrics, api, &body, tokens);
+        }
         Ok(Step::Ready(Prepared {
             body,
             messages: effective,
@@ -434,6 +448,7 @@ impl SessionState {
         self.opened = false;
         self.pointer_due = true;
         self.seq = 0;
+        self.preparer = prepare::Preparer::default();
     }
 
     /// Compacts under the session's lease. `leased`: this round already holds it.
@@ -447,6 +462,8 @@ impl SessionState {
         lines: &mut Lines,
         force: bool,
         leased: bool,
+        prepared: Option<Box<llm_compactor::compactor::PreparedPass>>,
+        tokens: usize,
     ) -> Result<Compacted, ProxyError> {
         if !leased
             && !config
@@ -465,7 +482,7 @@ impl SessionState {
         let outcome = sync::renewing(
             config,
             &store_key,
-            self.compact_leased(config, metrics, compactor, client, lines, force),
+            self.compact_leased(config, metrics, compactor, client, lines, force, prepared, tokens),
         )
         .await;
         if !leased {
@@ -477,6 +494,7 @@ impl SessionState {
         })
     }
 
+    #[allow(clippy::too_many_arguments)]
     async fn compact_leased(
         &mut self,
         config: &ProxyConfig,
@@ -485,17 +503,19 @@ impl SessionState {
         client: &[Message],
         lines: &mut Lines,
         force: bool,
+        prepared: Option<Box<llm_compactor::compactor::PreparedPass>>,
+        tokens: usize,
     ) -> Result<Option<Vec<Message>>, ProxyError> {
-        let options = CompactOptions {
-            counter: Some(self.counter.clone()),
-            target: config.target,
-            focus: config.focus.clone(),
-            ..CompactOptions::default()
+        let result = match prepared {
+            Some(prepared) => match self.install_prepared(&prepared, compactor, metrics, lines, tokens)? {
+                Some(result) => result,
+                // Discarded under the hard limit: the round goes out as it is (a new
+                // pass is prepared at the end of the round).
+                None if tokens <= compactor.config().context_budget && !force => return Ok(None),
+                None => self.inline_pass(config, metrics, compactor).await?,
+            },
+            None => self.inline_pass(config, metrics, compactor).await?,
         };
-        let result = compactor
-            .compact(self.replayer.messages(), options)
-            .await
-            .map_err(|e| ProxyError::BadRequest(format!("the conversation cannot be compacted: {e}")))?;
         if result.is_noop() {
             if force {
                 tracing::warn!(session = %self.key, "context-length retry: nothing left to compact");
