@@ -9,7 +9,8 @@
 # exit status, the errors still open, the user's requests -- extracted verbatim, so it
 # cannot invent anything, in milliseconds. For prose summaries set OPENAI_API_KEY or
 # ANTHROPIC_API_KEY (and use --summarizer auto), or see README "In-process, on the CPU"
-# for the opt-in local model.
+# for the opt-in local model. It ends by writing an HTML report of the compaction (a
+# session transcript compacted once) and printing the path to open.
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -29,3 +30,12 @@ out="$(mktemp "${TMPDIR:-/tmp}/compacted.XXXXXX.json")"
 
 echo "==> the session after compaction: $out" >&2
 "$compactor" count "$out" >&2 || true
+
+echo "==> the same compaction as a session transcript, and its report" >&2
+work="$(mktemp -d "${TMPDIR:-/tmp}/compactor-first-run.XXXXXX")"
+"$compactor" session import "$session" -o "$work/session.jsonl" >&2
+"$compactor" session compact "$work/session.jsonl" --budget "$budget" --age-observations --summarizer ledger \
+    >/dev/null 2>"$work/compact.log" || { cat "$work/compact.log" >&2; exit 1; }
+"$compactor" report "$work/session.jsonl" --budget "$budget" -o "$work/report.html"
+echo "==> open the report in a browser (one file, works offline):" >&2
+echo "$work/report.html"

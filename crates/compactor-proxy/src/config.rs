@@ -39,6 +39,7 @@ pub struct ProxyConfig {
     pub(crate) client_key: bool,
     pub(crate) max_sessions: usize,
     pub(crate) prepare: Option<crate::PrepareConfig>,
+    pub(crate) ui: bool,
 }
 
 impl std::fmt::Debug for ProxyConfig {
@@ -73,6 +74,7 @@ impl ProxyConfig {
             client_key_endpoint: None,
             max_sessions: DEFAULT_MAX_SESSIONS,
             prepare: None,
+            ui: false,
         }
     }
 
@@ -89,6 +91,11 @@ impl ProxyConfig {
     /// The pricing preset of the estimated-cost-saved metric.
     pub fn pricing(&self) -> Pricing {
         self.pricing
+    }
+
+    /// True when the inspector (`/ui`) is served.
+    pub fn ui(&self) -> bool {
+        self.ui
     }
 
     /// The compactor the proxy was built with (with `--budget-by-model`, the one whose
@@ -114,6 +121,7 @@ pub struct ProxyConfigBuilder {
     client_key_endpoint: Option<String>,
     max_sessions: usize,
     prepare: Option<crate::PrepareConfig>,
+    ui: bool,
 }
 
 impl ProxyConfigBuilder {
@@ -167,6 +175,13 @@ impl ProxyConfigBuilder {
     /// comes back.
     pub fn max_sessions(mut self, sessions: usize) -> Self {
         self.max_sessions = sessions;
+        self
+    }
+
+    /// Serves the read-only inspector at `/ui` (off by default: it shows conversation
+    /// content, so it belongs on localhost or behind the operator's own auth).
+    pub fn ui(mut self, on: bool) -> Self {
+        self.ui = on;
         self
     }
 
@@ -247,6 +262,7 @@ impl ProxyConfigBuilder {
             client_key: self.client_key_endpoint.is_some(),
             max_sessions: self.max_sessions,
             prepare: self.prepare,
+            ui: self.ui,
         })
     }
 }

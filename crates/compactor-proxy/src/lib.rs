@@ -37,10 +37,10 @@ mod config;
 mod error;
 mod metrics;
 mod models;
-mod record;
 mod routes;
 mod session_map;
 mod sessions;
+mod ui;
 mod upstream;
 
 use std::future::Future;

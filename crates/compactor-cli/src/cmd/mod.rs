@@ -12,6 +12,7 @@ pub mod plan;
 pub mod plot;
 pub mod proxy;
 pub mod ranges;
+pub mod report;
 pub mod session;
 pub mod session_store;
 pub mod simulate;

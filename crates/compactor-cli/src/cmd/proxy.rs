@@ -33,7 +33,7 @@ const DEFAULT_STORE: &str = "sqlite:compactor-sessions.db";
 #[derive(clap::Args, Debug)]
 #[command(
     args_conflicts_with_subcommands = true,
-    after_help = "Examples:\n  compactor proxy --upstream https://api.openai.com --budget 128000\n  compactor proxy sessions\n  compactor proxy export auto-0123abcd -o s.jsonl"
+    after_help = "Examples:\n  compactor proxy --upstream https://api.openai.com --budget 128000\n  compactor proxy sessions\n  compactor proxy export auto-0123abcd -o s.jsonl\n  compactor proxy report auto-0123abcd -o report.html"
 )]
 pub struct Args {
     #[command(subcommand)]
@@ -48,6 +48,21 @@ enum Command {
     Sessions(StoreArgs),
     /// Write one session's JSONL transcript (replays with `compactor session replay`).
     Export(ExportArgs),
+    /// Write an HTML report of what compaction did to one session (`compactor report`'s).
+    Report(Box<ProxyReportArgs>),
+}
+
+#[derive(clap::Args, Debug)]
+struct ProxyReportArgs {
+    /// The session key (see `compactor proxy sessions`).
+    session: String,
+    /// The HTML file to write (stdout when absent).
+    #[arg(short, long)]
+    output: Option<PathBuf>,
+    #[command(flatten)]
+    store: StoreArgs,
+    #[command(flatten)]
+    report: super::report::ReportArgs,
 }
 
 #[derive(clap::Args, Debug)]
@@ -116,6 +131,11 @@ struct ServeArgs {
     /// compacts inline [default: 30].
     #[arg(long, value_name = "SECS", value_parser = super::ranges::seconds, requires = "prepare_ratio")]
     prepare_wait: Option<f64>,
+    /// Serve the read-only inspector at /ui on the listen address: the sessions, each
+    /// with its report. Off by default: it shows conversation content (never a key or a
+    /// header), so keep it on localhost or behind your own auth.
+    #[arg(long)]
+    ui: bool,
     #[command(flatten)]
     engine: CompactOpts,
 }
@@ -141,6 +161,7 @@ pub fn run(args: Args) -> Result<(), CliError> {
     match args.command {
         Some(Command::Sessions(store)) => runtime.block_on(sessions(&store.store)),
         Some(Command::Export(export)) => runtime.block_on(export_session(export)),
+        Some(Command::Report(report)) => runtime.block_on(report_session(*report)),
         None => {
             init_logging();
             let serve = args.serve;
@@ -183,6 +204,17 @@ async fn export_session(args: ExportArgs) -> Result<(), CliError> {
     // Atomic and mode-preserving, like every `-o` of this CLI; stdout when not given.
     let body = text.strip_suffix('\n').unwrap_or(&text);
     crate::io::write_transcript_output(args.output.as_deref(), body)
+}
+
+async fn report_session(args: ProxyReportArgs) -> Result<(), CliError> {
+    let options = args.report.options(&args.session)?;
+    let store = store(&args.store.store).await?;
+    let text = export_jsonl(store.as_ref(), &args.session)
+        .await
+        .map_err(|e| CliError::Failed(format!("session {:?}: {e}", args.session)))?;
+    let report = compactor_report::report_of_jsonl(&args.session, text.as_bytes(), &options)
+        .map_err(|e| CliError::Failed(format!("session {:?}: {e}", args.session)))?;
+    super::report::write_report(&report, args.output.as_deref())
 }
 
 async fn build_config(serve: &ServeArgs) -> Result<ProxyConfig, CliError> {
@@ -234,6 +266,7 @@ async fn build_config(serve: &ServeArgs) -> Result<ProxyConfig, CliError> {
     let mut builder = ProxyConfig::builder(upstream, Arc::new(compactor), store)
         .max_body_bytes(serve.max_body_bytes)
         .max_sessions(serve.max_sessions)
+        .ui(serve.ui)
         .target(serve.engine.target)
         .focus(serve.engine.focus.clone());
     if serve.budget_by_model {
@@ -270,6 +303,11 @@ async fn serve_until_signal(config: ProxyConfig, listen: &str) -> Result<(), Cli
         "compactor proxy: listening on http://{addr} (upstream {})",
         config.upstream()
     ))?;
+    if config.ui() {
+        crate::out::stderr_line(&format!(
+            "compactor proxy: inspector on http://{addr}/ui (read-only; it shows conversation content)"
+        ))?;
+    }
     compactor_proxy::serve(config, listener, shutdown_signal())
         .await
         .map_err(CliError::failed)

@@ -216,60 +216,59 @@ impl SessionState {
 }
 
 impl SessionState {
-    /// This round's `(due, install)`: whether to compact inline (as without
-    /// preparation), and the prepared pass to install.
+    /// This round's pass target (`None`: no pass; as the compactor's decision said, or
+    /// changed by the preparation) and the prepared pass to install.
     pub(super) async fn prepared_round(
         &mut self,
-        config: &crate::config::ProxyConfig,
-        compactor: &Compactor,
-        metrics: &Metrics,
+        round: &super::Round<'_>,
         tokens: usize,
-        due: bool,
-        force: bool,
-    ) -> (bool, Option<Box<PreparedPass>>) {
-        let Some(prepare) = &config.prepare else {
-            return (due, None);
+        target: Option<Option<usize>>,
+    ) -> (Option<Option<usize>>, Option<Box<PreparedPass>>) {
+        let Some(prepare) = &round.config.prepare else {
+            return (target, None);
         };
-        if force {
-            return (true, None);
+        if round.attempt != super::Attempt::First {
+            // A forced pass changes the history: whatever was prepared is stale.
+            self.cancel_preparation(round.metrics);
+            return (target, None);
         }
-        match self.prepared_decision(prepare, compactor, metrics, tokens, due).await {
-            Decision::Inline => (due, None),
-            Decision::AsIs => (false, None),
-            Decision::Install(prepared) => (false, Some(prepared)),
+        let decision = self
+            .prepared_decision(prepare, round.compactor, round.metrics, tokens, target.is_some())
+            .await;
+        match decision {
+            Decision::Inline => (target, None),
+            Decision::AsIs => (None, None),
+            Decision::Install(prepared) => (Some(round.config.target), Some(prepared)),
         }
     }
 
-    /// At the end of a round that did not compact: starts a pass when the round reached
-    /// the prepare threshold and none is under way. `body` is the round's request as the
-    /// upstream receives it (the summary request reads its cache with
+    /// At the end of a first attempt that did not compact: starts a pass when the round
+    /// reached the prepare threshold and none is under way. `body` is the round's
+    /// request as the upstream receives it (the summary request reads its cache with
     /// `--summarizer-key client`).
-    pub(super) fn maybe_prepare(
-        &mut self,
-        prepare: &PrepareConfig,
-        compactor: &Arc<Compactor>,
-        metrics: &Metrics,
-        api: crate::api::Api,
-        body: &bytes::Bytes,
-        tokens: usize,
-    ) {
-        if !self.should_prepare(prepare, compactor, tokens) {
+    pub(super) fn maybe_prepare(&mut self, round: &super::Round<'_>, body: &bytes::Bytes, tokens: usize) {
+        let Some(prepare) = &round.config.prepare else {
+            return;
+        };
+        if !self.should_prepare(prepare, round.compactor, tokens) {
             return;
         }
         let key = crate::client_key::current_client_key();
-        let protocol = match api {
+        let protocol = match round.api {
             crate::api::Api::OpenAi => Some(llm_compactor::backend::http::Protocol::OpenAi),
             crate::api::Api::Anthropic => Some(llm_compactor::backend::http::Protocol::Anthropic),
             crate::api::Api::Responses => None,
         };
-        // The agent's request is only the summary's prefix when the summarizer is the
+        // The agent's request is the summary's prefix only when the summarizer is the
         // agent's own model behind the upstream (`--summarizer-key client`).
-        let agent = protocol.filter(|_| key.is_some()).and_then(|protocol| {
-            serde_json::from_slice(body)
-                .ok()
-                .map(|body| Arc::new(AgentRequest { protocol, body }))
-        });
-        self.start_preparation(Arc::clone(compactor), metrics, Start { key, agent });
+        let agent = protocol
+            .filter(|_| round.config.client_key && key.is_some())
+            .and_then(|protocol| {
+                serde_json::from_slice(body)
+                    .ok()
+                    .map(|body| Arc::new(AgentRequest { protocol, body }))
+            });
+        self.start_preparation(Arc::clone(round.compactor), round.metrics, Start { key, agent });
     }
 
     /// Checks `prepared` against the transcript as it is (under the lease, caught up
@@ -280,7 +279,7 @@ impl SessionState {
         prepared: &PreparedPass,
         compactor: &Compactor,
         metrics: &Metrics,
-        lines: &mut crate::record::Lines,
+        lines: &mut llm_compactor::session::Lines,
         tokens: usize,
     ) -> Result<Option<llm_compactor::CompactionResult>, crate::error::ProxyError> {
         use llm_compactor::plan::prepared::{InstallPlan, Verdict};
@@ -289,11 +288,7 @@ impl SessionState {
         let digest = (current.len() >= len).then(|| llm_compactor::message::conversation_digest(&current[..len]));
         let check = prepared.check(current, digest.as_deref(), compactor);
         let hard = compactor.config().context_budget;
-        let ceiling = if tokens > hard {
-            hard
-        } else {
-            compactor.config().trigger()
-        };
+        let ceiling = if tokens > hard { hard } else { compactor.config().trigger() };
         let counter: &dyn llm_compactor::count::TokenCounter = self.counter.as_ref();
         let plan = prepared.plan(current, &check, compactor, counter, Some(ceiling));
         let (payload, result) = match plan {
@@ -305,12 +300,12 @@ impl SessionState {
                 let fate = if changes.is_empty() { "installed" } else { "amended" };
                 let top_up = installed.top_up.len();
                 let result = prepared.installed_result(current, *installed, compactor, counter);
-                let counter = if changes.is_empty() {
+                let counted = if changes.is_empty() {
                     &metrics.prepared_installed
                 } else {
                     &metrics.prepared_amended
                 };
-                counter.fetch_add(1, Ordering::Relaxed);
+                counted.fetch_add(1, Ordering::Relaxed);
                 (
                     serde_json::json!({"fate": fate, "snapshot_messages": len, "since": check.since,
                                        "changes": changes, "top_up": top_up}),
@@ -340,7 +335,7 @@ impl SessionState {
         };
         lines
             .push(&mut self.replayer, record)
-            .map_err(crate::error::ProxyError::BadRequest)?;
+            .map_err(|e| crate::error::ProxyError::BadRequest(e.to_string()))?;
         Ok(result)
     }
 
@@ -348,18 +343,18 @@ impl SessionState {
     /// under way is dropped).
     pub(super) async fn inline_pass(
         &mut self,
-        config: &crate::config::ProxyConfig,
-        metrics: &Metrics,
-        compactor: &Compactor,
+        round: &super::Round<'_>,
+        target: Option<usize>,
     ) -> Result<llm_compactor::CompactionResult, crate::error::ProxyError> {
-        self.cancel_preparation(metrics);
+        self.cancel_preparation(round.metrics);
         let options = CompactOptions {
             counter: Some(self.counter.clone()),
-            target: config.target,
-            focus: config.focus.clone(),
+            target,
+            focus: round.config.focus.clone(),
             ..CompactOptions::default()
         };
-        compactor
+        round
+            .compactor
             .compact(self.replayer.messages(), options)
             .await
             .map_err(|e| crate::error::ProxyError::BadRequest(format!("the conversation cannot be compacted: {e}")))
