@@ -93,6 +93,11 @@ pub fn key_of(headers: &HeaderMap) -> Option<Secret> {
         .map(Secret::new)
 }
 
+/// The key in scope (what a task spawned for a background pass is handed).
+pub fn current_client_key() -> Option<Secret> {
+    CLIENT_KEY.try_with(Clone::clone).ok().flatten()
+}
+
 /// Runs `pass` with `key` visible to a [`ClientKeySummarizer`] inside it.
 pub async fn with_client_key<F: Future>(key: Option<Secret>, pass: F) -> F::Output {
     CLIENT_KEY.scope(key, pass).await

@@ -39,6 +39,7 @@ pub struct ProxyConfig {
     pub(crate) pricing: Pricing,
     pub(crate) client_key: bool,
     pub(crate) max_sessions: usize,
+    pub(crate) prepare: Option<crate::PrepareConfig>,
     pub(crate) ui: bool,
     pub(crate) wire: WireOptions,
 }
@@ -74,6 +75,7 @@ impl ProxyConfig {
             pricing: None,
             client_key_endpoint: None,
             max_sessions: DEFAULT_MAX_SESSIONS,
+            prepare: None,
             ui: false,
             wire: WireOptions::default(),
         }
@@ -121,6 +123,7 @@ pub struct ProxyConfigBuilder {
     pricing: Option<Pricing>,
     client_key_endpoint: Option<String>,
     max_sessions: usize,
+    prepare: Option<crate::PrepareConfig>,
     ui: bool,
     wire: WireOptions,
 }
@@ -167,6 +170,14 @@ impl ProxyConfigBuilder {
     /// origin only).
     pub fn summarizer_key_from_client(mut self, summarizer: &ClientKeySummarizer) -> Self {
         self.client_key_endpoint = Some(summarizer.endpoint().to_owned());
+        self
+    }
+
+    /// Prepare each session's compaction in the background ahead of the trigger and
+    /// install it at the trigger (issue 28; see `docs/prepared-compaction.md`); `None`
+    /// (the default) compacts inline when a request reaches the trigger.
+    pub fn prepare(mut self, prepare: Option<crate::PrepareConfig>) -> Self {
+        self.prepare = prepare;
         self
     }
 
@@ -261,6 +272,7 @@ impl ProxyConfigBuilder {
             pricing,
             client_key: self.client_key_endpoint.is_some(),
             max_sessions: self.max_sessions,
+            prepare: self.prepare,
             ui: self.ui,
             wire: self.wire,
         })

@@ -59,6 +59,7 @@ pub use identity::{KNOWN_CLIENTS, KnownClient, KnownSource, PARENT_HEADERS, SESS
 pub use models::{CONTEXT_WINDOWS, context_window};
 pub use outgoing::WireOptions;
 pub use routes::{COMPACTED_HEADER, OVERHEAD_HEADER};
+pub use sessions::PrepareConfig;
 
 /// Serves the proxy on `listener` until `shutdown` completes; then stops accepting and
 /// returns once every in-flight request (streamed answers included) has finished.

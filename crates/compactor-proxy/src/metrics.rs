@@ -42,6 +42,11 @@ pub struct Metrics {
     pub(crate) context_retries: AtomicU64,
     pub(crate) upstream_errors: AtomicU64,
     pub(crate) rejected_too_large: AtomicU64,
+    pub(crate) prepared_started: AtomicU64,
+    pub(crate) prepared_installed: AtomicU64,
+    pub(crate) prepared_amended: AtomicU64,
+    pub(crate) prepared_discarded: AtomicU64,
+    pub(crate) prepared_cancelled: AtomicU64,
     latency_buckets: [AtomicU64; BUCKETS.len()],
     latency_count: AtomicU64,
     latency_sum_us: AtomicU64,
@@ -172,6 +177,17 @@ impl Metrics {
             "compactor_proxy_rejected_too_large_total",
             "Requests refused with 413 (body over the limit).",
             &[("", get(&self.rejected_too_large))],
+        );
+        counter(
+            "compactor_proxy_prepared_total",
+            "Passes prepared in the background, by fate (started; installed as they were; installed with amended ledger lines; discarded by the check or failed; cancelled).",
+            &[
+                ("{fate=\"started\"}", get(&self.prepared_started)),
+                ("{fate=\"installed\"}", get(&self.prepared_installed)),
+                ("{fate=\"amended\"}", get(&self.prepared_amended)),
+                ("{fate=\"discarded\"}", get(&self.prepared_discarded)),
+                ("{fate=\"cancelled\"}", get(&self.prepared_cancelled)),
+            ],
         );
         counter(
             "compactor_proxy_prompt_tokens_removed_total",

@@ -28,7 +28,6 @@ use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use llm_compactor::CompactOptions;
 use llm_compactor::compactor::RequestFit;
 use llm_compactor::count::{CalibratedCounter, TokenCounter};
 use llm_compactor::message::{Message, conversation_digest};
@@ -43,8 +42,11 @@ use crate::session_map::BoundedMap;
 /// The line type that points a session at the transcript it continues in.
 pub use llm_compactor::session::CONTINUED;
 
+mod prepare;
 mod round;
 mod sync;
+
+pub use prepare::PrepareConfig;
 
 use round::Lease;
 pub use round::{Attempt, Round};
@@ -71,6 +73,8 @@ pub struct SessionState {
     counter: Arc<CalibratedCounter>,
     /// The last event of the store's log applied to `replayer`.
     seq: u64,
+    /// The pass prepared in the background, if any (see [`prepare`]).
+    preparer: prepare::Preparer,
 }
 
 /// The sessions this process holds, by key (bounded: see [`crate::session_map`]); each
@@ -104,6 +108,7 @@ impl Sessions {
                 verified: None,
                 counter: Arc::new(CalibratedCounter::with_fallback(fallback.clone())),
                 seq: 0,
+                preparer: prepare::Preparer::default(),
             })
         })
     }
@@ -344,8 +349,10 @@ impl SessionState {
             }
             Attempt::ContextLengthRetry => Some(Some(compactor.context_length_target(tokens, config.target))),
         };
+        // Prepared compaction (issue 28): the pass may be under way, or ready to install.
+        let (target, install) = self.prepared_round(round, tokens, target).await;
         if let Some(target) = target {
-            match self.compact(round, client, &mut lines, target, lease).await? {
+            match self.compact(round, client, &mut lines, target, lease, install, tokens).await? {
                 Compacted::Yes(messages) => {
                     effective = messages;
                     compacted = true;
@@ -366,6 +373,9 @@ impl SessionState {
             effective = messages;
             bytes::Bytes::from(serde_json::to_vec(&value).map_err(|e| ProxyError::BadRequest(e.to_string()))?)
         };
+        if !compacted && round.attempt == Attempt::First {
+            self.maybe_prepare(round, &body, tokens);
+        }
         let pass = self
             .rewrite
             .as_ref()
@@ -416,6 +426,7 @@ impl SessionState {
         self.opened = false;
         self.pointer_due = true;
         self.seq = 0;
+        self.preparer = prepare::Preparer::default();
     }
 
     /// Compacts under the session's lease, aiming at `target` (the compactor's own
@@ -427,6 +438,8 @@ impl SessionState {
         lines: &mut Lines,
         target: Option<usize>,
         lease: Lease,
+        install: Option<Box<llm_compactor::compactor::PreparedPass>>,
+        tokens: usize,
     ) -> Result<Compacted, ProxyError> {
         let config = round.config;
         if lease == Lease::ToTake
@@ -443,7 +456,12 @@ impl SessionState {
             return Ok(Compacted::No);
         }
         let store_key = self.store_key.clone();
-        let outcome = sync::renewing(config, &store_key, self.compact_leased(round, client, lines, target)).await;
+        let outcome = sync::renewing(
+            config,
+            &store_key,
+            self.compact_leased(round, client, lines, target, install, tokens),
+        )
+        .await;
         if lease == Lease::ToTake {
             release_lease(config, &self.key, &store_key).await;
         }
@@ -459,6 +477,8 @@ impl SessionState {
         client: &[Message],
         lines: &mut Lines,
         target: Option<usize>,
+        install: Option<Box<llm_compactor::compactor::PreparedPass>>,
+        tokens: usize,
     ) -> Result<Option<Vec<Message>>, ProxyError> {
         let Round {
             config,
@@ -466,16 +486,16 @@ impl SessionState {
             metrics,
             ..
         } = *round;
-        let options = CompactOptions {
-            counter: Some(self.counter.clone()),
-            target,
-            focus: config.focus.clone(),
-            ..CompactOptions::default()
+        let result = match install {
+            Some(prepared) => match self.install_prepared(&prepared, compactor, metrics, lines, tokens)? {
+                Some(result) => result,
+                // Discarded under the hard limit: the round goes out as it is (a new
+                // pass is prepared at the end of the round).
+                None if tokens <= compactor.config().context_budget => return Ok(None),
+                None => self.inline_pass(round, target).await?,
+            },
+            None => self.inline_pass(round, target).await?,
         };
-        let result = compactor
-            .compact(self.replayer.messages(), options)
-            .await
-            .map_err(|e| ProxyError::BadRequest(format!("the conversation cannot be compacted: {e}")))?;
         if result.is_noop() {
             if round.attempt == Attempt::ContextLengthRetry {
                 tracing::warn!(session = %self.key, "context-length retry: nothing left to compact");

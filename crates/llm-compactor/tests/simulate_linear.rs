@@ -40,6 +40,7 @@ fn naive(kind: StrategyKind, t: &[Message], window: usize) -> Vec<(u64, u64)> {
             counter: &counter,
             window,
             previous_len: previous.len(),
+            max_output: 0,
         };
         strategy.prepare(&t[next..at], &env).unwrap();
         next = at;

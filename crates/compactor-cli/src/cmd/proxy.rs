@@ -124,6 +124,16 @@ struct ServeArgs {
     /// a session from an instance that died while compacting it [default: 120].
     #[arg(long, value_name = "SECS", value_parser = super::ranges::seconds)]
     lease_ttl: Option<f64>,
+    /// Prepare each session's compaction in the background once a request reaches this
+    /// share of the budget (0.65 measured best, see docs/prepared-compaction.md), and
+    /// install it when a request reaches the trigger: no request waits for a summary
+    /// unless it is over the budget. Off when absent (passes run inline at the trigger).
+    #[arg(long, value_name = "RATIO", value_parser = prepare_ratio)]
+    prepare_ratio: Option<f64>,
+    /// Seconds a request over the budget waits for a pass being prepared before it
+    /// compacts inline [default: 30].
+    #[arg(long, value_name = "SECS", value_parser = super::ranges::seconds, requires = "prepare_ratio")]
+    prepare_wait: Option<f64>,
     /// Serve the read-only inspector at /ui on the listen address: the sessions, each
     /// with its report. Off by default: it shows conversation content (never a key or a
     /// header), so keep it on localhost or behind your own auth.
@@ -147,6 +157,15 @@ struct ServeArgs {
     session_from: Vec<SessionFrom>,
     #[command(flatten)]
     engine: CompactOpts,
+}
+
+fn prepare_ratio(text: &str) -> Result<f64, String> {
+    let ratio: f64 = text.parse().map_err(|e| format!("{e}"))?;
+    if ratio > 0.0 && ratio <= 1.0 {
+        Ok(ratio)
+    } else {
+        Err(format!("{ratio} is not in (0, 1]"))
+    }
 }
 
 /// Runs `compactor proxy`.
@@ -284,6 +303,16 @@ async fn build_config(serve: &ServeArgs) -> Result<ProxyConfig, CliError> {
     }
     if let Some(secs) = serve.lease_ttl {
         builder = builder.lease_ttl(std::time::Duration::from_secs_f64(secs));
+    }
+    if let Some(ratio) = serve.prepare_ratio {
+        let mut prepare = compactor_proxy::PrepareConfig {
+            ratio,
+            ..compactor_proxy::PrepareConfig::default()
+        };
+        if let Some(secs) = serve.prepare_wait {
+            prepare.max_wait = std::time::Duration::from_secs_f64(secs);
+        }
+        builder = builder.prepare(Some(prepare));
     }
     builder.build().map_err(|e| CliError::Usage(e.to_string()))
 }

@@ -35,7 +35,7 @@ pub struct Args {
     #[arg(long, default_value = "anthropic")]
     pub pricing: String,
     /// A strategy to simulate (repeatable; default: all). One of none, ours, ours-aging, ours-no-aging, ours-seed,
-    /// mask-last-n, mask-last-n-batched, jetbrains-hybrid, jetbrains-hybrid-batched, clear-tool-uses,
+    /// ours-prepared, ours-prepared-cached, mask-last-n, mask-last-n-batched, jetbrains-hybrid, jetbrains-hybrid-batched, clear-tool-uses,
     /// clear-tool-uses-scaled, summarize-at-threshold.
     #[arg(long = "strategy")]
     pub strategies: Vec<String>,

@@ -5,6 +5,8 @@
 //! attempt or the retry after the upstream said the request was too long. They travel
 //! together as a [`Round`] instead of as an argument list with boolean flags.
 
+use std::sync::Arc;
+
 use llm_compactor::Compactor;
 
 use crate::api::{Api, Request};
@@ -28,8 +30,9 @@ pub enum Attempt {
 pub struct Round<'a> {
     /// The proxy's configuration (store, target, focus, lease).
     pub config: &'a ProxyConfig,
-    /// The compactor of the request's model.
-    pub compactor: &'a Compactor,
+    /// The compactor of the request's model (shared: a pass prepared in the background
+    /// holds it).
+    pub compactor: &'a Arc<Compactor>,
     /// Where the round's passes are counted.
     pub metrics: &'a Metrics,
     /// The API the request speaks.

@@ -26,6 +26,9 @@ pub enum CompactionReason {
     Room,
     /// The provider rejected the request as too long.
     ContextLengthExceeded,
+    /// A pass prepared in the background was installed at the trigger (see
+    /// [`crate::session::PrepareOptions`]).
+    Prepared,
 }
 
 /// One request, as the decision sees it.

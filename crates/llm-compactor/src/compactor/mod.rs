@@ -16,6 +16,7 @@ mod events;
 mod hooks;
 mod ledger;
 mod pass;
+mod prepared;
 mod report;
 mod result;
 mod summary;
@@ -30,6 +31,7 @@ pub use config::{CompactorConfig, CompactorConfigBuilder, ConfigError};
 pub use decision::{CompactionReason, RequestFit};
 pub use events::{CompactionEvent, Observer};
 pub use hooks::{CompactionHooks, NoHooks, RequestDecision, ResponseDecision};
+pub use prepared::PreparedPass;
 pub use report::{NeedReason, PlanReport, TrimPreview};
 pub use result::{Attempt, AttemptKind, AttemptOutcome, CompactionResult, Elision};
 pub use summary::TRUNCATED_MARKER;
@@ -68,6 +70,11 @@ pub struct CompactOptions {
     pub cancel: CancellationToken,
     /// Extra instruction for the summarizer ("focus on the database migration").
     pub focus: Option<String>,
+    /// The pass is prepared ahead of the trigger (its result is installed when a request
+    /// reaches it): decide as the pass at the trigger would, although the snapshot is
+    /// below it (an elision-only result only when the cost policy would take one at the
+    /// trigger, not whenever it gets under the trigger).
+    pub ahead_of_trigger: bool,
 }
 
 impl std::fmt::Debug for CompactOptions {
@@ -77,6 +84,7 @@ impl std::fmt::Debug for CompactOptions {
             .field("counter", &self.counter.as_ref().map(|c| c.name().to_owned()))
             .field("cancelled", &self.cancel.is_cancelled())
             .field("focus", &self.focus)
+            .field("ahead_of_trigger", &self.ahead_of_trigger)
             .finish()
     }
 }

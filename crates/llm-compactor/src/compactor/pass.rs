@@ -219,7 +219,7 @@ impl Compactor {
         let trigger = self.config.trigger();
         match options.target {
             Some(target) => aged_count <= target,
-            None if before <= trigger => aged_count <= trigger,
+            None if before <= trigger && !options.ahead_of_trigger => aged_count <= trigger,
             None => {
                 plan::policy::choose_at_trigger(aged_count, self.config.target(), trigger, &self.config.cost_policy)
                     == plan::TriggerAction::ElideOnly
@@ -246,6 +246,7 @@ impl Compactor {
         };
         let summarizer = (result.usage.input_tokens, result.usage.output_tokens);
         CostReceipt::of_pass(input, &result.messages, counter, summarizer, rounds, policy)
+            .with_summarizer_cache_reads(result.usage.cache_read_tokens, policy)
     }
 
     /// The layout with its recent window fitted to the token cap, and the recent results

@@ -22,6 +22,7 @@ pub mod ledger;
 mod pairs;
 mod pinned;
 pub mod policy;
+pub mod prepared;
 mod pricing;
 mod recent;
 mod repair;

@@ -23,6 +23,7 @@ use tokio_util::sync::CancellationToken;
 use super::error::SessionError;
 use super::log::Session;
 use super::pass::RecordedPass;
+use super::prepared::{Preparation, PrepareOptions, Step};
 pub use crate::compactor::CompactionReason;
 use crate::compactor::{CompactError, CompactOptions, CompactionResult, Compactor, RequestFit};
 use crate::conversation::Conversation;
@@ -124,6 +125,36 @@ pub enum ContextEvent {
         /// Even the best result does not fit.
         exhausted: bool,
     },
+    /// A pass of a snapshot started in the background (the request went out as it was).
+    PreparationStarted {
+        /// The request's tokens.
+        tokens: usize,
+        /// Messages in the snapshot.
+        messages: usize,
+    },
+    /// The prepared pass was dropped before it could be installed.
+    PreparationCancelled {
+        /// Why.
+        why: String,
+    },
+    /// A prepared pass was installed (and written to the transcript).
+    PreparedInstalled {
+        /// Messages appended since its snapshot, kept after its summary.
+        since: usize,
+        /// The ledger facts amended, in words (empty: installed as it was).
+        changes: Vec<String>,
+        /// Tool results among the new messages stubbed to fit.
+        top_up: usize,
+        /// Tokens before.
+        tokens_before: usize,
+        /// Tokens after.
+        tokens_after: usize,
+    },
+    /// A prepared pass was checked and not installed.
+    PreparedDiscarded {
+        /// Why, in words.
+        reasons: Vec<String>,
+    },
 }
 
 /// An observer of [`ContextEvent`]s.
@@ -206,15 +237,16 @@ impl PreparedRef<'_> {
 /// conversation. Each message has one owner, the transcript's replay: the manager keeps
 /// no copy to keep in step.
 pub struct ContextManager {
-    compactor: Arc<Compactor>,
+    pub(super) compactor: Arc<Compactor>,
     counter: Arc<dyn TokenCounter>,
     /// Counted by `counter` while the manager holds it ([`Session::count_with`]).
-    session: Session,
+    pub(super) session: Session,
     room: Option<BackendRoom>,
     max_forced: u32,
     forced: u32,
     recorder: Option<Arc<dyn UsageRecorder>>,
     observer: Option<ContextObserver>,
+    pub(super) preparation: Option<Preparation>,
 }
 
 impl std::fmt::Debug for ContextManager {
@@ -246,7 +278,15 @@ impl ContextManager {
             forced: 0,
             recorder: None,
             observer: None,
+            preparation: None,
         }
+    }
+
+    /// Prepares passes in the background ahead of the trigger (see
+    /// [`super::prepared`]): requests below the hard limit never wait for a summary.
+    pub fn with_preparation(mut self, options: PrepareOptions) -> Self {
+        self.preparation = Some(Preparation::new(options));
+        self
     }
 
     /// The backend's usable room: requests (conversation, tools and context) that would
@@ -311,7 +351,7 @@ impl ContextManager {
         Ok(self.session.append_message(message)?)
     }
 
-    fn emit(&self, event: ContextEvent) {
+    pub(super) fn emit(&self, event: ContextEvent) {
         if let Some(observer) = &self.observer {
             observer(&event);
         }
@@ -321,7 +361,7 @@ impl ContextManager {
     /// request carries nothing besides the conversation, else the complete-request
     /// adapter, so that every count, target and acceptance of the pass is in the units
     /// of the whole request (tools and context included).
-    fn request_counter(&self, request: RequestShape<'_>) -> Arc<dyn TokenCounter> {
+    pub(super) fn request_counter(&self, request: RequestShape<'_>) -> Arc<dyn TokenCounter> {
         if request.tools.is_empty() && request.context.is_empty() {
             self.counter.clone()
         } else {
@@ -370,6 +410,23 @@ impl ContextManager {
             room,
             counter: None,
         });
+        if self.preparation.is_some() {
+            let hard = room.unwrap_or(self.compactor.config().context_budget);
+            match self
+                .prepared_step(request, request_tokens, hard, reason.is_some())
+                .await?
+            {
+                Step::Installed(pass) => return Ok(self.prepared(request, Some(*pass))),
+                Step::AsIs => {
+                    return Ok(PreparedRef {
+                        messages: self.session.messages(),
+                        request_tokens,
+                        pass: None,
+                    });
+                }
+                Step::Inline => {}
+            }
+        }
         let Some(reason) = reason else {
             return Ok(PreparedRef {
                 messages: self.session.messages(),
@@ -447,6 +504,7 @@ impl ContextManager {
         counter: Arc<dyn TokenCounter>,
         cancel: CancellationToken,
     ) -> Result<PassReport, ManagerError> {
+        self.cancel_preparation("an inline pass changes the history");
         self.emit(ContextEvent::CompactionStarted { reason, tokens, target });
         let options = CompactOptions {
             target,

@@ -32,6 +32,7 @@ mod log;
 mod manager;
 mod message_line;
 mod pass;
+mod prepared;
 mod record;
 mod repair;
 mod replay;
@@ -49,6 +50,7 @@ pub use manager::{
     ManagerError, PassReport, Prepared, PreparedRef, RequestShape, UsageRecorder,
 };
 pub use pass::RecordedPass;
+pub use prepared::{DEFAULT_PREPARE_RATIO, PrepareOptions, TYPE_PREPARED};
 pub use record::{
     CompactionRecord, ElisionItem, ElisionRecord, Entry, Record, RepairRecord, SessionMeta, SyntheticAnswerItem,
     TYPE_COMPACTION, TYPE_ELISION, TYPE_MESSAGE, TYPE_META, TYPE_REPAIR, synthetic_answer_id,

@@ -7,7 +7,7 @@
 use std::sync::Arc;
 
 use super::strategy::{Strategy, StrategyKind};
-use super::{clear_tool_uses, jetbrains_hybrid, mask_batched, mask_last_n, none, ours, summarize_at_threshold};
+use super::{clear_tool_uses, jetbrains_hybrid, mask_batched, mask_last_n, none, ours, prepared, summarize_at_threshold};
 use crate::count::TokenCounter;
 use crate::simulate::SimError;
 
@@ -23,6 +23,8 @@ impl StrategyKind {
             StrategyKind::OursAging => Box::new(ours::Ours::new(window, true, counter)?),
             StrategyKind::OursNoAging => Box::new(ours::Ours::new(window, false, counter)?),
             StrategyKind::OursSeed => Box::new(ours::Ours::seed(window, counter)?),
+            StrategyKind::OursPrepared => Box::new(prepared::Prepared::new(window, false, counter)?),
+            StrategyKind::OursPreparedCached => Box::new(prepared::Prepared::new(window, true, counter)?),
             StrategyKind::MaskLastN => Box::new(mask_last_n::MaskLastN::new(mask_last_n::DEFAULT_N)),
             StrategyKind::MaskLastNBatched => Box::new(mask_batched::MaskBatched::defaults()),
             StrategyKind::JetBrainsHybrid => Box::new(jetbrains_hybrid::JetBrainsHybrid::new(window, counter)),

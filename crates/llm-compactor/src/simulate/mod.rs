@@ -41,6 +41,7 @@ pub mod mask_batched;
 pub mod mask_last_n;
 pub mod none;
 pub mod ours;
+pub mod prepared;
 
 mod replay;
 mod report;

@@ -143,6 +143,7 @@ pub fn replay_with(
             counter,
             window,
             previous_len,
+            max_output: limits.max_output,
         };
         let step = strategy.prepare(&trajectory[next..at], &env)?;
         next = at;

@@ -27,6 +27,10 @@ pub struct Env<'a> {
     /// `previous_len` messages are in the cache (for strategies whose summarizer call is
     /// itself a cached request).
     pub previous_len: usize,
+    /// Output tokens every request reserves in the window: a request whose context is
+    /// over `window - max_output` is rejected (what a strategy that defers passes must
+    /// stay under).
+    pub max_output: usize,
 }
 
 /// What a strategy did before one request.
@@ -76,6 +80,11 @@ pub enum StrategyKind {
     OursNoAging,
     /// `ours-seed`: the first release (aging on, the seed's rules, no cost policy).
     OursSeed,
+    /// `ours-prepared`: the defaults with passes prepared in the background.
+    OursPrepared,
+    /// `ours-prepared-cached`: `ours-prepared` whose summary request reads the agent's
+    /// prompt cache.
+    OursPreparedCached,
     /// `mask-last-n`: SWE-agent / JetBrains observation masking, N = 10.
     MaskLastN,
     /// `mask-last-n-batched`: SWE-agent's masking with its cache-friendly `polling`
@@ -97,12 +106,14 @@ pub enum StrategyKind {
 
 impl StrategyKind {
     /// Every strategy, in report order.
-    pub const ALL: [StrategyKind; 12] = [
+    pub const ALL: [StrategyKind; 14] = [
         StrategyKind::None,
         StrategyKind::Ours,
         StrategyKind::OursAging,
         StrategyKind::OursNoAging,
         StrategyKind::OursSeed,
+        StrategyKind::OursPrepared,
+        StrategyKind::OursPreparedCached,
         StrategyKind::MaskLastN,
         StrategyKind::MaskLastNBatched,
         StrategyKind::JetBrainsHybrid,
@@ -120,6 +131,8 @@ impl StrategyKind {
             StrategyKind::OursAging => "ours-aging",
             StrategyKind::OursNoAging => "ours-no-aging",
             StrategyKind::OursSeed => "ours-seed",
+            StrategyKind::OursPrepared => "ours-prepared",
+            StrategyKind::OursPreparedCached => "ours-prepared-cached",
             StrategyKind::MaskLastN => "mask-last-n",
             StrategyKind::MaskLastNBatched => "mask-last-n-batched",
             StrategyKind::JetBrainsHybrid => "jetbrains-hybrid",
@@ -140,7 +153,7 @@ impl fmt::Display for StrategyKind {
 /// A strategy name that the simulator does not know.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error(
-    "unknown strategy {0:?} (expected one of: none, ours, ours-aging, ours-no-aging, ours-seed, mask-last-n, mask-last-n-batched, jetbrains-hybrid, jetbrains-hybrid-batched, clear-tool-uses, clear-tool-uses-scaled, summarize-at-threshold)"
+    "unknown strategy {0:?} (expected one of: none, ours, ours-aging, ours-no-aging, ours-seed, ours-prepared, ours-prepared-cached, mask-last-n, mask-last-n-batched, jetbrains-hybrid, jetbrains-hybrid-batched, clear-tool-uses, clear-tool-uses-scaled, summarize-at-threshold)"
 )]
 pub struct UnknownStrategy(pub String);
 

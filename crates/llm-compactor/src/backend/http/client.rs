@@ -101,6 +101,11 @@ impl HttpBackend {
         &self.model
     }
 
+    /// Which field carries the output budget of an OpenAI request.
+    pub(super) fn max_tokens_field(&self) -> MaxTokensField {
+        self.max_tokens_field
+    }
+
     /// The URL every request is posted to.
     pub fn endpoint(&self) -> &str {
         self.endpoint.as_str()
@@ -142,7 +147,17 @@ impl HttpBackend {
             }
             Protocol::Anthropic => anthropic::request_body(&self.model, system, messages, max_output_tokens),
         };
-        let bytes = self.post(&body, cancel).await?;
+        self.chat_body(&body, cancel).await
+    }
+
+    /// Posts a request `body` of this backend's protocol as it is and decodes the
+    /// answer (what [`HttpBackend::chat`] does after encoding).
+    pub(super) async fn chat_body(
+        &self,
+        body: &serde_json::Value,
+        cancel: &CancellationToken,
+    ) -> Result<ChatReply, SummarizerError> {
+        let bytes = self.post(body, cancel).await?;
         let reply = match self.protocol {
             Protocol::OpenAi => openai::decode(&bytes),
             Protocol::Anthropic => anthropic::decode(&bytes),
@@ -235,7 +250,12 @@ impl Summarizer for HttpBackend {
     }
 
     fn input_room(&self) -> Option<usize> {
-        Some(self.input_room)
+        // A summary that reads the agent's cache sends the agent's request, which fits
+        // the model: never in chunks.
+        match self.agent_request_in_scope() {
+            Some(_) => None,
+            None => Some(self.input_room),
+        }
     }
 
     async fn summarize(
@@ -243,6 +263,9 @@ impl Summarizer for HttpBackend {
         request: SummaryRequest,
         cancel: &CancellationToken,
     ) -> Result<SummaryReply, SummarizerError> {
+        if let Some(reply) = self.summarize_in_cache(&request, cancel).await {
+            return reply;
+        }
         let transcript = [Message::user(request.transcript)];
         let reply = self
             .chat(&request.system, &transcript, request.max_output_tokens, cancel)

@@ -28,6 +28,7 @@
 //! ```
 
 mod anthropic;
+mod cache_reading;
 mod client;
 mod config;
 mod context_length;
@@ -39,6 +40,9 @@ mod room;
 mod secret;
 mod wire_usage;
 
+pub use cache_reading::{
+    AgentRequest, cache_reading_body, cache_reading_instruction, current_agent_request, with_agent_request,
+};
 pub use client::{ChatReply, HttpBackend};
 pub use config::{
     DEFAULT_CONNECT_TIMEOUT, DEFAULT_TIMEOUT, HttpBackendBuilder, HttpConfigError, MaxTokensField, Protocol,

@@ -54,7 +54,14 @@ pub struct CostReceipt {
     pub pricing: String,
     /// The horizon the cost is estimated over, in requests.
     pub rounds: u32,
-    /// The summarizer's input tokens (0 for a pass that did not summarize).
+    /// Of `summarizer_input_tokens`, those the provider billed as cache reads (a summary
+    /// request that reads the agent's own prompt cache: see
+    /// `docs/prepared-compaction.md`); the rest,
+    /// [`CostReceipt::summarizer_uncached_input_tokens`], was billed at the full rate.
+    /// Absent from a transcript when 0.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub summarizer_cache_read_tokens: u64,
+    /// The summarizer's input tokens, cached or not (0 for a pass that did not summarize).
     pub summarizer_input_tokens: u64,
     /// The summarizer's output tokens.
     pub summarizer_output_tokens: u64,
@@ -95,6 +102,7 @@ impl CostReceipt {
             tokens_after: input.tokens_after,
             cached_prefix_kept: kept,
             tokens_rewritten: if changed { rewritten } else { 0 },
+            summarizer_cache_read_tokens: 0,
             summarizer_input_tokens: input.summarizer_input_tokens,
             summarizer_output_tokens: input.summarizer_output_tokens,
             rounds,
@@ -136,6 +144,37 @@ impl CostReceipt {
         )
     }
 
+    /// The same receipt with `cached` of the summarizer's input tokens billed as cache
+    /// reads (capped at its input): their price drops from the uncached rate to the
+    /// cache-read rate of `policy` (the policy the receipt was computed under), and
+    /// `cost_with` and `net_cost` with it.
+    ///
+    /// ```
+    /// use llm_compactor::plan::policy::{CostPolicy, CostReceipt, ReceiptInput};
+    /// let input = ReceiptInput { tokens_before: 10_000, tokens_after: 4_000, summarizer_input_tokens: 9_000,
+    ///     summarizer_output_tokens: 500, rounds: 5, ..ReceiptInput::default() };
+    /// let policy = CostPolicy::default();
+    /// let plain = CostReceipt::compute(&input, &policy);
+    /// let cached = plain.clone().with_summarizer_cache_reads(8_000, &policy);
+    /// assert_eq!((cached.summarizer_cache_read_tokens, cached.summarizer_uncached_input_tokens()), (8_000, 1_000));
+    /// assert!(cached.cost_with < plain.cost_with);
+    /// ```
+    pub fn with_summarizer_cache_reads(mut self, cached: u64, policy: &CostPolicy) -> CostReceipt {
+        let pricing = &policy.pricing;
+        let cached = cached.min(self.summarizer_input_tokens);
+        let newly = cached.saturating_sub(self.summarizer_cache_read_tokens);
+        let saving = self.summarizer_price * newly as f64 * (pricing.uncached - pricing.cache_read);
+        self.summarizer_cache_read_tokens = cached;
+        self.cost_with -= saving;
+        self.net_cost = self.cost_with - self.cost_without;
+        self
+    }
+
+    /// The summarizer's input tokens billed at the full (uncached) rate.
+    pub fn summarizer_uncached_input_tokens(&self) -> u64 {
+        self.summarizer_input_tokens - self.summarizer_cache_read_tokens.min(self.summarizer_input_tokens)
+    }
+
     /// True when the pass is expected to save money over its horizon.
     pub fn pays(&self) -> bool {
         self.net_cost < 0.0
@@ -145,6 +184,10 @@ impl CostReceipt {
     pub fn breaks_cache(&self) -> bool {
         self.tokens_rewritten > 0
     }
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 #[cfg(test)]

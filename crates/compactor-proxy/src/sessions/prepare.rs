@@ -1,0 +1,362 @@
+//! Prepared compaction in the proxy (issue 28): a session's pass runs in the background
+//! ahead of the trigger, and is installed at the trigger only while it is still true.
+//!
+//! The same shape as the library's `ContextManager` (see `llm_compactor::session` and
+//! `docs/prepared-compaction.md`), with the proxy's own record: a round at or over the
+//! prepare threshold spawns the pass of the session's transcript as the upstream saw it
+//! (the snapshot) and goes on unchanged; rounds past the trigger go out as they are while
+//! it runs; the first round over the trigger after it finished installs it through the
+//! ordinary compaction path (under the session's lease, after catching up with the
+//! store), where the pure check ([`llm_compactor::plan::prepared`]) decides install,
+//! amend or discard against the transcript *as it is then*. A prepared result lives only
+//! in this process's memory: another instance, or this one restarted, never sees it, so
+//! it cannot install a stale one; and a result whose snapshot another instance's pass
+//! replaced fails the digest check and is discarded. Only a round over the hard limit
+//! (the budget) waits, bounded, then compacts inline as before.
+//!
+//! With `--summarizer-key client` the background pass pays with the key of the round
+//! that started it (handed to the task, never stored) and its summary request is that
+//! round's request as the upstream received it plus one instruction
+//! ([`llm_compactor::backend::http::with_agent_request`]), so the upstream bills most of
+//! it as cache reads.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use llm_compactor::backend::http::{AgentRequest, Secret, with_agent_request};
+use llm_compactor::compactor::PreparedPass;
+use llm_compactor::message::Message;
+use llm_compactor::plan::prepared::Snapshot;
+use llm_compactor::{CompactError, CompactOptions, Compactor};
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+use super::SessionState;
+use crate::client_key::with_client_key;
+use crate::metrics::Metrics;
+
+/// The transcript line type of a prepared pass's fate (the library's).
+pub use llm_compactor::session::TYPE_PREPARED;
+
+/// How the proxy prepares passes.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct PrepareConfig {
+    /// Start a pass when a round reaches this share of the budget.
+    pub ratio: f64,
+    /// How long a round over the budget waits for a running pass.
+    pub max_wait: Duration,
+}
+
+impl Default for PrepareConfig {
+    fn default() -> Self {
+        PrepareConfig {
+            ratio: llm_compactor::session::DEFAULT_PREPARE_RATIO,
+            max_wait: Duration::from_secs(30),
+        }
+    }
+}
+
+/// A session's one prepared pass.
+#[derive(Default)]
+pub(crate) struct Preparer {
+    running: Option<Running>,
+    ready: Option<PreparedPass>,
+}
+
+struct Running {
+    cancel: CancellationToken,
+    handle: JoinHandle<Result<PreparedPass, CompactError>>,
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        self.cancel.cancel();
+        self.handle.abort();
+    }
+}
+
+/// What the preparation decides for a round.
+pub(super) enum Decision {
+    /// Go on as without preparation (compact inline when due).
+    Inline,
+    /// Send the round as it is: a pass is being prepared.
+    AsIs,
+    /// Install this prepared pass (through the compaction path, under the lease).
+    Install(Box<PreparedPass>),
+}
+
+/// What the background pass needs from the round that starts it.
+pub(crate) struct Start {
+    /// The key of the round (`--summarizer-key client`).
+    pub(crate) key: Option<Secret>,
+    /// The round's request as the upstream receives it, when the summary should read
+    /// its cache.
+    pub(crate) agent: Option<Arc<AgentRequest>>,
+}
+
+impl Preparer {
+    fn busy(&self) -> bool {
+        self.running.is_some() || self.ready.is_some()
+    }
+}
+
+impl SessionState {
+    /// Drops the prepared pass (running or ready); true when there was one.
+    pub(super) fn cancel_preparation(&mut self, metrics: &Metrics) -> bool {
+        let had = self.preparer.busy();
+        self.preparer = Preparer::default();
+        if had {
+            metrics.prepared_cancelled.fetch_add(1, Ordering::Relaxed);
+        }
+        had
+    }
+
+    /// The preparation's decision for a round of `tokens` tokens over the transcript as
+    /// it is now; `due`: the engine's own trigger says compact. Starting a pass is left
+    /// to [`SessionState::start_preparation`], once the round's body is known.
+    pub(super) async fn prepared_decision(
+        &mut self,
+        config: &PrepareConfig,
+        compactor: &Compactor,
+        metrics: &Metrics,
+        tokens: usize,
+        due: bool,
+    ) -> Decision {
+        self.collect_prepared(metrics).await;
+        let trigger = compactor.config().trigger();
+        let hard = compactor.config().context_budget;
+        if !due || tokens <= trigger {
+            // An elision epoch waits while a pass is under way.
+            return if due && !self.preparer.busy() {
+                Decision::Inline
+            } else {
+                Decision::AsIs
+            };
+        }
+        if tokens > hard && self.preparer.running.is_some() {
+            self.wait_prepared(config.max_wait, metrics).await;
+        }
+        if let Some(prepared) = self.preparer.ready.take() {
+            return Decision::Install(Box::new(prepared));
+        }
+        if tokens > hard {
+            self.cancel_preparation(metrics);
+            return Decision::Inline;
+        }
+        Decision::AsIs
+    }
+
+    /// True when a round of `tokens` tokens should start a pass now.
+    pub(super) fn should_prepare(&self, config: &PrepareConfig, compactor: &Compactor, tokens: usize) -> bool {
+        let at = (compactor.config().context_budget as f64 * config.ratio).ceil() as usize;
+        tokens >= at && !self.preparer.busy()
+    }
+
+    /// Starts the pass of the transcript as it is now on a tokio task.
+    pub(super) fn start_preparation(&mut self, compactor: Arc<Compactor>, metrics: &Metrics, start: Start) {
+        let messages: Vec<Message> = self.replayer.messages().to_vec();
+        let cancel = CancellationToken::new();
+        let options = CompactOptions {
+            counter: Some(self.counter.clone()),
+            cancel: cancel.clone(),
+            ahead_of_trigger: true,
+            ..CompactOptions::default()
+        };
+        let handle = tokio::spawn(async move {
+            // The snapshot's digest off the request path too.
+            let snapshot = Snapshot::of(&messages);
+            let pass = compactor.compact(&messages, options);
+            let result = with_client_key(start.key, with_agent_request(start.agent, pass)).await?;
+            Ok(PreparedPass { snapshot, result })
+        });
+        self.preparer.running = Some(Running { cancel, handle });
+        metrics.prepared_started.fetch_add(1, Ordering::Relaxed);
+        tracing::info!(session = %self.key, "compaction prepared in the background");
+    }
+
+    /// Moves a finished pass to `ready`. (Whether its snapshot is still a prefix is the
+    /// install's check, once: a digest of the transcript on every round would cost the
+    /// round the conversation; the passes that change the history, inline or after an
+    /// edit, drop the preparation themselves.)
+    async fn collect_prepared(&mut self, metrics: &Metrics) {
+        let finished = self.preparer.running.as_ref().is_some_and(|r| r.handle.is_finished());
+        if finished && let Some(mut running) = self.preparer.running.take() {
+            let outcome = (&mut running.handle).await;
+            self.accept_prepared(outcome, metrics);
+        }
+    }
+
+    fn accept_prepared(
+        &mut self,
+        outcome: Result<Result<PreparedPass, CompactError>, tokio::task::JoinError>,
+        metrics: &Metrics,
+    ) {
+        match outcome {
+            Ok(Ok(prepared)) if !prepared.is_noop() => self.preparer.ready = Some(prepared),
+            other => {
+                tracing::info!(session = %self.key, outcome = ?other.map(|r| r.map(|p| p.is_noop())), "prepared pass not usable");
+                metrics.prepared_discarded.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+
+    async fn wait_prepared(&mut self, max: Duration, metrics: &Metrics) {
+        let Some(mut running) = self.preparer.running.take() else {
+            return;
+        };
+        match tokio::time::timeout(max, &mut running.handle).await {
+            Ok(outcome) => self.accept_prepared(outcome, metrics),
+            Err(_) => {
+                drop(running);
+                metrics.prepared_cancelled.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+}
+
+impl SessionState {
+    /// This round's pass target (`None`: no pass; as the compactor's decision said, or
+    /// changed by the preparation) and the prepared pass to install.
+    pub(super) async fn prepared_round(
+        &mut self,
+        round: &super::Round<'_>,
+        tokens: usize,
+        target: Option<Option<usize>>,
+    ) -> (Option<Option<usize>>, Option<Box<PreparedPass>>) {
+        let Some(prepare) = &round.config.prepare else {
+            return (target, None);
+        };
+        if round.attempt != super::Attempt::First {
+            // A forced pass changes the history: whatever was prepared is stale.
+            self.cancel_preparation(round.metrics);
+            return (target, None);
+        }
+        let decision = self
+            .prepared_decision(prepare, round.compactor, round.metrics, tokens, target.is_some())
+            .await;
+        match decision {
+            Decision::Inline => (target, None),
+            Decision::AsIs => (None, None),
+            Decision::Install(prepared) => (Some(round.config.target), Some(prepared)),
+        }
+    }
+
+    /// At the end of a first attempt that did not compact: starts a pass when the round
+    /// reached the prepare threshold and none is under way. `body` is the round's
+    /// request as the upstream receives it (the summary request reads its cache with
+    /// `--summarizer-key client`).
+    pub(super) fn maybe_prepare(&mut self, round: &super::Round<'_>, body: &bytes::Bytes, tokens: usize) {
+        let Some(prepare) = &round.config.prepare else {
+            return;
+        };
+        if !self.should_prepare(prepare, round.compactor, tokens) {
+            return;
+        }
+        let key = crate::client_key::current_client_key();
+        let protocol = match round.api {
+            crate::api::Api::OpenAi => Some(llm_compactor::backend::http::Protocol::OpenAi),
+            crate::api::Api::Anthropic => Some(llm_compactor::backend::http::Protocol::Anthropic),
+            crate::api::Api::Responses => None,
+        };
+        // The agent's request is the summary's prefix only when the summarizer is the
+        // agent's own model behind the upstream (`--summarizer-key client`).
+        let agent = protocol
+            .filter(|_| round.config.client_key && key.is_some())
+            .and_then(|protocol| {
+                serde_json::from_slice(body)
+                    .ok()
+                    .map(|body| Arc::new(AgentRequest { protocol, body }))
+            });
+        self.start_preparation(Arc::clone(round.compactor), round.metrics, Start { key, agent });
+    }
+
+    /// Checks `prepared` against the transcript as it is (under the lease, caught up
+    /// with the store) and, when it may be installed, returns the pass over the
+    /// transcript; its fate is a `prepared-compaction` line either way.
+    pub(super) fn install_prepared(
+        &mut self,
+        prepared: &PreparedPass,
+        compactor: &Compactor,
+        metrics: &Metrics,
+        lines: &mut llm_compactor::session::Lines,
+        tokens: usize,
+    ) -> Result<Option<llm_compactor::CompactionResult>, crate::error::ProxyError> {
+        use llm_compactor::plan::prepared::{InstallPlan, Verdict};
+        let current = self.replayer.messages();
+        let len = prepared.snapshot.len;
+        let digest = (current.len() >= len).then(|| llm_compactor::message::conversation_digest(&current[..len]));
+        let check = prepared.check(current, digest.as_deref(), compactor);
+        let hard = compactor.config().context_budget;
+        let ceiling = if tokens > hard { hard } else { compactor.config().trigger() };
+        let counter: &dyn llm_compactor::count::TokenCounter = self.counter.as_ref();
+        let plan = prepared.plan(current, &check, compactor, counter, Some(ceiling));
+        let (payload, result) = match plan {
+            InstallPlan::Install(installed) => {
+                let changes: Vec<String> = match &check.verdict {
+                    Verdict::Amend { changes } => changes.iter().map(|c| c.describe()).collect(),
+                    _ => Vec::new(),
+                };
+                let fate = if changes.is_empty() { "installed" } else { "amended" };
+                let top_up = installed.top_up.len();
+                let result = prepared.installed_result(current, *installed, compactor, counter);
+                let counted = if changes.is_empty() {
+                    &metrics.prepared_installed
+                } else {
+                    &metrics.prepared_amended
+                };
+                counted.fetch_add(1, Ordering::Relaxed);
+                (
+                    serde_json::json!({"fate": fate, "snapshot_messages": len, "since": check.since,
+                                       "changes": changes, "top_up": top_up}),
+                    Some(result),
+                )
+            }
+            other => {
+                let reasons: Vec<String> = match (&check.verdict, &other) {
+                    (Verdict::Discard { reasons }, _) => reasons.iter().map(|r| r.describe()).collect(),
+                    (_, InstallPlan::NeedsInline { tokens, ceiling }) => {
+                        vec![format!("installed it would leave {tokens} tokens, over {ceiling}")]
+                    }
+                    (_, InstallPlan::Invalid { violation }) => vec![format!("invalid install: {violation}")],
+                    _ => Vec::new(),
+                };
+                metrics.prepared_discarded.fetch_add(1, Ordering::Relaxed);
+                tracing::info!(session = %self.key, ?reasons, "prepared pass discarded");
+                (
+                    serde_json::json!({"fate": "discarded", "snapshot_messages": len, "reasons": reasons}),
+                    None,
+                )
+            }
+        };
+        let record = llm_compactor::session::Record::Unknown {
+            kind: TYPE_PREPARED.to_owned(),
+            payload,
+        };
+        lines
+            .push(&mut self.replayer, record)
+            .map_err(|e| crate::error::ProxyError::BadRequest(e.to_string()))?;
+        Ok(result)
+    }
+
+    /// The pass run inline, as without preparation (it changes the history, so a pass
+    /// under way is dropped).
+    pub(super) async fn inline_pass(
+        &mut self,
+        round: &super::Round<'_>,
+        target: Option<usize>,
+    ) -> Result<llm_compactor::CompactionResult, crate::error::ProxyError> {
+        self.cancel_preparation(round.metrics);
+        let options = CompactOptions {
+            counter: Some(self.counter.clone()),
+            target,
+            focus: round.config.focus.clone(),
+            ..CompactOptions::default()
+        };
+        round
+            .compactor
+            .compact(self.replayer.messages(), options)
+            .await
+            .map_err(|e| crate::error::ProxyError::BadRequest(format!("the conversation cannot be compacted: {e}")))
+    }
+}

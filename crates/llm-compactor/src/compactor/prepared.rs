@@ -1,0 +1,128 @@
+//! [`PreparedPass`]: a pass computed ahead of the trigger over a frozen snapshot, and its
+//! install into the conversation as it is now.
+//!
+//! The decisions are the pure core's ([`crate::plan::prepared`]); this file only turns a
+//! [`CompactionResult`] over the snapshot into the core's [`Replacement`] and the core's
+//! [`Installed`] back into a [`CompactionResult`] over the current conversation, so that
+//! a session records an install exactly as it records any pass (`record_result`: its
+//! indices are the snapshot's, which are the current conversation's, since the snapshot
+//! is an exact prefix of it).
+
+use serde::{Deserialize, Serialize};
+
+use super::{CompactionResult, Compactor};
+use crate::count::TokenCounter;
+use crate::message::Message;
+use crate::plan::prepared::{
+    Check, InstallPlan, InstallRules, Installed, Replacement, Snapshot, check_with_digest, plan_install,
+};
+use crate::plan::{self, CostReceipt};
+
+/// A compaction pass of a snapshot, waiting to be installed.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PreparedPass {
+    /// The snapshot it ran over.
+    pub snapshot: Snapshot,
+    /// What `compact` returned for the snapshot.
+    pub result: CompactionResult,
+}
+
+impl PreparedPass {
+    /// The pass `result` of exactly `snapshot_messages`.
+    pub fn new(snapshot_messages: &[Message], result: CompactionResult) -> PreparedPass {
+        PreparedPass {
+            snapshot: Snapshot::of(snapshot_messages),
+            result,
+        }
+    }
+
+    /// The pure core's view of the result.
+    pub fn replacement(&self) -> Replacement<'_> {
+        Replacement {
+            messages: &self.result.messages,
+            summary: &self.result.summary,
+            cut: usize::try_from(self.result.cut_index).ok(),
+            elisions: &self.result.elisions,
+            repaired: !self.result.repairs.is_empty(),
+            fallback: self.result.fallback,
+        }
+    }
+
+    /// True when installing it would change nothing (a no-op pass).
+    pub fn is_noop(&self) -> bool {
+        self.result.is_noop()
+    }
+
+    /// The check against `current`, whose first `snapshot.len` messages digest to
+    /// `prefix_digest` (see [`check_with_digest`]).
+    pub fn check(&self, current: &[Message], prefix_digest: Option<&str>, compactor: &Compactor) -> Check {
+        let rules = compactor.ledger().map(|l| l.rules.clone()).unwrap_or_default();
+        check_with_digest(&self.replacement(), &self.snapshot, current, prefix_digest, &rules)
+    }
+
+    /// The install plan into `current` after `check`, under `compactor`'s numbers: the
+    /// goal is its target, the ceiling its trigger (or `ceiling` when given: the room of
+    /// a request that must fit).
+    pub fn plan(
+        &self,
+        current: &[Message],
+        check: &Check,
+        compactor: &Compactor,
+        counter: &dyn TokenCounter,
+        ceiling: Option<usize>,
+    ) -> InstallPlan {
+        let config = compactor.config();
+        let rules = InstallRules {
+            goal: config.target(),
+            ceiling: ceiling.unwrap_or_else(|| config.trigger()),
+            keep_recent: config.keep_recent,
+            min_chars: config.age_min_chars,
+        };
+        plan_install(&self.replacement(), &self.snapshot, current, check, counter, &rules)
+    }
+
+    /// The [`CompactionResult`] over `current` that `installed` is: what a session
+    /// records (`record_result`) and a caller reports. Its usage and attempts are the
+    /// prepared pass's (the summarizer was billed once, in the background); its receipt
+    /// is recomputed over `current`.
+    pub fn installed_result(
+        &self,
+        current: &[Message],
+        installed: Installed,
+        compactor: &Compactor,
+        counter: &dyn TokenCounter,
+    ) -> CompactionResult {
+        let before = counter.count_messages(current);
+        let mut elisions = self.result.elisions.clone();
+        elisions.extend(installed.top_up.iter().cloned());
+        let mut result = CompactionResult {
+            messages: installed.messages,
+            summary: installed.summary,
+            dropped: self.result.dropped,
+            cut_index: self.result.cut_index,
+            tokens_before: before,
+            tokens_after: installed.tokens,
+            fallback: self.result.fallback,
+            exhausted: installed.tokens > compactor.config().context_budget,
+            elisions,
+            usage: self.result.usage,
+            attempts: self.result.attempts.clone(),
+            receipt: None,
+            repairs: Vec::new(),
+            truncations: self.result.truncations.clone(),
+        };
+        let config = compactor.config();
+        let policy = &config.cost_policy;
+        let rounds = if before > config.trigger() {
+            policy.expected_remaining_rounds
+        } else {
+            plan::policy::horizon(policy, current, before, config.trigger())
+        };
+        let summarizer = (result.usage.input_tokens, result.usage.output_tokens);
+        result.receipt = Some(
+            CostReceipt::of_pass(current, &result.messages, counter, summarizer, rounds, policy)
+                .with_summarizer_cache_reads(result.usage.cache_read_tokens, policy),
+        );
+        result
+    }
+}
