@@ -31,6 +31,12 @@ pub struct Args {
     /// Print the scores as JSON instead of a table.
     #[arg(long)]
     pub json: bool,
+    /// Replay each file as an agent loop at `--budget` (a pass whenever one is due, before
+    /// each model request) and score what survives across passes: files and commands of
+    /// the first epoch still named, or retrievable by handle, at the end (see
+    /// `eval_loop`). Aging keeps the engine's default here.
+    #[arg(long)]
+    pub agent_loop: bool,
     /// The compaction options (the same as `compact`).
     #[command(flatten)]
     pub opts: CompactOpts,
@@ -54,6 +60,9 @@ pub struct FileScore {
     pub fit: usize,
     /// Of those, found in the summary.
     pub fit_found: usize,
+    /// Probes found in the summary or in a message a handle it names expands to (with
+    /// `--expand`; without, the summary names no handle and this equals `found`).
+    pub retrievable: usize,
     /// Identifiers in the summary absent from the conversation and not flagged.
     pub hallucinations: usize,
     /// Those identifiers (for inspection).
@@ -75,6 +84,9 @@ pub fn run(mut args: Args) -> Result<(), CliError> {
     // The eval scores summaries: with aging on (the engine's default), a pass over a
     // real run under its trigger is usually an elision epoch with no summary at all, and
     // the score would measure nothing. Aging is off here unless asked for.
+    if args.agent_loop {
+        return run_loop(&args);
+    }
     args.opts.age_observations.get_or_insert(false);
     let (compactor, _counter) = args.opts.compactor(false)?;
     let name = compactor
@@ -158,6 +170,7 @@ pub fn run(mut args: Args) -> Result<(), CliError> {
             by_kind,
             fit,
             fit_found,
+            retrievable: super::eval_retrieve::retrievable(&probes, &body, messages),
             hallucinations: hallucinated.len(),
             hallucinated,
             flagged: body.matches(UNVERIFIED).count(),
@@ -173,6 +186,25 @@ pub fn run(mut args: Args) -> Result<(), CliError> {
             .map_err(CliError::failed)?
     } else {
         table(&name, &scores)
+    };
+    io::write_output(None, &text)
+}
+
+/// `--agent-loop`: the cross-pass scores.
+fn run_loop(args: &Args) -> Result<(), CliError> {
+    let (compactor, counter) = args.opts.compactor(false)?;
+    let mut scores = Vec::new();
+    for file in &args.files {
+        let document = io::read_document(file, args.opts.format())?;
+        let score = super::eval_loop::score(file, document.messages(), &compactor, counter.clone())?;
+        eprintln!("compactor eval: {file}: {} passes", score.compactions);
+        scores.push(score);
+    }
+    let text = if args.json {
+        serde_json::to_string_pretty(&json!({"files": scores, "total": super::eval_loop::total(&scores)}))
+            .map_err(CliError::failed)?
+    } else {
+        super::eval_loop::table(&scores)
     };
     io::write_output(None, &text)
 }
@@ -223,6 +255,7 @@ fn pct(found: usize, drawn: usize) -> String {
 fn total(scores: &[FileScore]) -> serde_json::Value {
     let probes: usize = scores.iter().map(|s| s.probes).sum();
     let found: usize = scores.iter().map(|s| s.found).sum();
+    let retrievable: usize = scores.iter().map(|s| s.retrievable).sum();
     let mut by_kind = serde_json::Map::new();
     for (k, kind) in ProbeKind::ALL.iter().enumerate() {
         let f: usize = scores.iter().map(|s| s.by_kind[k].1).sum();
@@ -239,6 +272,8 @@ fn total(scores: &[FileScore]) -> serde_json::Value {
         "probes": probes,
         "found": found,
         "recall": if probes == 0 { 0.0 } else { found as f64 / probes as f64 },
+        "retrievable": retrievable,
+        "retrievable_recall": if probes == 0 { 0.0 } else { retrievable as f64 / probes as f64 },
         "by_kind": by_kind,
         "fit_probes": fit,
         "fit_found": fit_found,
@@ -255,12 +290,25 @@ fn total(scores: &[FileScore]) -> serde_json::Value {
 
 fn table(name: &str, scores: &[FileScore]) -> String {
     let mut out = format!(
-        "summarizer: {name}\n{:<48} {:>7} {:>6} {:>6} {:>6} {:>6} {:>7} {:>6} {:>9} {:>5} {:>7} {:>8}\n",
-        "file", "outcome", "recall", "path", "cmd", "error", "request", "ident", "fit", "hall", "ratio", "seconds"
+        "summarizer: {name}\n{:<48} {:>7} {:>6} {:>6} {:>6} {:>6} {:>6} {:>7} {:>6} {:>9} {:>5} {:>7} {:>8}\n",
+        "file",
+        "outcome",
+        "recall",
+        "retr",
+        "path",
+        "cmd",
+        "error",
+        "request",
+        "ident",
+        "fit",
+        "hall",
+        "ratio",
+        "seconds"
     );
     let row = |file: &str,
                outcome: &str,
                found: usize,
+               retrievable: usize,
                probes: usize,
                kinds: &[(usize, usize)],
                hall: usize,
@@ -280,8 +328,9 @@ fn table(name: &str, scores: &[FileScore]) -> String {
             );
         }
         format!(
-            "{file:<48} {outcome:>7} {:>6} {:>6} {:>6} {:>6} {:>7} {:>6} {:>9} {hall:>5} {ratio:>7.1} {secs:>8.2}\n",
+            "{file:<48} {outcome:>7} {:>6} {:>6} {:>6} {:>6} {:>6} {:>7} {:>6} {:>9} {hall:>5} {ratio:>7.1} {secs:>8.2}\n",
             pct(found, probes),
+            pct(retrievable, probes),
             pct(kinds[0].0, kinds[0].1),
             pct(kinds[1].0, kinds[1].1),
             pct(kinds[2].0, kinds[2].1),
@@ -298,6 +347,7 @@ fn table(name: &str, scores: &[FileScore]) -> String {
             &s.file,
             &s.outcome,
             s.found,
+            s.retrievable,
             s.probes,
             &kinds,
             s.hallucinations,
@@ -324,6 +374,7 @@ fn table(name: &str, scores: &[FileScore]) -> String {
         &format!("TOTAL ({} files)", scores.len()),
         "",
         t["found"].as_u64().unwrap_or(0) as usize,
+        t["retrievable"].as_u64().unwrap_or(0) as usize,
         t["probes"].as_u64().unwrap_or(0) as usize,
         &kinds,
         t["hallucinations"].as_u64().unwrap_or(0) as usize,
@@ -331,7 +382,8 @@ fn table(name: &str, scores: &[FileScore]) -> String {
         t["seconds_mean"].as_f64().unwrap_or(0.0),
     ));
     out.push_str(
-        "(fit: recall of the path/command/error probes that fit the ledger's cap, and how many fit; \
+        "(retr: probes in the summary or in a message a handle it names expands to, see --expand; \
+         fit: recall of the path/command/error probes that fit the ledger's cap, and how many fit; \
          ratio: tokens before / after; seconds: per file, the TOTAL row the mean)\n",
     );
     out
