@@ -61,8 +61,11 @@ pub struct FileScore {
     /// Of those, found in the summary.
     pub fit_found: usize,
     /// Probes found in the summary or in a message a handle it names expands to (with
-    /// `--expand`; without, the summary names no handle and this equals `found`).
+    /// `--expand`; without, the summary names no handle and this equals `found`), a
+    /// `#first..#last` range it names included.
     pub retrievable: usize,
+    /// Of those, by the handles of single lines alone (no range).
+    pub retrievable_by_line: usize,
     /// Identifiers in the summary absent from the conversation and not flagged.
     pub hallucinations: usize,
     /// Those identifiers (for inspection).
@@ -170,7 +173,8 @@ pub fn run(mut args: Args) -> Result<(), CliError> {
             by_kind,
             fit,
             fit_found,
-            retrievable: super::eval_retrieve::retrievable(&probes, &body, messages),
+            retrievable: super::eval_retrieve::retrievable(&probes, &body, messages, true),
+            retrievable_by_line: super::eval_retrieve::retrievable(&probes, &body, messages, false),
             hallucinations: hallucinated.len(),
             hallucinated,
             flagged: body.matches(UNVERIFIED).count(),
@@ -274,6 +278,7 @@ fn total(scores: &[FileScore]) -> serde_json::Value {
         "recall": if probes == 0 { 0.0 } else { found as f64 / probes as f64 },
         "retrievable": retrievable,
         "retrievable_recall": if probes == 0 { 0.0 } else { retrievable as f64 / probes as f64 },
+        "retrievable_by_line": scores.iter().map(|s| s.retrievable_by_line).sum::<usize>(),
         "by_kind": by_kind,
         "fit_probes": fit,
         "fit_found": fit_found,

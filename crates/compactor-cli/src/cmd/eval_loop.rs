@@ -8,7 +8,8 @@
 //! does. At the end it scores the *first epoch* (the messages that arrived before the
 //! first summarizing pass) against the final conversation:
 //!
-//! - files touched then (the ledger's extraction of those messages) still named in the
+//! - files touched then (the ledger's extraction of those messages, less the files a
+//!   listing only named) still named in the
 //!   final summary, and anywhere in the final conversation;
 //! - commands run then named anywhere, and retrievable: named, or in a message a handle
 //!   the final conversation names expands to (with `--expand`);
@@ -17,7 +18,7 @@
 use std::sync::Arc;
 
 use llm_compactor::plan::ledger::{LedgerRules, extract, source_text};
-use llm_compactor::plan::{SUMMARY_HEADER, handles_in, resolve_handle};
+use llm_compactor::plan::{SUMMARY_HEADER, handle_ranges_in, handles_in, resolve_handle, resolve_range};
 use llm_compactor::{CompactOptions, Compactor, Conversation, Message, Role, TokenCounter};
 use serde::Serialize;
 use serde_json::json;
@@ -49,6 +50,10 @@ pub struct LoopScore {
     pub commands_retrievable: usize,
     /// Handles the final conversation names that resolve to no message of the run.
     pub invented_handles: usize,
+    /// The files of the first epoch the final summary no longer names (for inspection).
+    pub files_lost: Vec<String>,
+    /// The final summary (for inspection).
+    pub final_summary: String,
 }
 
 /// Replays `file`'s `messages` through `compactor` and scores the first epoch.
@@ -110,10 +115,19 @@ pub fn score(
         .find(|t| t.starts_with(SUMMARY_HEADER))
         .unwrap_or_default();
     let epoch: Vec<usize> = (0..score.first_epoch_messages).collect();
-    let ledger = extract(&originals, &epoch, &LedgerRules::default());
+    let mut ledger = extract(&originals, &epoch, &LedgerRules::default());
+    // Touched: a file a listing (`find`, `grep -l`) only named was not.
+    ledger.files.retain(|f| f.operations.iter().any(|op| op != "listed"));
     score.files_before = ledger.files.len();
     score.files_in_final_summary = ledger.files.iter().filter(|f| summary.contains(&f.path)).count();
     score.files_named = ledger.files.iter().filter(|f| everything.contains(&f.path)).count();
+    score.files_lost = ledger
+        .files
+        .iter()
+        .filter(|f| !summary.contains(&f.path))
+        .map(|f| f.path.clone())
+        .collect();
+    score.final_summary = summary.clone();
     let named = handles_in(&everything);
     let mut reachable: Vec<usize> = Vec::new();
     for handle in &named {
@@ -122,6 +136,9 @@ pub fn score(
             score.invented_handles += 1;
         }
         reachable.extend(found);
+    }
+    for (first, last) in handle_ranges_in(&everything) {
+        reachable.extend(resolve_range(&originals, &first, &last));
     }
     score.commands_before = ledger.commands.len();
     for command in &ledger.commands {

@@ -9,25 +9,32 @@
 
 use llm_compactor::Message;
 use llm_compactor::plan::ledger::source_text;
-use llm_compactor::plan::{handles_in, resolve_handle};
+use llm_compactor::plan::{handle_ranges_in, handles_in, resolve_handle, resolve_range};
 
 use super::eval_probes::Probe;
 
-/// The readable text of every message a handle named in `summary` expands to.
-pub fn retrievable_text(messages: &[Message], summary: &str) -> String {
+/// The readable text of every message a handle named in `summary` expands to (and,
+/// with `ranges`, every message of a `#first..#last` range it names).
+pub fn retrievable_text(messages: &[Message], summary: &str, ranges: bool) -> String {
     let mut indices: Vec<usize> = handles_in(summary)
         .iter()
         .flat_map(|h| resolve_handle(messages, h))
         .collect();
+    if ranges {
+        for (first, last) in handle_ranges_in(summary) {
+            indices.extend(resolve_range(messages, &first, &last));
+        }
+    }
     indices.sort_unstable();
     indices.dedup();
     let picked: Vec<Message> = indices.into_iter().map(|i| messages[i].clone()).collect();
     source_text(&picked)
 }
 
-/// How many of `probes` are in `summary` or in a message it names by handle.
-pub fn retrievable(probes: &[Probe], summary: &str, messages: &[Message]) -> usize {
-    let text = retrievable_text(messages, summary);
+/// How many of `probes` are in `summary` or in a message it names by handle (or, with
+/// `ranges`, within a range it names).
+pub fn retrievable(probes: &[Probe], summary: &str, messages: &[Message], ranges: bool) -> usize {
+    let text = retrievable_text(messages, summary, ranges);
     probes
         .iter()
         .filter(|p| summary.contains(&p.text) || text.contains(&p.text))

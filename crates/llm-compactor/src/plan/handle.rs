@@ -206,6 +206,57 @@ pub fn resolve_handle(messages: &[Message], handle: &str) -> Vec<usize> {
     out
 }
 
+/// Every handle range (`#first..#last`) named in `text`, in order: what a summary names
+/// to say "every message from this one to that one".
+///
+/// ```
+/// use llm_compactor::plan::handle_ranges_in;
+/// let text = "Originals: #0123456789..#abcdefabcd (expand any)";
+/// assert_eq!(handle_ranges_in(text), vec![("#0123456789".to_owned(), "#abcdefabcd".to_owned())]);
+/// ```
+pub fn handle_ranges_in(text: &str) -> Vec<(String, String)> {
+    let width = HANDLE_DIGITS + 1;
+    let mut out = Vec::new();
+    let mut from = 0;
+    while let Some(pos) = text[from..].find("..#") {
+        let dots = from + pos;
+        from = dots + 1;
+        if dots < width || !text.is_char_boundary(dots - width) || dots + 2 + width > text.len() {
+            continue;
+        }
+        let (first, last) = (&text[dots - width..dots], &text[dots + 2..dots + 2 + width]);
+        if is_handle(first) && is_handle(last) && text.is_char_boundary(dots + 2 + width) {
+            out.push((first.to_owned(), last.to_owned()));
+        }
+    }
+    out
+}
+
+/// The positions in `messages` from the first message carrying `first` to the last
+/// carrying `last`, inclusive (with the results answering the last); empty when either
+/// names nothing or they are out of order.
+pub fn resolve_range(messages: &[Message], first: &str, last: &str) -> Vec<usize> {
+    let start = messages.iter().enumerate().position(|(i, m)| handle_of(i, m) == first);
+    let end = messages.iter().enumerate().rposition(|(i, m)| handle_of(i, m) == last);
+    match (start, end) {
+        (Some(start), Some(end)) if start <= end => {
+            let mut out: Vec<usize> = (start..=end).collect();
+            out.extend(expansion_unit(messages, end).into_iter().filter(|&i| i > end));
+            out
+        }
+        _ => Vec::new(),
+    }
+}
+
+/// The handle, or the `#first..#last` range, `request` names, resolved among
+/// `messages` (see [`resolve_handle`] and [`resolve_range`]).
+pub fn resolve_request(messages: &[Message], request: &str) -> Vec<usize> {
+    match request.trim().split_once("..") {
+        Some((first, last)) => resolve_range(messages, first.trim(), last.trim()),
+        None => resolve_handle(messages, request.trim()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

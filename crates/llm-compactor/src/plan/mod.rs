@@ -37,8 +37,8 @@ pub use eligibility::{AgingRules, Eligible, EligibleReason, eligible, reclaimabl
 pub use elision::Elision;
 pub use failed::is_failed_result;
 pub use handle::{
-    HANDLE_DIGITS, expandable_stub_text, expansion_unit, handle_for_id, handle_for_position, handle_of, handles_in,
-    is_handle, resolve_handle,
+    HANDLE_DIGITS, expandable_stub_text, expansion_unit, handle_for_id, handle_for_position, handle_of,
+    handle_ranges_in, handles_in, is_handle, resolve_handle, resolve_range, resolve_request,
 };
 pub use identity::call_identity;
 pub use pairs::Pairs;

@@ -20,7 +20,7 @@ use super::log::Session;
 use super::manager::ContextManager;
 use super::record::Record;
 use crate::message::Message;
-use crate::plan::resolve_handle;
+use crate::plan::resolve_request;
 use crate::summarize::render_message;
 
 /// The name of the expansion tool the [`ContextManager`] (and the proxy, with
@@ -74,9 +74,10 @@ impl Transcript {
     }
 }
 
-/// `handle` resolved among `originals` (one session's messages, in order).
+/// `handle` (or a `#first..#last` range) resolved among `originals` (one session's
+/// messages, in order).
 pub fn expand_in(originals: &[Message], handle: &str) -> Option<Expansion> {
-    let found = resolve_handle(originals, handle);
+    let found = resolve_request(originals, handle);
     tracing::debug!(messages = found.len(), "handle expanded");
     (!found.is_empty()).then(|| Expansion {
         handle: handle.to_owned(),

@@ -16,20 +16,21 @@
 //! [`parse_rendered`] is its exact inverse on everything the renderer writes.
 
 use super::command::command_paths;
-use super::render::{LEDGER_HEADING, TITLES};
+use super::render::{LEDGER_HEADING, ORIGINALS, TITLES};
 use super::{CommandFact, ErrorFact, FileFact, Ledger};
-use crate::plan::handle::{HANDLE_DIGITS, is_handle};
+use crate::plan::handle::{HANDLE_DIGITS, handle_ranges_in, is_handle};
 
 /// How important a history line is when the ledger's cap cuts: a higher tier is kept
 /// before any line of a lower one (within a tier, newest first, one cut in time).
 ///
-/// Files touched (with their operations) and the commands that changed something are
+/// Files touched (with their operations; a file a listing only named is not touched)
+/// and the commands that changed something are
 /// the artifact trail, what every summarizer loses first and what the agent cannot
 /// re-derive; a command that only read (a `cat`, a test run) can be run again and its
 /// files are named in the files' section anyway; a resolved error is history.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum ImportanceTier {
-    /// Read-only commands and resolved errors: cut first.
+    /// Read-only commands, resolved errors, files only listed: cut first.
     Reread,
     /// Files touched and the commands that changed something: cut last.
     Artifact,
@@ -158,6 +159,9 @@ pub fn parse_rendered(summary: &str) -> Option<Ledger> {
     let start = summary.rfind(LEDGER_HEADING)?;
     let body = &summary[start + LEDGER_HEADING.len()..];
     let mut ledger = Ledger::default();
+    if let Some(line) = body.lines().nth(1).and_then(|l| l.strip_prefix(ORIGINALS)) {
+        ledger.originals = handle_ranges_in(line).into_iter().next();
+    }
     // Split into sections at the known titles only (a request may hold `### ` lines).
     let mut sections: Vec<(usize, &str)> = Vec::new();
     let mut rest = body;
@@ -263,6 +267,7 @@ mod tests {
                 },
             ],
             identifiers: vec!["parse_args".into()],
+            originals: Some(("#0000000001".into(), "#00000000ff".into())),
         };
         let text = render(&ledger, 10_000);
         let back = parse_rendered(&format!("summary\n\n{text}")).unwrap();

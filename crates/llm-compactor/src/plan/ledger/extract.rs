@@ -100,17 +100,28 @@ pub fn extract(messages: &[Message], indices: &[usize], rules: &LedgerRules) -> 
         shown_index: HashMap::new(),
         pending: HashMap::new(),
         last_text_command: None,
+        carried_first: None,
+        carried_last: None,
     };
     for &i in indices {
         if let Some(message) = messages.get(i) {
             builder.message(i, message);
         }
     }
-    let mut ledger = builder.ledger;
+    let mut ledger = std::mem::take(&mut builder.ledger);
     let excess = ledger.identifiers.len().saturating_sub(rules.max_identifiers);
     ledger.identifiers.drain(..excess);
     if rules.handles {
         name_handles(&mut ledger, messages);
+        let originals = |seq: &usize| {
+            messages
+                .get(*seq)
+                .filter(|m| !m.text().starts_with(SUMMARY_HEADER))
+                .map(|m| handle_of(*seq, m))
+        };
+        let first = builder.carried_first.or_else(|| indices.iter().find_map(originals));
+        let last = indices.iter().rev().find_map(originals).or(builder.carried_last);
+        ledger.originals = first.zip(last);
     }
     ledger
 }
@@ -152,6 +163,9 @@ struct Builder<'a> {
     pending: HashMap<String, Option<String>>,
     /// The last command of a text-format (mini-swe-agent) turn, awaiting its observation.
     last_text_command: Option<String>,
+    /// The range of originals an earlier summary named (its first and last handle).
+    carried_first: Option<String>,
+    carried_last: Option<String>,
 }
 
 fn is_observation(text: &str) -> bool {
@@ -202,6 +216,10 @@ impl Builder<'_> {
     /// message does to them (a re-run, an edit, a fix) then supersedes or resolves them
     /// by the ordinary rules.
     fn carry(&mut self, seq: usize, prior: Ledger) {
+        if let Some((first, last)) = prior.originals {
+            self.carried_first.get_or_insert(first);
+            self.carried_last = Some(last);
+        }
         if let Some(previous) = self.ledger.last_user.take() {
             self.ledger
                 .earlier_users

@@ -93,6 +93,12 @@ pub struct Ledger {
     /// Identifiers the agent named in its own turns (functions, classes, URLs), oldest
     /// first, bounded.
     pub identifiers: Vec<String>,
+    /// The handles of the first and the last message ever replaced (this pass's and, carried
+    /// forward, every earlier pass's), when the ledger names handles: the range
+    /// `#first..#last` expands to every one of them, so that what the cap cut is still
+    /// named.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub originals: Option<(String, String)>,
 }
 
 impl Ledger {

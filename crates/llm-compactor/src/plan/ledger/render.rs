@@ -145,6 +145,7 @@ pub fn render(ledger: &Ledger, max_chars: usize) -> String {
         return String::new();
     };
     let mut out = String::from(LEDGER_HEADING);
+    out.push_str(&originals_line(ledger));
     for section in s.iter().filter(|s| s.kept > 0) {
         let omitted = section.lines.len() - section.kept;
         out.push_str("\n### ");
@@ -190,7 +191,7 @@ pub fn history_fits(ledger: &Ledger, max_chars: usize) -> bool {
 
 /// The sections with how many lines of each are kept; `None` when nothing is.
 fn plan(ledger: &Ledger, max_chars: usize) -> Option<[Section; 7]> {
-    let heading = LEDGER_HEADING.chars().count() + 1;
+    let heading = LEDGER_HEADING.chars().count() + originals_line(ledger).chars().count() + 1;
     if ledger.is_empty() || max_chars <= heading {
         return None;
     }
@@ -250,6 +251,17 @@ fn head(text: &str, cap: usize) -> String {
     let mut out: String = text.chars().take(cap.saturating_sub(1)).collect();
     out.push('…');
     out
+}
+
+/// The start of the line that names the range of every replaced message.
+pub(super) const ORIGINALS: &str = "Originals (every replaced message, verbatim, by the expand tool): ";
+
+/// `\n` and the originals' line, when the ledger names them; else empty.
+fn originals_line(ledger: &Ledger) -> String {
+    match &ledger.originals {
+        Some((first, last)) => format!("\n{ORIGINALS}{first}..{last}"),
+        None => String::new(),
+    }
 }
 
 /// `line` with ` [#handle]` when the fact names the message it comes from.
@@ -359,13 +371,23 @@ fn sections(ledger: &Ledger, budget: usize) -> [Section; 7] {
             ledger.last_user.iter().map(|u| (head(u, request_cap), 0)).collect(),
         ),
         Section::new("Open errors and failing tests", errors(true)),
-        Section::new(
+        Section::tiered(
             "Files touched",
             merged_files(&ledger.files)
                 .iter()
                 .map(|f| {
                     let line = format!("{} ({})", f.path, f.operations.join(", "));
-                    (with_handle(line, &f.handle), f.last_seen)
+                    // A file a listing only named was not touched.
+                    let tier = if f.operations.iter().all(|op| op == "listed") {
+                        ImportanceTier::Reread
+                    } else {
+                        ImportanceTier::Artifact
+                    };
+                    Line {
+                        text: with_handle(line, &f.handle),
+                        seq: f.last_seen,
+                        tier,
+                    }
                 })
                 .collect(),
         ),
