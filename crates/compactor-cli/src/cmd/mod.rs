@@ -8,6 +8,7 @@ pub mod eval;
 pub mod eval_loop;
 pub mod eval_probes;
 pub mod eval_retrieve;
+pub mod expand;
 pub mod interrupt;
 pub mod model;
 pub mod plan;

@@ -48,6 +48,22 @@ enum Command {
     Sessions(StoreArgs),
     /// Write one session's JSONL transcript (replays with `compactor session replay`).
     Export(ExportArgs),
+    /// Print the original messages behind handles a summary or a stub of the session names.
+    Expand(ProxyExpandArgs),
+}
+
+#[derive(clap::Args, Debug)]
+struct ProxyExpandArgs {
+    /// The session key (see `compactor proxy sessions`).
+    session: String,
+    /// The handles (`#` and ten hex digits) or ranges (`#first..#last`).
+    #[arg(required = true)]
+    handles: Vec<String>,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    json: bool,
+    #[command(flatten)]
+    store: StoreArgs,
 }
 
 #[derive(clap::Args, Debug)]
@@ -122,6 +138,15 @@ pub fn run(args: Args) -> Result<(), CliError> {
     match args.command {
         Some(Command::Sessions(store)) => runtime.block_on(sessions(&store.store)),
         Some(Command::Export(export)) => runtime.block_on(export_session(export)),
+        Some(Command::Expand(expand)) => {
+            drop(runtime);
+            super::expand::run(super::expand::SessionExpandArgs {
+                session: expand.session,
+                handles: expand.handles,
+                json: expand.json,
+                store: Some(expand.store.store),
+            })
+        }
         None => {
             init_logging();
             let serve = args.serve;
