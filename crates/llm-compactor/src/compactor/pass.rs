@@ -296,10 +296,7 @@ impl Compactor {
         }
         let elisions: Vec<Elision> = plan::eligible(input, pairs, layout, self.aging_rules())
             .into_iter()
-            .map(|e| Elision {
-                index: e.index,
-                stub: e.stub,
-            })
+            .map(|e| self.elision(input, e))
             .collect();
         if elisions.is_empty() {
             return (input.to_vec(), Vec::new(), before);
