@@ -37,7 +37,6 @@ mod config;
 mod error;
 mod metrics;
 mod models;
-mod record;
 mod routes;
 mod session_map;
 mod sessions;

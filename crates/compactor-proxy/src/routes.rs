@@ -18,7 +18,7 @@ use crate::client_key::{key_of, with_client_key};
 use crate::config::ProxyConfig;
 use crate::error::ProxyError;
 use crate::metrics::{Metrics, Route};
-use crate::sessions::Sessions;
+use crate::sessions::{Attempt, Round, Sessions};
 use crate::upstream::{self, Calibration, Tap, Tapped};
 
 /// The header that names a session explicitly.
@@ -178,7 +178,16 @@ async fn compacted(state: Arc<AppState>, api: Api, request: Request) -> Result<R
     let client_key = state.config.client_key.then(|| key_of(&headers)).flatten();
     let prepared = {
         let mut guard = session.lock().await;
-        let pass = guard.prepare(&state.config, &compactor, &state.metrics, api, &parsed, &body, false);
+        let round = Round {
+            config: &state.config,
+            compactor: &compactor,
+            metrics: &state.metrics,
+            api,
+            request: &parsed,
+            original: &body,
+            attempt: Attempt::First,
+        };
+        let pass = guard.prepare(&round);
         with_client_key(client_key.clone(), pass).await?
     };
     state.metrics.added_latency(started.elapsed());
@@ -198,11 +207,20 @@ async fn compacted(state: Arc<AppState>, api: Api, request: Request) -> Result<R
         if !api::is_context_length_error(status.as_u16(), &error_body) {
             return Ok(buffered(status, headers_in, error_body));
         }
-        tracing::info!(session = %key, "upstream context-length error: compacting to the target and retrying once");
+        tracing::info!(session = %key, "upstream context-length error: compacting as the ContextManager would and retrying once");
         state.metrics.context_retries.fetch_add(1, Ordering::Relaxed);
         let retried = {
             let mut guard = session.lock().await;
-            let pass = guard.prepare(&state.config, &compactor, &state.metrics, api, &parsed, &body, true);
+            let round = Round {
+                config: &state.config,
+                compactor: &compactor,
+                metrics: &state.metrics,
+                api,
+                request: &parsed,
+                original: &body,
+                attempt: Attempt::ContextLengthRetry,
+            };
+            let pass = guard.prepare(&round);
             with_client_key(client_key, pass).await?
         };
         let response = send(&state, method, &path, &headers, retried.body.clone()).await?;

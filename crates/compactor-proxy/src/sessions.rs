@@ -8,7 +8,9 @@
 //! history — starts over from the request as sent, in a fresh transcript.
 //!
 //! The transcript of a session is exactly the conversation the upstream last saw, as
-//! replayable lines (see [`crate::record`]); a session's state is rebuilt from the store
+//! replayable lines, written by the library's transcript writer
+//! ([`llm_compactor::session::Lines`]: the same lines, repairs included, that a
+//! `Session` writes to a file); a session's state is rebuilt from the store
 //! when a process first meets it, so a restarted proxy carries on where it stopped.
 //!
 //! A session that started over lives on in a transcript of its own (`KEY~xxxxxxxx`);
@@ -26,26 +28,26 @@ use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
+use llm_compactor::CompactOptions;
+use llm_compactor::compactor::RequestFit;
 use llm_compactor::count::{CalibratedCounter, TokenCounter};
 use llm_compactor::message::{Message, conversation_digest};
-use llm_compactor::session::{
-    Clock, Record, Replayer, SessionMeta, SystemClock, Transcript, encode_line, format_timestamp,
-};
+use llm_compactor::session::{Line, Lines, Record, Replayer, Transcript, continued_in, same_but_id};
 use llm_compactor::store::{NewEvent, Rewrite, StoreError};
-use llm_compactor::{CompactOptions, Compactor};
 use serde_json::{Map, Value};
 
-use crate::api::{Api, Request};
 use crate::config::ProxyConfig;
 use crate::error::ProxyError;
-use crate::metrics::Metrics;
-use crate::record::{Lines, same_but_id, without_ids};
 use crate::session_map::BoundedMap;
 
 /// The line type that points a session at the transcript it continues in.
-pub const CONTINUED: &str = "proxy-continued";
+pub use llm_compactor::session::CONTINUED;
 
+mod round;
 mod sync;
+
+use round::Lease;
+pub use round::{Attempt, Round};
 
 /// One session's live state in this process.
 pub struct SessionState {
@@ -134,10 +136,7 @@ fn replay_events(
     }
     let transcript = Transcript::parse(Path::new(store_key), text.as_bytes()).map_err(backend_error)?;
     for entry in transcript.entries() {
-        if let Record::Unknown { kind, payload } = &entry.record
-            && kind == CONTINUED
-            && let Some(next) = payload.get("store_key").and_then(Value::as_str)
-        {
+        if let Some(next) = continued_in(&entry.record) {
             continued = Some(next.to_owned());
         }
         replayer.apply(&entry.id, &entry.record).map_err(backend_error)?;
@@ -203,57 +202,29 @@ impl SessionState {
 
     /// Writes the line that points the session's own transcript at the current one.
     async fn point_here(&mut self, config: &ProxyConfig) -> Result<(), ProxyError> {
-        let mut payload = Map::new();
-        payload.insert("store_key".into(), Value::String(self.store_key.clone()));
-        let record = Record::Unknown {
-            kind: CONTINUED.to_owned(),
-            payload: Value::Object(payload),
-        };
-        let id = uuid::Uuid::new_v4().to_string();
-        let ts = format_timestamp(SystemClock.now());
-        let mut line = encode_line(&id, &ts, &record).map_err(backend_error)?;
-        line.pop();
-        let event = NewEvent {
-            id,
-            kind: CONTINUED.to_owned(),
-            line,
-        };
-        config.store.append(&self.key, std::slice::from_ref(&event)).await?;
+        // The session's own transcript is not the one this state replays: the pointer is
+        // checked on a replayer of its own (a line type replay skips, a fresh id).
+        let mut lines = Lines::default();
+        lines
+            .push_continued(&mut Replayer::new(), &self.store_key)
+            .map_err(backend_error)?;
+        config.store.append(&self.key, &events(lines.take())).await?;
         self.pointer_due = false;
         Ok(())
     }
 
-    /// Rewrites, records and (when the trigger says so, or `force`) compacts one request.
-    #[allow(clippy::too_many_arguments)]
-    pub async fn prepare(
-        &mut self,
-        config: &ProxyConfig,
-        compactor: &Compactor,
-        metrics: &Metrics,
-        api: Api,
-        request: &Request,
-        original: &bytes::Bytes,
-        force: bool,
-    ) -> Result<Prepared, ProxyError> {
+    /// Rewrites, records and (when the compactor's decision says so, or on a
+    /// context-length retry) compacts one request.
+    pub async fn prepare(&mut self, round: &Round<'_>) -> Result<Prepared, ProxyError> {
+        let config = round.config;
         // The transcript key whose lease this round took after waiting for it.
         let mut leased: Option<String> = None;
         let result = loop {
             if let Err(e) = self.sync(config).await {
                 break Err(e);
             }
-            match self
-                .prepare_loaded(
-                    config,
-                    compactor,
-                    metrics,
-                    api,
-                    request,
-                    original,
-                    force,
-                    leased.is_some(),
-                )
-                .await
-            {
+            let lease = if leased.is_some() { Lease::Held } else { Lease::ToTake };
+            match self.prepare_loaded(round, lease).await {
                 // Another instance held the lease and this one now holds it: what that
                 // instance did is in the store; prepare the round again from there.
                 Ok(Step::LeaseTaken) if leased.is_none() => {
@@ -283,12 +254,11 @@ impl SessionState {
     /// these lines (another instance appended to the same session at the same moment) is
     /// re-read from the store next round.
     async fn append(&mut self, config: &ProxyConfig, lines: &mut Lines) -> Result<(), ProxyError> {
-        if lines.events.is_empty() {
+        if lines.is_empty() {
             return Ok(());
         }
-        let added = lines.events.len() as u64;
-        let last = config.store.append(&self.store_key, &lines.events).await?;
-        lines.events.clear();
+        let added = lines.lines().len() as u64;
+        let last = config.store.append(&self.store_key, &events(lines.take())).await?;
         if last == self.seq + added {
             self.seq = last;
         } else {
@@ -298,18 +268,15 @@ impl SessionState {
         Ok(())
     }
 
-    #[allow(clippy::too_many_arguments)]
-    async fn prepare_loaded(
-        &mut self,
-        config: &ProxyConfig,
-        compactor: &Compactor,
-        metrics: &Metrics,
-        api: Api,
-        request: &Request,
-        original: &bytes::Bytes,
-        force: bool,
-        leased: bool,
-    ) -> Result<Step, ProxyError> {
+    async fn prepare_loaded(&mut self, round: &Round<'_>, lease: Lease) -> Result<Step, ProxyError> {
+        let Round {
+            config,
+            compactor,
+            api,
+            request,
+            original,
+            ..
+        } = *round;
         let client = request.wire.messages();
         let mut rewritten = false;
         let mut removed = 0;
@@ -342,34 +309,40 @@ impl SessionState {
             extra.insert("api".into(), Value::String(api.name().to_owned()));
             extra.insert("model".into(), Value::String(request.model.clone()));
             extra.insert("session".into(), Value::String(self.key.clone()));
-            let meta = SessionMeta {
-                extra,
-                ..SessionMeta::default()
-            };
             lines
-                .push(&mut self.replayer, Record::Meta(meta))
-                .map_err(ProxyError::BadRequest)?;
+                .push_meta(&mut self.replayer, extra)
+                .map_err(|e| ProxyError::BadRequest(e.to_string()))?;
             self.opened = true;
         }
         let start = self.replayer.messages().len();
         for message in &effective[start..] {
             lines
                 .push(&mut self.replayer, Record::Message(message.clone()))
-                .map_err(ProxyError::BadRequest)?;
+                .map_err(|e| ProxyError::BadRequest(e.to_string()))?;
         }
-        let tokens = self.counter.count_for_model(&effective, &request.model);
+        // The replayer's conversation is `effective`, counted as its messages arrived:
+        // the decision costs this round's new messages.
+        if !self.replayer.conversation().counted_by(self.counter.as_ref()) {
+            self.replayer.count_with(self.counter.clone());
+        }
+        let tokens = self
+            .counter
+            .count_conversation_for_model(self.replayer.conversation(), &request.model);
         let mut compacted = false;
-        // `compact`'s own trigger: over it, or (with aging) an elision epoch that pays.
-        let due = force
-            || tokens > compactor.config().trigger()
-            || compactor
-                .epoch_decision(&effective, tokens)
-                .is_some_and(|(decision, _)| decision.runs());
-        if due {
-            match self
-                .compact(config, metrics, compactor, client, &mut lines, force, leased)
-                .await?
-            {
+        let target = match round.attempt {
+            Attempt::First => {
+                let fit = RequestFit {
+                    conversation: self.replayer.conversation(),
+                    request_tokens: tokens,
+                    room: None,
+                    counter: Some(self.counter.as_ref()),
+                };
+                compactor.pass_due(&fit).map(|_| config.target)
+            }
+            Attempt::ContextLengthRetry => Some(Some(compactor.context_length_target(tokens, config.target))),
+        };
+        if let Some(target) = target {
+            match self.compact(round, client, &mut lines, target, lease).await? {
                 Compacted::Yes(messages) => {
                     effective = messages;
                     compacted = true;
@@ -436,19 +409,18 @@ impl SessionState {
         self.seq = 0;
     }
 
-    /// Compacts under the session's lease. `leased`: this round already holds it.
-    #[allow(clippy::too_many_arguments)]
+    /// Compacts under the session's lease, aiming at `target` (the compactor's own
+    /// target when `None`).
     async fn compact(
         &mut self,
-        config: &ProxyConfig,
-        metrics: &Metrics,
-        compactor: &Compactor,
+        round: &Round<'_>,
         client: &[Message],
         lines: &mut Lines,
-        force: bool,
-        leased: bool,
+        target: Option<usize>,
+        lease: Lease,
     ) -> Result<Compacted, ProxyError> {
-        if !leased
+        let config = round.config;
+        if lease == Lease::ToTake
             && !config
                 .store
                 .try_lease(&self.store_key, &config.holder, config.lease_ttl)
@@ -462,13 +434,8 @@ impl SessionState {
             return Ok(Compacted::No);
         }
         let store_key = self.store_key.clone();
-        let outcome = sync::renewing(
-            config,
-            &store_key,
-            self.compact_leased(config, metrics, compactor, client, lines, force),
-        )
-        .await;
-        if !leased {
+        let outcome = sync::renewing(config, &store_key, self.compact_leased(round, client, lines, target)).await;
+        if lease == Lease::ToTake {
             release_lease(config, &self.key, &store_key).await;
         }
         Ok(match outcome? {
@@ -479,16 +446,20 @@ impl SessionState {
 
     async fn compact_leased(
         &mut self,
-        config: &ProxyConfig,
-        metrics: &Metrics,
-        compactor: &Compactor,
+        round: &Round<'_>,
         client: &[Message],
         lines: &mut Lines,
-        force: bool,
+        target: Option<usize>,
     ) -> Result<Option<Vec<Message>>, ProxyError> {
+        let Round {
+            config,
+            compactor,
+            metrics,
+            ..
+        } = *round;
         let options = CompactOptions {
             counter: Some(self.counter.clone()),
-            target: config.target,
+            target,
             focus: config.focus.clone(),
             ..CompactOptions::default()
         };
@@ -497,11 +468,13 @@ impl SessionState {
             .await
             .map_err(|e| ProxyError::BadRequest(format!("the conversation cannot be compacted: {e}")))?;
         if result.is_noop() {
-            if force {
+            if round.attempt == Attempt::ContextLengthRetry {
                 tracing::warn!(session = %self.key, "context-length retry: nothing left to compact");
             }
             return Ok(None);
         }
+        // The pass's repair line (an orphan dropped, a lost call answered) comes first, as
+        // a `Session` writes it: the rewrite then never carries what the pass repaired.
         if let Err(problem) = lines.push_pass(&mut self.replayer, &result) {
             tracing::error!(session = %self.key, %problem, "compaction not recorded; request sent uncompacted");
             return Ok(None);
@@ -550,6 +523,23 @@ impl SessionState {
         );
         Ok(Some(messages))
     }
+}
+
+/// The store's events for transcript lines.
+fn events(lines: Vec<Line>) -> Vec<NewEvent> {
+    lines
+        .into_iter()
+        .map(|line| NewEvent {
+            id: line.id,
+            kind: line.kind,
+            line: line.text,
+        })
+        .collect()
+}
+
+/// The messages without their ids (what goes on the wire and into a rewrite).
+fn without_ids(messages: &[Message]) -> Vec<Message> {
+    messages.iter().map(|m| Message { id: None, ..m.clone() }).collect()
 }
 
 async fn release_lease(config: &ProxyConfig, key: &str, store_key: &str) {

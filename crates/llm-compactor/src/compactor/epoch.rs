@@ -57,20 +57,30 @@ impl Compactor {
         conversation: &Conversation,
         tokens: usize,
     ) -> Option<(EpochDecision, CostReceipt)> {
+        self.epoch_decision_counted(conversation, tokens, self.counter.as_ref())
+    }
+
+    /// [`Compactor::epoch_decision_in`] with every count by `counter` (the counter the
+    /// pass would run with).
+    pub(crate) fn epoch_decision_counted(
+        &self,
+        conversation: &Conversation,
+        tokens: usize,
+        counter: &dyn TokenCounter,
+    ) -> Option<(EpochDecision, CostReceipt)> {
         if !self.config.age_observations {
             return None;
         }
-        let counter = self.counter.as_ref();
+        let options = CompactOptions::default();
         let anchor = match counter.conversation_count(conversation) {
             ConversationCount::Sum => None,
             // A bill of one message or none would anchor a one-message list too (the
             // window fit counts messages one by one): rare enough for the slice path.
             ConversationCount::Anchored { messages, billed } if messages >= 2 => Some((messages, billed)),
-            _ => return self.epoch_decision(conversation.messages(), tokens),
+            _ => return self.epoch_decision_with(conversation.messages(), tokens, counter, &options),
         };
         let messages = conversation.messages();
         let counts = conversation.counts();
-        let options = CompactOptions::default();
         conversation.with_aging_index(|index| {
             // The window as the pass would fit it: read from its start to the end only,
             // unless it is over its token cap (then the pass's own fit, which reads more).

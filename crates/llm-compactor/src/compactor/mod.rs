@@ -10,6 +10,7 @@
 mod backoff;
 mod calls;
 mod config;
+mod decision;
 mod epoch;
 mod events;
 mod hooks;
@@ -26,6 +27,7 @@ use tokio_util::sync::CancellationToken;
 
 pub use backoff::{MAX_BACKOFF, Sleeper, TokioSleeper, backoff_delay};
 pub use config::{CompactorConfig, CompactorConfigBuilder, ConfigError};
+pub use decision::{CompactionReason, RequestFit};
 pub use events::{CompactionEvent, Observer};
 pub use hooks::{CompactionHooks, NoHooks, RequestDecision, ResponseDecision};
 pub use report::{NeedReason, PlanReport, TrimPreview};

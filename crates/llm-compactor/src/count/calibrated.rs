@@ -266,14 +266,23 @@ impl CalibratedCounter {
     /// Counts `messages` about to be sent to `model`: a record for another model is
     /// forgotten first.
     pub fn count_for_model(&self, messages: &[Message], model: &str) -> usize {
-        {
-            let mut record = self.lock();
-            if record.as_ref().is_some_and(|a| a.record.model != model) {
-                tracing::debug!(model, "calibrated counter: model changed, record forgotten");
-                *record = None;
-            }
-        }
+        self.forget_other_model(model);
         self.count_messages(messages)
+    }
+
+    /// [`CalibratedCounter::count_for_model`] of a [`Conversation`]: from its cached counts
+    /// when this counter counted it (see [`TokenCounter::count_conversation`]).
+    pub fn count_conversation_for_model(&self, conversation: &Conversation, model: &str) -> usize {
+        self.forget_other_model(model);
+        self.count_conversation(conversation)
+    }
+
+    fn forget_other_model(&self, model: &str) {
+        let mut record = self.lock();
+        if record.as_ref().is_some_and(|a| a.record.model != model) {
+            tracing::debug!(model, "calibrated counter: model changed, record forgotten");
+            *record = None;
+        }
     }
 
     /// The anchor `(N, P)` when `messages` starts with the recorded prefix, else `None`

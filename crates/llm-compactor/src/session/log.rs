@@ -9,7 +9,6 @@
 //! truncating to the last good length, so a live writer never leaves a partial line in
 //! the middle of the file.
 
-use std::collections::HashSet;
 use std::fs::File;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -17,7 +16,7 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
-use super::clock::{Clock, IdSource, RandomIds, SystemClock, format_timestamp};
+use super::clock::{Clock, IdSource};
 use super::envelope;
 use super::error::SessionError;
 use super::load::{TornTail, Transcript};
@@ -25,14 +24,11 @@ use super::lock::{SESSION_FILE_MODE, create_locked, open_locked, sync_parent};
 use super::record::{CompactionRecord, ElisionItem, ElisionRecord, Record, SessionMeta};
 use super::repair::{read_all, rewrite_prefix};
 use super::replay::{ReplayError, Replayer};
+use super::writer::{BatchIds, LineSource};
 use crate::message::Message;
 
 /// A batch's line buffer grown past this (a huge message) is not kept for the next batch.
 const KEEP_LINE_BYTES: usize = 1 << 20;
-
-/// The ids of the messages of a batch being appended (an import appends a whole
-/// conversation as one).
-type BatchIds = HashSet<String, foldhash::quality::RandomState>;
 
 /// When a transcript line is fsynced (every line is always written to the OS at once).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -48,23 +44,11 @@ pub enum Durability {
 }
 
 /// How a session writes: fsync policy, clock, id source, and the opening line's extras.
-#[derive(Clone)]
+#[derive(Clone, Default)]
 pub struct SessionOptions {
     durability: Durability,
-    clock: Arc<dyn Clock>,
-    ids: Arc<dyn IdSource>,
+    source: LineSource,
     meta: Map<String, Value>,
-}
-
-impl Default for SessionOptions {
-    fn default() -> Self {
-        SessionOptions {
-            durability: Durability::default(),
-            clock: Arc::new(SystemClock),
-            ids: Arc::new(RandomIds),
-            meta: Map::new(),
-        }
-    }
 }
 
 impl std::fmt::Debug for SessionOptions {
@@ -90,13 +74,13 @@ impl SessionOptions {
 
     /// The clock that stamps each line.
     pub fn clock(mut self, clock: Arc<dyn Clock>) -> Self {
-        self.clock = clock;
+        self.source = self.source.with_clock(clock);
         self
     }
 
     /// The source of new envelope ids.
     pub fn ids(mut self, ids: Arc<dyn IdSource>) -> Self {
-        self.ids = ids;
+        self.source = self.source.with_ids(ids);
         self
     }
 
@@ -164,7 +148,7 @@ impl Session {
             needs_newline: false,
             lines: Vec::new(),
         };
-        let id = session.options.ids.next_id();
+        let id = session.next_id();
         session.append(id, Record::Meta(meta), true)?;
         if session.options.durability != Durability::Never {
             sync_parent(&session.path)?;
@@ -241,15 +225,12 @@ impl Session {
 
     /// [`Session::next_id`], also skipping the ids of a batch about to be written.
     fn fresh_id(&self, batch: &BatchIds) -> String {
-        let taken = |id: &str| self.replayer.is_used(id) || batch.contains(id);
-        let mut id = self.options.ids.next_id();
-        for _ in 0..10_000 {
-            if !taken(&id) {
-                break;
-            }
-            id = self.options.ids.next_id();
-        }
-        id
+        self.options.source.fresh_id(&self.replayer, batch)
+    }
+
+    /// Where the session's ids and timestamps come from.
+    pub(crate) fn source(&self) -> &LineSource {
+        &self.options.source
     }
 
     /// Appends a message. A message without an id gets a fresh one; a message with one
@@ -311,13 +292,16 @@ impl Session {
         Ok(id)
     }
 
-    /// Appends any record with this id (the pass recorder's repair line).
-    pub(crate) fn append_record(&mut self, id: String, record: Record) -> Result<(), SessionError> {
+    /// Writes a pass's lines, checked by [`super::pass::plan_pass`], with one `write`.
+    pub(crate) fn write_pass(&mut self, records: Vec<(String, Record)>) -> Result<(), SessionError> {
+        if records.is_empty() {
+            return Ok(());
+        }
         let sync = self.options.durability != Durability::Never;
-        self.append(id, record, sync)
+        self.write_checked(records, sync)
     }
 
-    pub(crate) fn append_elision_with_id(&mut self, id: String, elision: ElisionRecord) -> Result<(), SessionError> {
+    fn append_elision_with_id(&mut self, id: String, elision: ElisionRecord) -> Result<(), SessionError> {
         let sync = self.options.durability != Durability::Never;
         self.append(id, Record::Elision(elision), sync)
     }
@@ -333,11 +317,7 @@ impl Session {
         Ok(id)
     }
 
-    pub(crate) fn append_compaction_with_id(
-        &mut self,
-        id: String,
-        compaction: CompactionRecord,
-    ) -> Result<(), SessionError> {
+    fn append_compaction_with_id(&mut self, id: String, compaction: CompactionRecord) -> Result<(), SessionError> {
         let sync = self.options.durability != Durability::Never;
         self.append(id, Record::Compaction(compaction), sync)
     }
@@ -351,7 +331,7 @@ impl Session {
             kind: kind.to_owned(),
             payload,
         };
-        if matches!(kind, "session-meta" | "message" | "compaction" | "elision") {
+        if matches!(kind, "session-meta" | "message" | "compaction" | "elision" | "repair") {
             return Err(SessionError::Encode {
                 path: self.path.clone(),
                 problem: format!("{kind:?} is a reserved line type"),
@@ -415,7 +395,7 @@ impl Session {
                 path: self.path.clone(),
             });
         }
-        let ts = format_timestamp(self.options.clock.now());
+        let ts = self.options.source.timestamp();
         let mut lines = std::mem::take(&mut self.lines);
         lines.clear();
         if self.needs_newline {

@@ -23,7 +23,8 @@ use tokio_util::sync::CancellationToken;
 use super::error::SessionError;
 use super::log::Session;
 use super::pass::RecordedPass;
-use crate::compactor::{CompactError, CompactOptions, CompactionResult, Compactor};
+pub use crate::compactor::CompactionReason;
+use crate::compactor::{CompactError, CompactOptions, CompactionResult, Compactor, RequestFit};
 use crate::conversation::Conversation;
 use crate::count::{CalibratedCounter, RequestCounter, TokenCounter};
 use crate::message::Message;
@@ -91,19 +92,6 @@ impl UsageRecorder for CalibratedCounter {
     fn record_conversation_usage(&self, sent: &Conversation, usage: Option<&Usage>, model: &str) {
         CalibratedCounter::record_conversation_usage(self, sent, model, usage);
     }
-}
-
-/// Why a pass ran.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum CompactionReason {
-    /// The compactor asked for one (over the trigger, or an elision epoch is due), or the
-    /// whole request is over the trigger.
-    Threshold,
-    /// The request would not fit the backend's usable room.
-    Room,
-    /// The provider rejected the request as too long.
-    ContextLengthExceeded,
 }
 
 /// What the manager reports to an observer.
@@ -376,15 +364,12 @@ impl ContextManager {
     ) -> Result<PreparedRef<'_>, ManagerError> {
         let request_tokens = self.request_tokens(request);
         let room = self.room.map(|r| r.usable(0));
-        let reason = if room.is_some_and(|room| request_tokens > room) {
-            Some(CompactionReason::Room)
-        } else if self.compactor.needs_compaction_in(self.conversation())
-            || request_tokens > self.compactor.config().trigger()
-        {
-            Some(CompactionReason::Threshold)
-        } else {
-            None
-        };
+        let reason = self.compactor.pass_due(&RequestFit {
+            conversation: self.session.conversation(),
+            request_tokens,
+            room,
+            counter: None,
+        });
         let Some(reason) = reason else {
             return Ok(PreparedRef {
                 messages: self.session.messages(),
@@ -419,11 +404,9 @@ impl ContextManager {
         cancel: CancellationToken,
     ) -> Result<Prepared, ManagerError> {
         let request_tokens = self.request_tokens(request);
-        let base = match self.room {
-            Some(room) => room.usable(0),
-            None => self.compactor.config().target(),
-        };
-        let target = base.min(request_tokens.saturating_mul(3) / 4);
+        let target = self
+            .compactor
+            .context_length_target(request_tokens, self.room.map(|r| r.usable(0)));
         if self.forced >= self.max_forced {
             return Err(ManagerError::ContextExhausted {
                 tokens: request_tokens,

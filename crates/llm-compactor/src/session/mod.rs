@@ -17,7 +17,8 @@
 //! Layout: [`Session`] writes (one locked writer, mode 0600, a configurable fsync policy),
 //! [`Transcript`] reads (strict, except that a torn final line is reported), [`repair`]
 //! removes a torn final line atomically, [`Replayer`] is the pure replay both share,
-//! [`Session::record_result`] turns a [`crate::CompactionResult`] into lines, and
+//! [`Session::record_result`] turns a [`crate::CompactionResult`] into lines ([`Lines`] does the
+//! same for lines a store keeps: one writer, see [`LineSource`]), and
 //! [`ContextManager`] is the agent-loop glue that ties counter, compactor and session
 //! together.
 
@@ -36,6 +37,7 @@ mod record;
 mod repair;
 mod replay;
 mod store_mirror;
+mod writer;
 
 pub use clock::{Clock, FixedClock, IdSource, RandomIds, SequentialIds, SystemClock, format_timestamp};
 pub use envelope::{VERSION, decode_line, encode_line};
@@ -56,3 +58,4 @@ pub use record::{
 pub use repair::repair;
 pub use replay::{ReplayError, Replayer, summary_message};
 pub use store_mirror::{MirrorError, StoreMirror, restore_session};
+pub use writer::{CONTINUED, Line, LineError, LineSource, Lines, continued_in, same_but_id};

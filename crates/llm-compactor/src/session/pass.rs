@@ -2,16 +2,19 @@
 //!
 //! The engine speaks in positions of the conversation it was given (`cut_index`,
 //! `elisions[].index`); the transcript speaks in ids, which survive later compactions.
-//! Before anything is written, the pass is replayed on a copy of the conversation and
-//! compared with `result.messages`: a result that replay would not rebuild is refused
-//! whole, so the transcript can never drift from the live conversation. Then the repair
-//! line (a broken input made valid), the elision line and the compaction line are
-//! written in that order, as replay expects. The pass's cost receipt rides on its last
-//! line: the compaction line when it cut, else the elision line (an elision epoch); replay
-//! never reads it, so the rebuilt conversation is the same with or without it. When the
-//! pass repaired its input, its
-//! indices refer to the repaired conversation: they are turned into ids after the repair
-//! line is applied to a copy.
+//! Before anything is written, the pass's lines are replayed on a copy of the
+//! conversation and the copy compared with `result.messages`: a result that replay would
+//! not rebuild is refused whole, so the transcript can never drift from the live
+//! conversation. The lines are the repair line (a broken input made valid), the elision
+//! line and the compaction line, in that order, as replay expects. When the pass repaired
+//! its input, its indices refer to the repaired conversation: they are turned into ids
+//! after the repair line is applied to the copy. The pass's cost receipt rides on its
+//! last line: the compaction line when it cut, else the elision line (an elision epoch);
+//! replay never reads it, so the rebuilt conversation is the same with or without it.
+//!
+//! [`plan_pass`] is that plan, written once: the file writer
+//! ([`Session::record_result`]) and the in-memory writer ([`super::Lines::push_pass`],
+//! a proxy's store) both write what it returns.
 
 use serde::Serialize;
 
@@ -19,6 +22,7 @@ use super::error::SessionError;
 use super::log::Session;
 use super::record::{CompactionRecord, ElisionItem, ElisionRecord, Record, RepairRecord, SyntheticAnswerItem};
 use super::replay::Replayer;
+use super::writer::{BatchIds, same_but_id};
 use crate::compactor::CompactionResult;
 use crate::message::Message;
 use crate::plan::Repair;
@@ -42,193 +46,163 @@ impl RecordedPass {
     }
 }
 
-/// The lines a pass will write.
-struct PlannedPass {
-    repair: Option<(String, RepairRecord)>,
-    elisions: Vec<ElisionItem>,
-    compaction: Option<CompactionRecord>,
+/// The lines of a pass, checked: write `records` in order and the transcript replays to
+/// `replayed` (whose messages equal the pass's, but for the ids).
+pub(crate) struct PlannedPass {
+    pub(crate) records: Vec<(String, Record)>,
+    pub(crate) replayed: Replayer,
+    pub(crate) recorded: RecordedPass,
+}
+
+/// The lines that record `result`, a pass that ran over exactly `base.messages()`, with
+/// ids from `fresh_id` (given the replay so far and the ids already taken by the pass),
+/// replayed on a copy of `base` and checked against `result.messages`.
+///
+/// # Errors
+/// The problem, when an index is out of range or replay would not rebuild
+/// `result.messages`.
+pub(crate) fn plan_pass(
+    base: &Replayer,
+    result: &CompactionResult,
+    mut fresh_id: impl FnMut(&Replayer, &BatchIds) -> String,
+) -> Result<PlannedPass, String> {
+    let mut replay = base.clone();
+    let mut taken = BatchIds::default();
+    let mut records = Vec::new();
+    let mut recorded = RecordedPass::default();
+    let mut next_id = |replay: &Replayer, taken: &mut BatchIds| {
+        let id = fresh_id(replay, taken);
+        taken.insert(id.clone());
+        id
+    };
+    if !result.repairs.is_empty() {
+        let repair = repair_record(replay.messages(), &result.repairs)?;
+        let id = next_id(&replay, &mut taken);
+        let record = Record::Repair(repair);
+        replay.apply(&id, &record).map_err(|e| e.to_string())?;
+        records.push((id.clone(), record));
+        recorded.repair_id = Some(id);
+    }
+    let messages = replay.messages();
+    let items = result
+        .elisions
+        .iter()
+        .map(|e| {
+            Ok(ElisionItem {
+                id: id_in(messages, e.index, "elision index")?,
+                stub: e.stub.clone(),
+            })
+        })
+        .collect::<Result<Vec<_>, String>>()?;
+    let compaction = if result.cut_index >= 0 {
+        let cut = usize::try_from(result.cut_index).map_err(|e| e.to_string())?;
+        Some(CompactionRecord {
+            dropped: result.dropped,
+            exhausted: result.exhausted,
+            fallback: result.fallback,
+            receipt: result.receipt.clone(),
+            replaces_through_id: id_in(messages, cut, "cut_index")?,
+            summary: result.summary.clone(),
+            tokens_after: result.tokens_after,
+            tokens_before: result.tokens_before,
+            usage: result.usage,
+        })
+    } else {
+        None
+    };
+    if !items.is_empty() {
+        // An elision-only pass (an epoch) carries its receipt here; a pass that also cut
+        // carries it on its compaction line.
+        let receipt = if compaction.is_none() {
+            result.receipt.clone()
+        } else {
+            None
+        };
+        let id = next_id(&replay, &mut taken);
+        let record = Record::Elision(ElisionRecord { items, receipt });
+        replay.apply(&id, &record).map_err(|e| e.to_string())?;
+        records.push((id.clone(), record));
+        recorded.elision_id = Some(id);
+    }
+    if let Some(compaction) = compaction {
+        let id = next_id(&replay, &mut taken);
+        let record = Record::Compaction(compaction);
+        replay.apply(&id, &record).map_err(|e| e.to_string())?;
+        records.push((id.clone(), record));
+        recorded.compaction_id = Some(id);
+    }
+    let rebuilt = replay.messages();
+    if rebuilt.len() != result.messages.len() {
+        return Err(format!(
+            "replay gives {} messages, the result has {}",
+            rebuilt.len(),
+            result.messages.len()
+        ));
+    }
+    if let Some(index) = rebuilt
+        .iter()
+        .zip(&result.messages)
+        .position(|(ours, theirs)| !same_but_id(ours, theirs))
+    {
+        return Err(format!("message {index} differs from what replay rebuilds"));
+    }
+    Ok(PlannedPass {
+        records,
+        replayed: replay,
+        recorded,
+    })
+}
+
+/// The repair line of `repairs`, made over `messages` (indices into them).
+fn repair_record(messages: &[Message], repairs: &[Repair]) -> Result<RepairRecord, String> {
+    let mut record = RepairRecord::default();
+    for repair in repairs {
+        match repair {
+            Repair::DroppedOrphan { index, .. } => record.dropped.push(id_in(messages, *index, "repair index")?),
+            Repair::SyntheticAnswer {
+                after,
+                tool_call_id,
+                content,
+            } => record.answers.push(SyntheticAnswerItem {
+                after: id_in(messages, *after, "repair index")?,
+                content: content.clone(),
+                tool_call_id: tool_call_id.clone(),
+            }),
+        }
+    }
+    Ok(record)
+}
+
+fn id_in(messages: &[Message], index: usize, what: &str) -> Result<String, String> {
+    match messages.get(index) {
+        Some(message) => message.id.clone().ok_or_else(|| format!("message {index} has no id")),
+        None => Err(format!(
+            "{what} {index} is past the end of the conversation ({} messages)",
+            messages.len()
+        )),
+    }
 }
 
 impl Session {
     /// Records a pass that `compact` ran over exactly [`Session::messages`]: a repair line
     /// for `result.repairs`, an elision line for `result.elisions` (every stub the pass
     /// made, including those the same pass then summarized or trimmed away, and the
-    /// recent results it cut to fit), then a compaction line for `result.cut_index >= 0`.
-    /// Afterwards [`Session::messages`] equals `result.messages` (plus ids: the summary
-    /// message gets the compaction line's id).
+    /// recent results it cut to fit), then a compaction line for `result.cut_index >= 0`,
+    /// with one `write`. Afterwards [`Session::messages`] equals `result.messages` (plus
+    /// ids: the summary message gets the compaction line's id).
     ///
     /// # Errors
     /// [`SessionError::ResultMismatch`] when an index is out of range or replay would not
     /// rebuild `result.messages` (nothing is written then), or I/O.
     pub fn record_result(&mut self, result: &CompactionResult) -> Result<RecordedPass, SessionError> {
-        let planned = self.plan_pass(result)?;
-        let elision_id = (!planned.elisions.is_empty()).then(|| self.next_id());
-        let compaction_id = planned.compaction.as_ref().map(|_| self.next_id());
-        self.verify_pass(result, &planned, compaction_id.as_deref())?;
-        let mut recorded = RecordedPass::default();
-        if let Some((id, repair)) = planned.repair {
-            self.append_record(id.clone(), Record::Repair(repair))?;
-            recorded.repair_id = Some(id);
-        }
-        if let Some(id) = elision_id {
-            // An elision-only pass (an epoch) carries its receipt here; a pass that also
-            // cut carries it on its compaction line.
-            let receipt = if planned.compaction.is_none() {
-                result.receipt.clone()
-            } else {
-                None
-            };
-            let elision = ElisionRecord {
-                items: planned.elisions,
-                receipt,
-            };
-            self.append_elision_with_id(id.clone(), elision)?;
-            recorded.elision_id = Some(id);
-        }
-        if let (Some(compaction), Some(id)) = (planned.compaction, compaction_id) {
-            self.append_compaction_with_id(id.clone(), compaction)?;
-            recorded.compaction_id = Some(id);
-        }
-        Ok(recorded)
-    }
-
-    fn mismatch(&self, problem: String) -> SessionError {
-        SessionError::ResultMismatch {
+        let planned = plan_pass(self.replayer(), result, |replay, taken| {
+            self.source().fresh_id(replay, taken)
+        })
+        .map_err(|problem| SessionError::ResultMismatch {
             path: self.path().to_owned(),
             problem,
-        }
+        })?;
+        self.write_pass(planned.records)?;
+        Ok(planned.recorded)
     }
-
-    fn id_in(&self, messages: &[Message], index: usize, what: &str) -> Result<String, SessionError> {
-        match messages.get(index) {
-            Some(message) => message
-                .id
-                .clone()
-                .ok_or_else(|| self.mismatch(format!("message {index} has no id"))),
-            None => Err(self.mismatch(format!(
-                "{what} {index} is past the end of the conversation ({} messages)",
-                messages.len()
-            ))),
-        }
-    }
-
-    /// The repair line (by id), and the replayer after it: the conversation the pass's
-    /// indices refer to.
-    fn plan_repair(
-        &mut self,
-        result: &CompactionResult,
-    ) -> Result<(Option<(String, RepairRecord)>, Replayer), SessionError> {
-        let mut replay = self.replayer().clone();
-        if result.repairs.is_empty() {
-            return Ok((None, replay));
-        }
-        let messages = self.messages().to_vec();
-        let mut record = RepairRecord::default();
-        for repair in &result.repairs {
-            match repair {
-                Repair::DroppedOrphan { index, .. } => {
-                    record.dropped.push(self.id_in(&messages, *index, "repair index")?)
-                }
-                Repair::SyntheticAnswer {
-                    after,
-                    tool_call_id,
-                    content,
-                } => record.answers.push(SyntheticAnswerItem {
-                    after: self.id_in(&messages, *after, "repair index")?,
-                    content: content.clone(),
-                    tool_call_id: tool_call_id.clone(),
-                }),
-            }
-        }
-        let id = self.next_id();
-        replay
-            .apply(&id, &Record::Repair(record.clone()))
-            .map_err(|e| self.mismatch(e.to_string()))?;
-        Ok((Some((id, record)), replay))
-    }
-
-    fn plan_pass(&mut self, result: &CompactionResult) -> Result<PlannedPass, SessionError> {
-        let (repair, base) = self.plan_repair(result)?;
-        let messages = base.messages();
-        let elisions = result
-            .elisions
-            .iter()
-            .map(|e| {
-                Ok(ElisionItem {
-                    id: self.id_in(messages, e.index, "elision index")?,
-                    stub: e.stub.clone(),
-                })
-            })
-            .collect::<Result<Vec<_>, SessionError>>()?;
-        let compaction = if result.cut_index >= 0 {
-            let cut = usize::try_from(result.cut_index).map_err(|e| self.mismatch(e.to_string()))?;
-            Some(CompactionRecord {
-                dropped: result.dropped,
-                exhausted: result.exhausted,
-                fallback: result.fallback,
-                receipt: result.receipt.clone(),
-                replaces_through_id: self.id_in(messages, cut, "cut_index")?,
-                summary: result.summary.clone(),
-                tokens_after: result.tokens_after,
-                tokens_before: result.tokens_before,
-                usage: result.usage,
-            })
-        } else {
-            None
-        };
-        Ok(PlannedPass {
-            repair,
-            elisions,
-            compaction,
-        })
-    }
-
-    fn verify_pass(
-        &self,
-        result: &CompactionResult,
-        planned: &PlannedPass,
-        compaction_id: Option<&str>,
-    ) -> Result<(), SessionError> {
-        let mut replay = self.replayer().clone();
-        if let Some((id, repair)) = &planned.repair {
-            replay
-                .apply(id, &Record::Repair(repair.clone()))
-                .map_err(|e| self.mismatch(e.to_string()))?;
-        }
-        if !planned.elisions.is_empty() {
-            let id = format!("{}#elision-check", compaction_id.unwrap_or("pass"));
-            let record = Record::Elision(ElisionRecord::new(planned.elisions.clone()));
-            replay.apply(&id, &record).map_err(|e| self.mismatch(e.to_string()))?;
-        }
-        if let (Some(compaction), Some(id)) = (&planned.compaction, compaction_id) {
-            replay
-                .apply(id, &Record::Compaction(compaction.clone()))
-                .map_err(|e| self.mismatch(e.to_string()))?;
-        }
-        let rebuilt = replay.messages();
-        if rebuilt.len() != result.messages.len() {
-            return Err(self.mismatch(format!(
-                "replay gives {} messages, the result has {}",
-                rebuilt.len(),
-                result.messages.len()
-            )));
-        }
-        for (index, (ours, theirs)) in rebuilt.iter().zip(&result.messages).enumerate() {
-            if !same_but_id(ours, theirs) {
-                return Err(self.mismatch(format!("message {index} differs from what replay rebuilds")));
-            }
-        }
-        Ok(())
-    }
-}
-
-/// Equal in everything but the id (the engine's summary message has none yet; a message
-/// it kept may or may not carry one).
-fn same_but_id(ours: &Message, theirs: &Message) -> bool {
-    if let Some(id) = &theirs.id
-        && ours.id.as_ref() != Some(id)
-    {
-        return false;
-    }
-    ours.eq_ignoring_id(theirs)
 }

@@ -96,13 +96,14 @@ impl Replayer {
 
     /// The conversation with what is known of each message (counted by `counter` once
     /// [`Replayer::count_with`] gave it one, by nothing before).
-    pub(crate) fn conversation(&self) -> &Conversation {
+    pub fn conversation(&self) -> &Conversation {
         &self.messages
     }
 
     /// Counts every message with `counter`, and each message applied from now on as it
-    /// arrives.
-    pub(crate) fn count_with(&mut self, counter: Arc<dyn TokenCounter>) {
+    /// arrives: a loop that keeps its conversation in a replayer (a `ContextManager`, a
+    /// proxy's session) then decides on it at the cost of its new messages.
+    pub fn count_with(&mut self, counter: Arc<dyn TokenCounter>) {
         self.messages.recount_with(counter);
     }
 

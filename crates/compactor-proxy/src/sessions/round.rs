@@ -1,0 +1,53 @@
+//! One round of a session: the request, what serves it, and which attempt it is.
+//!
+//! Preparing a round needs the proxy's configuration, the model's compactor, the
+//! metrics, the parsed request and its original bytes; and whether this is the first
+//! attempt or the retry after the upstream said the request was too long. They travel
+//! together as a [`Round`] instead of as an argument list with boolean flags.
+
+use llm_compactor::Compactor;
+
+use crate::api::{Api, Request};
+use crate::config::ProxyConfig;
+use crate::metrics::Metrics;
+
+/// Which attempt at a request a round is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Attempt {
+    /// The request as the client sent it: a pass runs when the compactor's decision
+    /// says so ([`Compactor::pass_due`]).
+    First,
+    /// The upstream rejected the request as longer than its window: a pass is forced,
+    /// aimed as the library's `ContextManager` aims one
+    /// ([`Compactor::context_length_target`]).
+    ContextLengthRetry,
+}
+
+/// One round of a session, as [`super::SessionState::prepare`] takes it.
+#[derive(Clone, Copy)]
+pub struct Round<'a> {
+    /// The proxy's configuration (store, target, focus, lease).
+    pub config: &'a ProxyConfig,
+    /// The compactor of the request's model.
+    pub compactor: &'a Compactor,
+    /// Where the round's passes are counted.
+    pub metrics: &'a Metrics,
+    /// The API the request speaks.
+    pub api: Api,
+    /// The request, parsed.
+    pub request: &'a Request,
+    /// The request's body as the client sent it (forwarded as is when unchanged).
+    pub original: &'a bytes::Bytes,
+    /// Which attempt this is.
+    pub attempt: Attempt,
+}
+
+/// Whether this round holds the session's compaction lease.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Lease {
+    /// Not yet: a pass takes it (or waits for it) first.
+    ToTake,
+    /// Taken after a wait; the round was prepared again from the store and releases it
+    /// when done.
+    Held,
+}
