@@ -265,3 +265,39 @@ fn the_expand_tool_answers_from_the_session_and_stays_within_its_cap() {
         "{capped}"
     );
 }
+
+/// A fat old result, stubbed by aging: with expansion on, the stub names its handle,
+/// which expands to the result as it was; with expansion off, the stub is the seed's.
+#[tokio::test]
+async fn an_elision_stub_names_its_handle_only_with_expansion_on() {
+    let mut originals = vec![Message::user("Look at the logs.").with_id("u0")];
+    for k in 0..8 {
+        let call = Message::assistant("")
+            .with_id(format!("a{k}"))
+            .with_tool_calls(vec![ToolCall::new(format!("c{k}"), "bash", r#"{"command":"cat log"}"#)]);
+        let log = format!("LOG-{k}\n{}", "a long log line\n".repeat(400));
+        originals.push(call);
+        originals.push(Message::tool(format!("c{k}"), log).with_id(format!("t{k}")));
+    }
+    for expand in [false, true] {
+        let config = CompactorConfig::builder(60_000)
+            .age_observations(true)
+            .age_reclaim_min(4000)
+            .expand(expand)
+            .build()
+            .unwrap();
+        let c = Compactor::new(config, Arc::new(HeuristicCounter));
+        let result = c.compact(&originals, CompactOptions::default()).await.unwrap();
+        assert!(!result.elisions.is_empty(), "nothing aged");
+        for elision in &result.elisions {
+            let stub = &elision.stub;
+            let plain = stub.ends_with("re-run the call if you need it again]");
+            assert_eq!(plain, !expand, "{stub}");
+            if expand {
+                let handle = &handles_in(stub)[0];
+                let expansion = expand_in(&originals, handle).unwrap();
+                assert_eq!(expansion.messages, vec![originals[elision.index].clone()]);
+            }
+        }
+    }
+}
