@@ -11,7 +11,9 @@ use std::time::Instant;
 
 use llm_compactor::plan::SUMMARY_HEADER;
 use llm_compactor::plan::grounding::{UNVERIFIED, ungrounded_identifiers};
-use llm_compactor::plan::ledger::{LedgerPolicy, LedgerRules, chars_for_tokens, extract, history_fits, source_text};
+use llm_compactor::plan::ledger::{
+    LedgerPolicy, LedgerRules, changes_something, chars_for_tokens, extract, history_fits, source_text,
+};
 use serde::Serialize;
 use serde_json::json;
 
@@ -120,10 +122,19 @@ pub fn run(mut args: Args) -> Result<(), CliError> {
         let probes = draw(messages, &middle);
         let fits: Vec<bool> = match ledger_cap {
             Some(cap) if !middle.is_empty() => {
-                let first = middle[fit_start(messages, &middle, cap)..].first().copied();
+                let (artifacts, rereads) = fit_start(messages, &middle, cap, args.opts.expand);
+                let from = |k: usize| middle[k..].first().copied();
                 probes
                     .iter()
-                    .map(|p| GOAL_KINDS.contains(&p.kind) && first.is_some_and(|f| p.message >= f))
+                    .map(|p| {
+                        let artifact = match p.kind {
+                            ProbeKind::Path => true,
+                            ProbeKind::Command => changes_something(&p.text),
+                            _ => false,
+                        };
+                        let first = if artifact { from(artifacts) } else { from(rereads) };
+                        GOAL_KINDS.contains(&p.kind) && first.is_some_and(|f| p.message >= f)
+                    })
                     .collect()
             }
             _ => vec![false; probes.len()],
@@ -217,35 +228,63 @@ fn run_loop(args: &Args) -> Result<(), CliError> {
 /// its cap").
 const GOAL_KINDS: [ProbeKind; 3] = [ProbeKind::Path, ProbeKind::Command, ProbeKind::Error];
 
-/// The position in `middle` from which on the ledger's history fits `cap` chars whole:
-/// the smallest `k` such that the facts the ledger of the whole middle dates at or
-/// after `middle[k]` (files, commands, resolved errors; with all of the state it always
-/// carries: the last request, the open errors, earlier requests, identifiers) render
-/// without a cut. A size question only: whether the newest facts *can* fit the cap,
-/// not which ones the renderer chose; a probe of those messages that the summary lacks
-/// is a fact the ledger failed to extract, date or keep. `middle.len()` when not even
-/// the newest message's facts fit.
-pub fn fit_start(messages: &[llm_compactor::Message], middle: &[usize], cap: usize) -> usize {
-    let full = extract(messages, middle, &LedgerRules::default());
-    let fits = |k: usize| {
+/// The positions in `middle` from which on the ledger's history fits `cap` chars whole,
+/// per importance tier (see `llm_compactor::plan::ledger::ImportanceTier`): first the
+/// smallest `k` such that the *artifact* facts (files touched, commands that changed
+/// something) the ledger of the whole middle dates at or after `middle[k]` render
+/// without a cut, with all of the state it always carries (the last request, the open
+/// errors, earlier requests, identifiers) and none of the re-readable facts; then, when
+/// every artifact fits, the same for the *re-readable* facts (read-only commands,
+/// resolved errors, files only listed) beside every artifact. A size question only:
+/// whether the facts *can* fit the cap in the order the renderer keeps them, not which
+/// ones it chose; a probe of those messages that the summary lacks is a fact the ledger
+/// failed to extract, date or keep. `middle.len()` when not even the newest message's
+/// facts fit. With `handles` (`--expand`) the lines are measured with their handles.
+pub fn fit_start(messages: &[llm_compactor::Message], middle: &[usize], cap: usize, handles: bool) -> (usize, usize) {
+    let rules = LedgerRules {
+        handles,
+        ..LedgerRules::default()
+    };
+    let full = extract(messages, middle, &rules);
+    let listed = |f: &llm_compactor::plan::ledger::FileFact| f.operations.iter().all(|op| op == "listed");
+    // Bisect the smallest k for which `fits(k)`, monotone in k.
+    let bisect = |fits: &dyn Fn(usize) -> bool| {
+        let (mut lo, mut hi) = (0, middle.len());
+        while lo < hi {
+            let mid = (lo + hi) / 2;
+            if fits(mid) {
+                hi = mid;
+            } else {
+                lo = mid + 1;
+            }
+        }
+        lo
+    };
+    let artifacts = |k: usize| {
         let Some(&since) = middle.get(k) else { return true };
         let mut ledger = full.clone();
-        ledger.files.retain(|f| f.last_seen >= since);
-        ledger.commands.retain(|c| c.last_seen >= since);
+        ledger.files.retain(|f| !listed(f) && f.last_seen >= since);
+        ledger
+            .commands
+            .retain(|c| changes_something(&c.command) && c.last_seen >= since);
+        ledger.errors.retain(|e| e.open);
+        history_fits(&ledger, cap)
+    };
+    let artifact_start = bisect(&artifacts);
+    if artifact_start > 0 {
+        return (artifact_start, middle.len());
+    }
+    let rereads = |k: usize| {
+        let Some(&since) = middle.get(k) else { return true };
+        let mut ledger = full.clone();
+        ledger.files.retain(|f| !listed(f) || f.last_seen >= since);
+        ledger
+            .commands
+            .retain(|c| changes_something(&c.command) || c.last_seen >= since);
         ledger.errors.retain(|e| e.open || e.last_seen >= since);
         history_fits(&ledger, cap)
     };
-    // Fitting is monotone in k (fewer facts the later the start): bisect.
-    let (mut lo, mut hi) = (0, middle.len());
-    while lo < hi {
-        let mid = (lo + hi) / 2;
-        if fits(mid) {
-            hi = mid;
-        } else {
-            lo = mid + 1;
-        }
-    }
-    lo
+    (0, bisect(&rereads))
 }
 
 fn pct(found: usize, drawn: usize) -> String {
