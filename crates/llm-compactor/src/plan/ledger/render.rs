@@ -206,8 +206,8 @@ fn plan(ledger: &Ledger, max_chars: usize) -> Option<[Section; 7]> {
     // The history: by tier (the artifact trail before what can be re-read), within a
     // tier newest first across files, commands and resolved errors: one cut.
     let mut order: Vec<(ImportanceTier, usize, std::cmp::Reverse<usize>, usize)> = Vec::new();
-    for k in 2..5 {
-        for (i, line) in s[k].lines.iter().enumerate() {
+    for (k, section) in s.iter().enumerate().take(5).skip(2) {
+        for (i, line) in section.lines.iter().enumerate() {
             order.push((line.tier, line.seq, std::cmp::Reverse(k), i));
         }
     }
