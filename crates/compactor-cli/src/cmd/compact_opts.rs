@@ -109,6 +109,11 @@ pub struct CompactOpts {
     /// ledger and the grounding gate off (the summary is exactly the model's).
     #[arg(long, value_name = "N")]
     pub ledger_max_tokens: Option<usize>,
+    /// Expansion on: each fact of the summary's ledger names the handle of the message it
+    /// comes from (`[#0123456789]`), which `compactor session expand` (or the
+    /// `compactor_expand` tool) turns back into the original message, byte for byte.
+    #[arg(long)]
+    pub expand: bool,
     /// Extra instruction for the summarizer (like `/compact <focus>`).
     #[arg(long, value_name = "TEXT")]
     pub focus: Option<String>,
@@ -147,6 +152,7 @@ impl CompactOpts {
         if local || self.summary_max_tokens.is_some() {
             config.expand_truncated = false;
         }
+        config.expand = self.expand;
         let mut compactor = Compactor::new(config, counter.clone());
         match self.ledger_max_tokens {
             Some(0) => {}

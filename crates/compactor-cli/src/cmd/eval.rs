@@ -11,7 +11,9 @@ use std::time::Instant;
 
 use llm_compactor::plan::SUMMARY_HEADER;
 use llm_compactor::plan::grounding::{UNVERIFIED, ungrounded_identifiers};
-use llm_compactor::plan::ledger::{LedgerPolicy, LedgerRules, chars_for_tokens, extract, history_fits, source_text};
+use llm_compactor::plan::ledger::{
+    LedgerPolicy, LedgerRules, changes_something, chars_for_tokens, extract, history_fits, source_text,
+};
 use serde::Serialize;
 use serde_json::json;
 
@@ -31,6 +33,12 @@ pub struct Args {
     /// Print the scores as JSON instead of a table.
     #[arg(long)]
     pub json: bool,
+    /// Replay each file as an agent loop at `--budget` (a pass whenever one is due, before
+    /// each model request) and score what survives across passes: files and commands of
+    /// the first epoch still named, or retrievable by handle, at the end (see
+    /// `eval_loop`). Aging keeps the engine's default here.
+    #[arg(long)]
+    pub agent_loop: bool,
     /// The compaction options (the same as `compact`).
     #[command(flatten)]
     pub opts: CompactOpts,
@@ -54,6 +62,12 @@ pub struct FileScore {
     pub fit: usize,
     /// Of those, found in the summary.
     pub fit_found: usize,
+    /// Probes found in the summary or in a message a handle it names expands to (with
+    /// `--expand`; without, the summary names no handle and this equals `found`), a
+    /// `#first..#last` range it names included.
+    pub retrievable: usize,
+    /// Of those, by the handles of single lines alone (no range).
+    pub retrievable_by_line: usize,
     /// Identifiers in the summary absent from the conversation and not flagged.
     pub hallucinations: usize,
     /// Those identifiers (for inspection).
@@ -75,6 +89,9 @@ pub fn run(mut args: Args) -> Result<(), CliError> {
     // The eval scores summaries: with aging on (the engine's default), a pass over a
     // real run under its trigger is usually an elision epoch with no summary at all, and
     // the score would measure nothing. Aging is off here unless asked for.
+    if args.agent_loop {
+        return run_loop(&args);
+    }
     args.opts.age_observations.get_or_insert(false);
     let (compactor, _counter) = args.opts.compactor(false)?;
     let name = compactor
@@ -105,10 +122,19 @@ pub fn run(mut args: Args) -> Result<(), CliError> {
         let probes = draw(messages, &middle);
         let fits: Vec<bool> = match ledger_cap {
             Some(cap) if !middle.is_empty() => {
-                let first = middle[fit_start(messages, &middle, cap)..].first().copied();
+                let (artifacts, rereads) = fit_start(messages, &middle, cap, args.opts.expand);
+                let from = |k: usize| middle[k..].first().copied();
                 probes
                     .iter()
-                    .map(|p| GOAL_KINDS.contains(&p.kind) && first.is_some_and(|f| p.message >= f))
+                    .map(|p| {
+                        let artifact = match p.kind {
+                            ProbeKind::Path => true,
+                            ProbeKind::Command => changes_something(&p.text),
+                            _ => false,
+                        };
+                        let first = if artifact { from(artifacts) } else { from(rereads) };
+                        GOAL_KINDS.contains(&p.kind) && first.is_some_and(|f| p.message >= f)
+                    })
                     .collect()
             }
             _ => vec![false; probes.len()],
@@ -158,6 +184,8 @@ pub fn run(mut args: Args) -> Result<(), CliError> {
             by_kind,
             fit,
             fit_found,
+            retrievable: super::eval_retrieve::retrievable(&probes, &body, messages, true),
+            retrievable_by_line: super::eval_retrieve::retrievable(&probes, &body, messages, false),
             hallucinations: hallucinated.len(),
             hallucinated,
             flagged: body.matches(UNVERIFIED).count(),
@@ -177,39 +205,86 @@ pub fn run(mut args: Args) -> Result<(), CliError> {
     io::write_output(None, &text)
 }
 
+/// `--agent-loop`: the cross-pass scores.
+fn run_loop(args: &Args) -> Result<(), CliError> {
+    let (compactor, counter) = args.opts.compactor(false)?;
+    let mut scores = Vec::new();
+    for file in &args.files {
+        let document = io::read_document(file, args.opts.format())?;
+        let score = super::eval_loop::score(file, document.messages(), &compactor, counter.clone())?;
+        eprintln!("compactor eval: {file}: {} passes", score.compactions);
+        scores.push(score);
+    }
+    let text = if args.json {
+        serde_json::to_string_pretty(&json!({"files": scores, "total": super::eval_loop::total(&scores)}))
+            .map_err(CliError::failed)?
+    } else {
+        super::eval_loop::table(&scores)
+    };
+    io::write_output(None, &text)
+}
+
 /// The probe kinds of the ledger's goal ("100% of path/command/error probes that fit
 /// its cap").
 const GOAL_KINDS: [ProbeKind; 3] = [ProbeKind::Path, ProbeKind::Command, ProbeKind::Error];
 
-/// The position in `middle` from which on the ledger's history fits `cap` chars whole:
-/// the smallest `k` such that the facts the ledger of the whole middle dates at or
-/// after `middle[k]` (files, commands, resolved errors; with all of the state it always
-/// carries: the last request, the open errors, earlier requests, identifiers) render
-/// without a cut. A size question only: whether the newest facts *can* fit the cap,
-/// not which ones the renderer chose; a probe of those messages that the summary lacks
-/// is a fact the ledger failed to extract, date or keep. `middle.len()` when not even
-/// the newest message's facts fit.
-pub fn fit_start(messages: &[llm_compactor::Message], middle: &[usize], cap: usize) -> usize {
-    let full = extract(messages, middle, &LedgerRules::default());
-    let fits = |k: usize| {
+/// The positions in `middle` from which on the ledger's history fits `cap` chars whole,
+/// per importance tier (see `llm_compactor::plan::ledger::ImportanceTier`): first the
+/// smallest `k` such that the *artifact* facts (files touched, commands that changed
+/// something) the ledger of the whole middle dates at or after `middle[k]` render
+/// without a cut, with all of the state it always carries (the last request, the open
+/// errors, earlier requests, identifiers) and none of the re-readable facts; then, when
+/// every artifact fits, the same for the *re-readable* facts (read-only commands,
+/// resolved errors, files only listed) beside every artifact. A size question only:
+/// whether the facts *can* fit the cap in the order the renderer keeps them, not which
+/// ones it chose; a probe of those messages that the summary lacks is a fact the ledger
+/// failed to extract, date or keep. `middle.len()` when not even the newest message's
+/// facts fit. With `handles` (`--expand`) the lines are measured with their handles.
+pub fn fit_start(messages: &[llm_compactor::Message], middle: &[usize], cap: usize, handles: bool) -> (usize, usize) {
+    let rules = LedgerRules {
+        handles,
+        ..LedgerRules::default()
+    };
+    let full = extract(messages, middle, &rules);
+    let listed = |f: &llm_compactor::plan::ledger::FileFact| f.operations.iter().all(|op| op == "listed");
+    // Bisect the smallest k for which `fits(k)`, monotone in k.
+    let bisect = |fits: &dyn Fn(usize) -> bool| {
+        let (mut lo, mut hi) = (0, middle.len());
+        while lo < hi {
+            let mid = (lo + hi) / 2;
+            if fits(mid) {
+                hi = mid;
+            } else {
+                lo = mid + 1;
+            }
+        }
+        lo
+    };
+    let artifacts = |k: usize| {
         let Some(&since) = middle.get(k) else { return true };
         let mut ledger = full.clone();
-        ledger.files.retain(|f| f.last_seen >= since);
-        ledger.commands.retain(|c| c.last_seen >= since);
+        ledger.files.retain(|f| !listed(f) && f.last_seen >= since);
+        ledger
+            .commands
+            .retain(|c| changes_something(&c.command) && c.last_seen >= since);
+        ledger.errors.retain(|e| e.open);
+        history_fits(&ledger, cap)
+    };
+    let artifact_start = bisect(&artifacts);
+    if artifact_start > 0 {
+        return (artifact_start, middle.len());
+    }
+    let rereads = |k: usize| {
+        let Some(&since) = middle.get(k) else { return true };
+        let mut ledger = full.clone();
+        ledger.files.retain(|f| !listed(f) || f.last_seen >= since);
+        ledger
+            .commands
+            .retain(|c| changes_something(&c.command) || c.last_seen >= since);
         ledger.errors.retain(|e| e.open || e.last_seen >= since);
         history_fits(&ledger, cap)
     };
-    // Fitting is monotone in k (fewer facts the later the start): bisect.
-    let (mut lo, mut hi) = (0, middle.len());
-    while lo < hi {
-        let mid = (lo + hi) / 2;
-        if fits(mid) {
-            hi = mid;
-        } else {
-            lo = mid + 1;
-        }
-    }
-    lo
+    (0, bisect(&rereads))
 }
 
 fn pct(found: usize, drawn: usize) -> String {
@@ -223,6 +298,7 @@ fn pct(found: usize, drawn: usize) -> String {
 fn total(scores: &[FileScore]) -> serde_json::Value {
     let probes: usize = scores.iter().map(|s| s.probes).sum();
     let found: usize = scores.iter().map(|s| s.found).sum();
+    let retrievable: usize = scores.iter().map(|s| s.retrievable).sum();
     let mut by_kind = serde_json::Map::new();
     for (k, kind) in ProbeKind::ALL.iter().enumerate() {
         let f: usize = scores.iter().map(|s| s.by_kind[k].1).sum();
@@ -239,6 +315,9 @@ fn total(scores: &[FileScore]) -> serde_json::Value {
         "probes": probes,
         "found": found,
         "recall": if probes == 0 { 0.0 } else { found as f64 / probes as f64 },
+        "retrievable": retrievable,
+        "retrievable_recall": if probes == 0 { 0.0 } else { retrievable as f64 / probes as f64 },
+        "retrievable_by_line": scores.iter().map(|s| s.retrievable_by_line).sum::<usize>(),
         "by_kind": by_kind,
         "fit_probes": fit,
         "fit_found": fit_found,
@@ -255,12 +334,25 @@ fn total(scores: &[FileScore]) -> serde_json::Value {
 
 fn table(name: &str, scores: &[FileScore]) -> String {
     let mut out = format!(
-        "summarizer: {name}\n{:<48} {:>7} {:>6} {:>6} {:>6} {:>6} {:>7} {:>6} {:>9} {:>5} {:>7} {:>8}\n",
-        "file", "outcome", "recall", "path", "cmd", "error", "request", "ident", "fit", "hall", "ratio", "seconds"
+        "summarizer: {name}\n{:<48} {:>7} {:>6} {:>6} {:>6} {:>6} {:>6} {:>7} {:>6} {:>9} {:>5} {:>7} {:>8}\n",
+        "file",
+        "outcome",
+        "recall",
+        "retr",
+        "path",
+        "cmd",
+        "error",
+        "request",
+        "ident",
+        "fit",
+        "hall",
+        "ratio",
+        "seconds"
     );
     let row = |file: &str,
                outcome: &str,
                found: usize,
+               retrievable: usize,
                probes: usize,
                kinds: &[(usize, usize)],
                hall: usize,
@@ -280,8 +372,9 @@ fn table(name: &str, scores: &[FileScore]) -> String {
             );
         }
         format!(
-            "{file:<48} {outcome:>7} {:>6} {:>6} {:>6} {:>6} {:>7} {:>6} {:>9} {hall:>5} {ratio:>7.1} {secs:>8.2}\n",
+            "{file:<48} {outcome:>7} {:>6} {:>6} {:>6} {:>6} {:>6} {:>7} {:>6} {:>9} {hall:>5} {ratio:>7.1} {secs:>8.2}\n",
             pct(found, probes),
+            pct(retrievable, probes),
             pct(kinds[0].0, kinds[0].1),
             pct(kinds[1].0, kinds[1].1),
             pct(kinds[2].0, kinds[2].1),
@@ -298,6 +391,7 @@ fn table(name: &str, scores: &[FileScore]) -> String {
             &s.file,
             &s.outcome,
             s.found,
+            s.retrievable,
             s.probes,
             &kinds,
             s.hallucinations,
@@ -324,6 +418,7 @@ fn table(name: &str, scores: &[FileScore]) -> String {
         &format!("TOTAL ({} files)", scores.len()),
         "",
         t["found"].as_u64().unwrap_or(0) as usize,
+        t["retrievable"].as_u64().unwrap_or(0) as usize,
         t["probes"].as_u64().unwrap_or(0) as usize,
         &kinds,
         t["hallucinations"].as_u64().unwrap_or(0) as usize,
@@ -331,7 +426,8 @@ fn table(name: &str, scores: &[FileScore]) -> String {
         t["seconds_mean"].as_f64().unwrap_or(0.0),
     ));
     out.push_str(
-        "(fit: recall of the path/command/error probes that fit the ledger's cap, and how many fit; \
+        "(retr: probes in the summary or in a message a handle it names expands to, see --expand; \
+         fit: recall of the path/command/error probes that fit the ledger's cap, and how many fit; \
          ratio: tokens before / after; seconds: per file, the TOTAL row the mean)\n",
     );
     out

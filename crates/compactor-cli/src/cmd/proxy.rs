@@ -53,6 +53,8 @@ enum Command {
     Export(ExportArgs),
     /// Write an HTML report of what compaction did to one session (`compactor report`'s).
     Report(Box<ProxyReportArgs>),
+    /// Print the original messages behind handles a summary or a stub of the session names.
+    Expand(ProxyExpandArgs),
 }
 
 #[derive(clap::Args, Debug)]
@@ -66,6 +68,20 @@ struct ProxyReportArgs {
     store: StoreArgs,
     #[command(flatten)]
     report: super::report::ReportArgs,
+}
+
+#[derive(clap::Args, Debug)]
+struct ProxyExpandArgs {
+    /// The session key (see `compactor proxy sessions`).
+    session: String,
+    /// The handles (`#` and ten hex digits) or ranges (`#first..#last`).
+    #[arg(required = true)]
+    handles: Vec<String>,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    json: bool,
+    #[command(flatten)]
+    store: StoreArgs,
 }
 
 #[derive(clap::Args, Debug)]
@@ -181,6 +197,15 @@ pub fn run(args: Args) -> Result<(), CliError> {
         Some(Command::Sessions(store)) => runtime.block_on(sessions(&store.store)),
         Some(Command::Export(export)) => runtime.block_on(export_session(export)),
         Some(Command::Report(report)) => runtime.block_on(report_session(*report)),
+        Some(Command::Expand(expand)) => {
+            drop(runtime);
+            super::expand::run(super::expand::SessionExpandArgs {
+                session: expand.session,
+                handles: expand.handles,
+                json: expand.json,
+                store: Some(expand.store.store),
+            })
+        }
         None => {
             init_logging();
             let serve = args.serve;

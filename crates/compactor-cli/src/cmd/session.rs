@@ -44,6 +44,8 @@ enum Command {
     Inspect(InspectArgs),
     /// Write a session held in a store (`--store postgres://…`) to a JSONL transcript.
     Export(crate::cmd::session_store::ExportArgs),
+    /// Print the original messages behind handles a summary or a stub names.
+    Expand(crate::cmd::expand::SessionExpandArgs),
 }
 
 /// `compactor session replay`.
@@ -128,6 +130,7 @@ pub fn run(args: Args) -> Result<(), CliError> {
         Command::Replay(args) => replay(args),
         Command::Inspect(args) => inspect(args),
         Command::Export(args) => crate::cmd::session_store::export(args),
+        Command::Expand(args) => crate::cmd::expand::run(args),
     }
 }
 

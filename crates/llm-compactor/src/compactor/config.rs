@@ -107,6 +107,12 @@ pub struct CompactorConfig {
     /// (the default) means half the pass's target.
     #[serde(default)]
     pub max_recent_tokens: Option<usize>,
+    /// Expansion on: the ledger of every summary names, on each fact's line, the handle
+    /// of the message it comes from (see [`crate::plan::handle_of`]), so that the agent
+    /// can fetch the original back (`compactor_expand`, [`crate::session::Transcript::expand`]).
+    /// Default false: summaries are byte for byte what they were before handles.
+    #[serde(default)]
+    pub expand: bool,
 }
 
 fn default_expand_truncated() -> bool {
@@ -131,6 +137,7 @@ impl CompactorConfig {
                 expand_truncated: true,
                 cost_policy: CostPolicy::default(),
                 max_recent_tokens: None,
+                expand: false,
             },
         }
     }
@@ -284,6 +291,8 @@ impl CompactorConfigBuilder {
         summary_max_tokens: u32);
     setter!(/// See [`CompactorConfig::expand_truncated`].
         expand_truncated: bool);
+    setter!(/// See [`CompactorConfig::expand`].
+        expand: bool);
 
     /// See [`CompactorConfig::max_recent_tokens`].
     pub fn max_recent_tokens(mut self, value: usize) -> Self {

@@ -172,13 +172,7 @@ impl Compactor {
         if plan::reclaimable_pool(&eligible) < self.config.epoch_chars() {
             return None;
         }
-        let elisions: Vec<Elision> = eligible
-            .into_iter()
-            .map(|e| Elision {
-                index: e.index,
-                stub: e.stub,
-            })
-            .collect();
+        let elisions: Vec<Elision> = eligible.into_iter().map(|e| self.elision(messages, e)).collect();
         let aged = plan::apply_elisions(messages, &elisions);
         let policy = &self.config.cost_policy;
         let rounds = plan::policy::horizon(policy, messages, tokens, self.config.trigger());

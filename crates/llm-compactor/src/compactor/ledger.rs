@@ -69,7 +69,9 @@ impl Compactor {
         model_free: bool,
         cancelled: bool,
     ) {
-        let ledger = extract(fit.aged, &fit.layout.middle, &policy.rules);
+        let mut rules = policy.rules.clone();
+        rules.handles |= self.config().expand;
+        let ledger = extract(fit.aged, &fit.layout.middle, &rules);
         if let Some(accepted) = outcome.accepted.take() {
             let raw = accepted
                 .content

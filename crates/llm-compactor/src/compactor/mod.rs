@@ -236,6 +236,28 @@ impl Compactor {
         &self.prompts
     }
 
+    /// The elision of an eligible result: its stub as planned, or with expansion on
+    /// ([`CompactorConfig::expand`]) the stub that names the result's handle and how to
+    /// read it back.
+    pub(crate) fn elision(
+        &self,
+        messages: &[crate::message::Message],
+        eligible: crate::plan::Eligible,
+    ) -> crate::plan::Elision {
+        let stub = match messages.get(eligible.index) {
+            Some(message) if self.config.expand => crate::plan::expandable_stub_text(
+                eligible.chars,
+                eligible.tool.as_deref(),
+                &crate::plan::handle_of(eligible.index, message),
+            ),
+            _ => eligible.stub,
+        };
+        crate::plan::Elision {
+            index: eligible.index,
+            stub,
+        }
+    }
+
     /// The aging rules of the configuration.
     pub fn aging_rules(&self) -> AgingRules {
         AgingRules {

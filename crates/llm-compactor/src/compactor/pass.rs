@@ -312,10 +312,7 @@ impl Compactor {
         }
         let elisions: Vec<Elision> = plan::eligible(pass.input, pass.pairs, pass.layout, self.aging_rules())
             .into_iter()
-            .map(|e| Elision {
-                index: e.index,
-                stub: e.stub,
-            })
+            .map(|e| self.elision(input, e))
             .collect();
         if elisions.is_empty() {
             return unchanged();

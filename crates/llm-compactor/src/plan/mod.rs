@@ -17,6 +17,7 @@ mod elision;
 mod failed;
 mod fenwick;
 pub mod grounding;
+mod handle;
 mod identity;
 pub mod ledger;
 mod pairs;
@@ -37,6 +38,10 @@ pub use cut::{Layout, layout, layout_with};
 pub use eligibility::{AgingRules, Eligible, EligibleReason, eligible, reclaimable_pool};
 pub use elision::Elision;
 pub use failed::is_failed_result;
+pub use handle::{
+    HANDLE_DIGITS, expandable_stub_text, expansion_unit, handle_for_id, handle_for_position, handle_of,
+    handle_ranges_in, handles_in, is_handle, resolve_handle, resolve_range, resolve_request,
+};
 pub use identity::call_identity;
 pub use pairs::Pairs;
 pub use pinned::pinned;

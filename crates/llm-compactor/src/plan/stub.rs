@@ -49,6 +49,9 @@ pub(crate) fn stub_chars(chars: usize, tool: Option<&str>) -> usize {
 /// ```
 pub fn is_stub(content: &Content) -> bool {
     let Content::Text(text) = content else { return false };
+    if is_expandable_stub(text) {
+        return true;
+    }
     let Some(middle) = text.strip_prefix(PREFIX).and_then(|rest| rest.strip_suffix(SUFFIX)) else {
         return false;
     };
@@ -58,9 +61,36 @@ pub fn is_stub(content: &Content) -> bool {
     !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit())
 }
 
+/// True for a stub of [`crate::plan::expandable_stub_text`] (expansion on).
+fn is_expandable_stub(text: &str) -> bool {
+    let Some(middle) = text
+        .strip_prefix(PREFIX)
+        .and_then(|rest| rest.strip_suffix(" to read it]"))
+    else {
+        return false;
+    };
+    let Some((digits, rest)) = middle.split_once("-char") else {
+        return false;
+    };
+    !digits.is_empty()
+        && digits.bytes().all(|b| b.is_ascii_digit())
+        && rest.contains("; call compactor_expand with \"#")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_expandable_stub_is_a_stub() {
+        let stub = crate::plan::expandable_stub_text(5000, Some("bash"), "#0123456789");
+        assert!(is_stub(&Content::Text(stub)));
+        assert!(is_stub(&Content::Text(crate::plan::expandable_stub_text(
+            5000,
+            None,
+            "#0123456789"
+        ))));
+    }
 
     #[test]
     fn stub_chars_is_the_length_of_the_stub() {

@@ -25,6 +25,7 @@
 mod clock;
 mod envelope;
 mod error;
+mod expand;
 mod import;
 mod load;
 mod lock;
@@ -42,6 +43,7 @@ mod writer;
 pub use clock::{Clock, FixedClock, IdSource, RandomIds, SequentialIds, SystemClock, format_timestamp};
 pub use envelope::{VERSION, decode_line, encode_line};
 pub use error::SessionError;
+pub use expand::{EXPAND_TOOL_NAME, Expansion, answer_expand, expand_in, expand_tool_definition, requested_handles};
 pub use load::{TornTail, Transcript};
 pub use lock::SESSION_FILE_MODE;
 pub use log::{Durability, OpenReport, Session, SessionOptions};

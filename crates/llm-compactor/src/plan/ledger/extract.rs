@@ -4,12 +4,14 @@ use std::collections::HashMap;
 
 use serde_json::Value;
 
+use super::carry::parse_rendered;
 use super::command::{cap_chars, command_head, command_paths, op_of_tool};
 use super::hosted::{Hosted, hosted};
 use super::scan::{self, bash_blocks, code_spans, error_lines, exit_status, is_path, trim_token, urls};
 use super::{CommandFact, ErrorFact, FileFact, Ledger, LedgerRules};
 use crate::message::{Content, Message, Part, Role};
 use crate::plan::SUMMARY_HEADER;
+use crate::plan::handle::handle_of;
 
 /// Argument names that carry a shell command.
 const COMMAND_KEYS: &[&str] = &["command", "cmd", "script", "bash", "shell", "code"];
@@ -91,26 +93,67 @@ const EDITOR_COMMANDS: &[(&str, &str)] = &[
 pub fn extract(messages: &[Message], indices: &[usize], rules: &LedgerRules) -> Ledger {
     let mut builder = Builder {
         rules,
+        messages,
         ledger: Ledger::default(),
         file_index: HashMap::new(),
         command_index: HashMap::new(),
         shown_index: HashMap::new(),
         pending: HashMap::new(),
         last_text_command: None,
+        carried_first: None,
+        carried_last: None,
     };
     for &i in indices {
         if let Some(message) = messages.get(i) {
             builder.message(i, message);
         }
     }
-    let mut ledger = builder.ledger;
+    let mut ledger = std::mem::take(&mut builder.ledger);
     let excess = ledger.identifiers.len().saturating_sub(rules.max_identifiers);
     ledger.identifiers.drain(..excess);
+    if rules.handles {
+        name_handles(&mut ledger, messages);
+        let originals = |seq: &usize| {
+            messages
+                .get(*seq)
+                .filter(|m| !m.text().starts_with(SUMMARY_HEADER))
+                .map(|m| handle_of(*seq, m))
+        };
+        let first = builder.carried_first.or_else(|| indices.iter().find_map(originals));
+        let last = indices.iter().rev().find_map(originals).or(builder.carried_last);
+        ledger.originals = first.zip(last);
+    }
     ledger
+}
+
+/// `fact` is resolved at `seq`; with handles, it keeps naming the message that showed it
+/// (the error's text is there, not in the run that fixed it).
+fn resolve(fact: &mut ErrorFact, seq: usize, messages: &[Message], handles: bool) {
+    if handles && fact.handle.is_none() {
+        fact.handle = messages.get(fact.last_seen).map(|m| handle_of(fact.last_seen, m));
+    }
+    fact.open = false;
+    fact.last_seen = seq;
+}
+
+/// Gives every fact without a handle (one this pass saw, not one carried from an earlier
+/// summary and untouched since) the handle of the message it was last seen in.
+fn name_handles(ledger: &mut Ledger, messages: &[Message]) {
+    let handle = |seq: usize| messages.get(seq).map(|m| handle_of(seq, m));
+    for fact in &mut ledger.files {
+        fact.handle = fact.handle.take().or_else(|| handle(fact.last_seen));
+    }
+    for fact in &mut ledger.commands {
+        fact.handle = fact.handle.take().or_else(|| handle(fact.last_seen));
+    }
+    for fact in &mut ledger.errors {
+        fact.handle = fact.handle.take().or_else(|| handle(fact.last_seen));
+    }
 }
 
 struct Builder<'a> {
     rules: &'a LedgerRules,
+    messages: &'a [Message],
     ledger: Ledger,
     file_index: HashMap<String, usize>,
     command_index: HashMap<String, usize>,
@@ -120,6 +163,9 @@ struct Builder<'a> {
     pending: HashMap<String, Option<String>>,
     /// The last command of a text-format (mini-swe-agent) turn, awaiting its observation.
     last_text_command: Option<String>,
+    /// The range of originals an earlier summary named (its first and last handle).
+    carried_first: Option<String>,
+    carried_last: Option<String>,
 }
 
 fn is_observation(text: &str) -> bool {
@@ -139,8 +185,11 @@ impl Builder<'_> {
     fn message(&mut self, seq: usize, message: &Message) {
         let text = message.text();
         if text.starts_with(SUMMARY_HEADER) {
-            // An earlier summary: its facts are carried by its own text, which the new
-            // summary folds in; it is not a user request.
+            // An earlier summary: not a user request. Its ledger's facts are carried
+            // forward, dated at its position (see [`super::carry`]).
+            if let Some(prior) = parse_rendered(&text) {
+                self.carry(seq, prior);
+            }
             return;
         }
         match message.role {
@@ -160,6 +209,67 @@ impl Builder<'_> {
                 self.result(seq, command, &text);
             }
             _ => {}
+        }
+    }
+
+    /// Folds the facts of an earlier summary's ledger in, as seen at `seq`: what a later
+    /// message does to them (a re-run, an edit, a fix) then supersedes or resolves them
+    /// by the ordinary rules.
+    fn carry(&mut self, seq: usize, prior: Ledger) {
+        if let Some((first, last)) = prior.originals {
+            self.carried_first.get_or_insert(first);
+            self.carried_last = Some(last);
+        }
+        if let Some(previous) = self.ledger.last_user.take() {
+            self.ledger
+                .earlier_users
+                .push(one_line(&previous, self.rules.earlier_user_chars));
+        }
+        self.ledger.earlier_users.extend(prior.earlier_users);
+        if prior.last_user.is_some() {
+            self.ledger.last_user = prior.last_user;
+        }
+        for fact in prior.files {
+            for op in &fact.operations {
+                self.file(seq, &fact.path, op);
+            }
+            if let Some(&i) = self.file_index.get(&fact.path) {
+                self.ledger.files[i].handle = fact.handle;
+            }
+        }
+        for fact in prior.commands {
+            let i = match self.shown_index.get(&fact.command) {
+                Some(&i) => {
+                    let known = &mut self.ledger.commands[i];
+                    known.runs += fact.runs;
+                    known.exit = fact.exit;
+                    i
+                }
+                None => {
+                    self.shown_index
+                        .insert(fact.command.clone(), self.ledger.commands.len());
+                    self.ledger.commands.push(CommandFact {
+                        command: fact.command.clone(),
+                        ..fact.clone()
+                    });
+                    self.ledger.commands.len() - 1
+                }
+            };
+            self.ledger.commands[i].last_seen = seq;
+            self.ledger.commands[i].handle = fact.handle;
+        }
+        for fact in prior.errors {
+            match self.ledger.errors.iter_mut().find(|e| e.text == fact.text) {
+                Some(known) => {
+                    known.open = fact.open;
+                    known.last_seen = seq;
+                    known.handle = fact.handle;
+                }
+                None => self.ledger.errors.push(ErrorFact { last_seen: seq, ..fact }),
+            }
+        }
+        for id in prior.identifiers {
+            self.identifier(id);
         }
     }
 
@@ -256,12 +366,14 @@ impl Builder<'_> {
                 fact.open = true;
                 fact.last_seen = seq;
                 fact.command = command;
+                fact.handle = None;
             }
             None => self.ledger.errors.push(ErrorFact {
                 text,
                 open: true,
                 command,
                 last_seen: seq,
+                handle: None,
             }),
         }
     }
@@ -341,6 +453,7 @@ impl Builder<'_> {
                 fact.runs += 1;
                 fact.last_seen = seq;
                 fact.exit = None;
+                fact.handle = None;
             }
             None => {
                 let i = self.ledger.commands.len();
@@ -351,6 +464,7 @@ impl Builder<'_> {
                     exit: None,
                     runs: 1,
                     last_seen: seq,
+                    handle: None,
                 });
             }
         }
@@ -367,6 +481,7 @@ impl Builder<'_> {
                     fact.operations.push(op.to_owned());
                 }
                 fact.last_seen = seq;
+                fact.handle = None;
             }
             None => {
                 self.file_index.insert(path.to_owned(), self.ledger.files.len());
@@ -374,6 +489,7 @@ impl Builder<'_> {
                     path: path.to_owned(),
                     operations: vec![op.to_owned()],
                     last_seen: seq,
+                    handle: None,
                 });
             }
         }
@@ -392,8 +508,7 @@ impl Builder<'_> {
             if let Some(command) = &command {
                 for fact in self.ledger.errors.iter_mut() {
                     if fact.open && fact.command.as_deref() == Some(command) && !errors.contains(&fact.text) {
-                        fact.open = false;
-                        fact.last_seen = seq;
+                        resolve(fact, seq, self.messages, self.rules.handles);
                     }
                 }
             }
@@ -403,8 +518,7 @@ impl Builder<'_> {
             if let Some(test) = scan::passed_test(line.trim()) {
                 for fact in self.ledger.errors.iter_mut() {
                     if fact.open && scan::test_of(&fact.text) == Some(test) {
-                        fact.open = false;
-                        fact.last_seen = seq;
+                        resolve(fact, seq, self.messages, self.rules.handles);
                     }
                 }
             }
@@ -422,8 +536,7 @@ impl Builder<'_> {
                 };
                 let file = test.split("::").next().unwrap_or(test);
                 if whole_suite || command.contains(file) || text.contains(file) {
-                    fact.open = false;
-                    fact.last_seen = seq;
+                    resolve(fact, seq, self.messages, self.rules.handles);
                 }
             }
         }

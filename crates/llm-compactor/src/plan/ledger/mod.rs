@@ -14,6 +14,7 @@
 //! [`render`] writes fixed sections under a size cap, cutting the oldest facts first.
 //! Both are pure.
 
+mod carry;
 mod command;
 mod extract;
 mod hosted;
@@ -22,6 +23,7 @@ pub(crate) mod scan;
 
 use serde::{Deserialize, Serialize};
 
+pub use carry::{ImportanceTier, changes_something, parse_rendered};
 pub use extract::extract;
 pub use render::{LEDGER_HEADING, history_fits, render};
 
@@ -34,6 +36,10 @@ pub struct FileFact {
     pub operations: Vec<String>,
     /// Order of the last message that named it (for newest-first cutting).
     pub last_seen: usize,
+    /// The handle of the message this fact comes from (its last run, read, edit or
+    /// showing), when the ledger names handles (see [`LedgerRules::handles`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub handle: Option<String>,
 }
 
 /// One command that ran.
@@ -48,6 +54,10 @@ pub struct CommandFact {
     pub runs: usize,
     /// Order of its last run.
     pub last_seen: usize,
+    /// The handle of the message this fact comes from (its last run, read, edit or
+    /// showing), when the ledger names handles (see [`LedgerRules::handles`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub handle: Option<String>,
 }
 
 /// One error or failing test seen in a result.
@@ -61,6 +71,10 @@ pub struct ErrorFact {
     pub command: Option<String>,
     /// Order of the message that last showed it.
     pub last_seen: usize,
+    /// The handle of the message this fact comes from (its last run, read, edit or
+    /// showing), when the ledger names handles (see [`LedgerRules::handles`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub handle: Option<String>,
 }
 
 /// Everything [`extract`] found.
@@ -79,6 +93,12 @@ pub struct Ledger {
     /// Identifiers the agent named in its own turns (functions, classes, URLs), oldest
     /// first, bounded.
     pub identifiers: Vec<String>,
+    /// The handles of the first and the last message ever replaced (this pass's and, carried
+    /// forward, every earlier pass's), when the ledger names handles: the range
+    /// `#first..#last` expands to every one of them, so that what the cap cut is still
+    /// named.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub originals: Option<(String, String)>,
 }
 
 impl Ledger {
@@ -112,6 +132,11 @@ pub struct LedgerRules {
     pub error_chars: usize,
     /// At most this many identifiers (the newest). Default 40.
     pub max_identifiers: usize,
+    /// Name, on each fact's line, the handle of the message it comes from (see
+    /// [`crate::plan::handle_of`]), so that the original can be expanded. Default off:
+    /// the ledger's text is then exactly what it was before handles existed.
+    #[serde(default)]
+    pub handles: bool,
 }
 
 impl Default for LedgerRules {
@@ -122,6 +147,7 @@ impl Default for LedgerRules {
             command_chars: 100,
             error_chars: 200,
             max_identifiers: 40,
+            handles: false,
         }
     }
 }

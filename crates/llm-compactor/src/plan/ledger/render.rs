@@ -20,6 +20,7 @@
 //! longer form, which contains the shorter), operations merged; a command is its head
 //! with `✓` (exit 0) or `✗ N` (exit N) and `×N` when it ran N times.
 
+use super::carry::{ImportanceTier, changes_something};
 use super::scan::first_line;
 use super::{CommandFact, ErrorFact, FileFact, Ledger};
 
@@ -31,17 +32,58 @@ const FROM_CHARS: usize = 60;
 /// Chars reserved with a section's title for its `(N older omitted)` line.
 const OMITTED_RESERVE: usize = 28;
 
+/// The sections' titles (the commands' title is its start: its legend varies), in
+/// order: what [`super::carry::parse_rendered`] splits a rendered ledger at.
+pub(super) const TITLES: [&str; 7] = [
+    "Last user request (verbatim)",
+    "Open errors and failing tests",
+    "Files touched",
+    "Commands run",
+    "Resolved errors",
+    "Earlier user messages",
+    "Identifiers named",
+];
+
+/// One line of a section: its text, the order of its last message, its tier.
+struct Line {
+    text: String,
+    seq: usize,
+    tier: ImportanceTier,
+}
+
 struct Section {
     title: &'static str,
-    /// (line, order of its last message), oldest first.
-    lines: Vec<(String, usize)>,
-    /// How many of the newest lines are kept.
+    /// Oldest first.
+    lines: Vec<Line>,
+    /// Which lines are kept.
+    keep: Vec<bool>,
+    /// How many are kept.
     kept: usize,
 }
 
 impl Section {
     fn new(title: &'static str, lines: Vec<(String, usize)>) -> Self {
-        Section { title, lines, kept: 0 }
+        Self::tiered(
+            title,
+            lines
+                .into_iter()
+                .map(|(text, seq)| Line {
+                    text,
+                    seq,
+                    tier: ImportanceTier::Artifact,
+                })
+                .collect(),
+        )
+    }
+
+    fn tiered(title: &'static str, lines: Vec<Line>) -> Self {
+        let keep = vec![false; lines.len()];
+        Section {
+            title,
+            lines,
+            keep,
+            kept: 0,
+        }
     }
 
     /// Chars of the title line (and the reserve for the omitted note when the section
@@ -51,9 +93,21 @@ impl Section {
         self.title.chars().count() + 5 + reserve
     }
 
-    /// Chars of the `k`-th newest line.
-    fn line_cost(&self, k: usize) -> usize {
-        self.lines[self.lines.len() - 1 - k].0.chars().count() + 3
+    /// Chars of line `i`.
+    fn cost(&self, i: usize) -> usize {
+        self.lines[i].text.chars().count() + 3
+    }
+
+    fn take(&mut self, i: usize) {
+        if !self.keep[i] {
+            self.keep[i] = true;
+            self.kept += 1;
+        }
+    }
+
+    /// The newest line not kept yet.
+    fn newest_left(&self) -> Option<usize> {
+        (0..self.lines.len()).rev().find(|&i| !self.keep[i])
     }
 
     /// Keeps the newest lines while they fit in `room` (title included); returns the
@@ -63,13 +117,13 @@ impl Section {
             return 0;
         }
         let mut spent = self.title_cost();
-        while self.kept < self.lines.len() {
-            let c = self.line_cost(self.kept);
+        while let Some(i) = self.newest_left() {
+            let c = self.cost(i);
             if spent + c > room {
                 break;
             }
             spent += c;
-            self.kept += 1;
+            self.take(i);
         }
         if self.kept == 0 { 0 } else { spent }
     }
@@ -91,17 +145,26 @@ pub fn render(ledger: &Ledger, max_chars: usize) -> String {
         return String::new();
     };
     let mut out = String::from(LEDGER_HEADING);
+    out.push_str(&originals_line(ledger));
     for section in s.iter().filter(|s| s.kept > 0) {
         let omitted = section.lines.len() - section.kept;
         out.push_str("\n### ");
         out.push_str(section.title);
-        for (line, _) in &section.lines[omitted..] {
+        for (line, _) in section.lines.iter().zip(&section.keep).filter(|(_, keep)| **keep) {
             out.push_str("\n- ");
-            out.push_str(line);
+            out.push_str(&line.text);
         }
         if omitted > 0 {
-            // Its room was reserved with the title.
-            out.push_str(&format!("\n- ({omitted} older omitted)"));
+            // Its room was reserved with the title. "older" when every omitted line is
+            // older than every kept one (the one cut in time), else the tier cut them.
+            let first_kept = section.keep.iter().position(|k| *k).unwrap_or(0);
+            let older = section.keep[first_kept..].iter().all(|k| *k);
+            let note = if older {
+                "older omitted"
+            } else {
+                "omitted, read-only first"
+            };
+            out.push_str(&format!("\n- ({omitted} {note})"));
         }
     }
     out
@@ -114,7 +177,7 @@ pub fn render(ledger: &Ledger, max_chars: usize) -> String {
 ///
 /// ```
 /// use llm_compactor::plan::ledger::{history_fits, CommandFact, Ledger};
-/// let command = CommandFact { command: "pytest".into(), exit: Some(0), runs: 1, last_seen: 0 };
+/// let command = CommandFact { command: "pytest".into(), exit: Some(0), runs: 1, last_seen: 0, handle: None };
 /// let ledger = Ledger { commands: vec![command; 40], ..Ledger::default() };
 /// assert!(history_fits(&ledger, 100_000));
 /// assert!(!history_fits(&ledger, 300));
@@ -128,30 +191,30 @@ pub fn history_fits(ledger: &Ledger, max_chars: usize) -> bool {
 
 /// The sections with how many lines of each are kept; `None` when nothing is.
 fn plan(ledger: &Ledger, max_chars: usize) -> Option<[Section; 7]> {
-    let heading = LEDGER_HEADING.chars().count() + 1;
+    let heading = LEDGER_HEADING.chars().count() + originals_line(ledger).chars().count() + 1;
     if ledger.is_empty() || max_chars <= heading {
         return None;
     }
     let budget = max_chars - heading;
     let mut s = sections(ledger, budget);
-    let [request, open, files, commands, resolved, earlier, identifiers] = &mut s;
+    let [request, open, _, _, _, earlier, identifiers] = &mut s;
     // The state, each part bounded.
     let mut used = request.fill(budget / 4);
     used += open.fill((budget / 4).min(budget - used));
     used += earlier.fill((budget / 16).min(budget - used));
     used += identifiers.fill((budget / 16).min(budget - used));
-    // The history: newest first across files, commands and resolved errors, one cut.
-    let mut history = [files, commands, resolved];
-    loop {
-        let next = history
-            .iter()
-            .enumerate()
-            .filter(|(_, sec)| sec.kept < sec.lines.len())
-            .max_by_key(|(k, sec)| (sec.lines[sec.lines.len() - 1 - sec.kept].1, std::cmp::Reverse(*k)))
-            .map(|(k, _)| k);
-        let Some(k) = next else { break };
-        let sec = &mut history[k];
-        let mut cost = sec.line_cost(sec.kept);
+    // The history: by tier (the artifact trail before what can be re-read), within a
+    // tier newest first across files, commands and resolved errors: one cut.
+    let mut order: Vec<(ImportanceTier, usize, std::cmp::Reverse<usize>, usize)> = Vec::new();
+    for (k, section) in s.iter().enumerate().take(5).skip(2) {
+        for (i, line) in section.lines.iter().enumerate() {
+            order.push((line.tier, line.seq, std::cmp::Reverse(k), i));
+        }
+    }
+    order.sort_unstable_by(|a, b| b.cmp(a));
+    for (_, _, std::cmp::Reverse(k), i) in order {
+        let sec = &mut s[k];
+        let mut cost = sec.cost(i);
         if sec.kept == 0 {
             cost += sec.title_cost();
         }
@@ -159,7 +222,7 @@ fn plan(ledger: &Ledger, max_chars: usize) -> Option<[Section; 7]> {
             break;
         }
         used += cost;
-        sec.kept += 1;
+        sec.take(i);
     }
     // What the history left: to the open errors, earlier requests and identifiers
     // their shares cut.
@@ -169,9 +232,12 @@ fn plan(ledger: &Ledger, max_chars: usize) -> Option<[Section; 7]> {
             used += sec.fill(budget - used);
             continue;
         }
-        while sec.kept < sec.lines.len() && used + sec.line_cost(sec.kept) <= budget {
-            used += sec.line_cost(sec.kept);
-            sec.kept += 1;
+        while let Some(i) = sec.newest_left() {
+            if used + sec.cost(i) > budget {
+                break;
+            }
+            used += sec.cost(i);
+            sec.take(i);
         }
     }
     s.iter().any(|sec| sec.kept > 0).then_some(s)
@@ -187,6 +253,27 @@ fn head(text: &str, cap: usize) -> String {
     out
 }
 
+/// The start of the line that names the range of every replaced message.
+pub(super) const ORIGINALS: &str = "Originals (every replaced message, verbatim, by the expand tool): ";
+
+/// `\n` and the originals' line, when the ledger names them; else empty.
+fn originals_line(ledger: &Ledger) -> String {
+    match &ledger.originals {
+        Some((first, last)) => format!("\n{ORIGINALS}{first}..{last}"),
+        None => String::new(),
+    }
+}
+
+/// `line` with ` [#handle]` when the fact names the message it comes from.
+fn with_handle(mut line: String, handle: &Option<String>) -> String {
+    if let Some(handle) = handle {
+        line.push_str(" [");
+        line.push_str(handle);
+        line.push(']');
+    }
+    line
+}
+
 fn error_line(e: &ErrorFact) -> (String, usize) {
     let line = match (&e.command, e.open) {
         (Some(c), true) => {
@@ -194,7 +281,7 @@ fn error_line(e: &ErrorFact) -> (String, usize) {
         }
         _ => e.text.clone(),
     };
-    (line, e.last_seen)
+    (with_handle(line, &e.handle), e.last_seen)
 }
 
 /// The commands' heading, its legend naming only the marks its lines carry: a
@@ -221,7 +308,7 @@ fn command_line(c: &CommandFact) -> (String, usize) {
     if c.runs > 1 {
         line.push_str(&format!(" ×{}", c.runs));
     }
-    (line, c.last_seen)
+    (with_handle(line, &c.handle), c.last_seen)
 }
 
 /// The files with every path that is the tail of exactly one longer path
@@ -247,7 +334,11 @@ pub(crate) fn merged_files(files: &[FileFact]) -> Vec<FileFact> {
         if let [target] = longer[..] {
             gone[short] = true;
             let (ops, seen) = (out[short].operations.clone(), out[short].last_seen);
+            let handle = out[short].handle.clone();
             let fact = &mut out[target];
+            if seen > fact.last_seen || fact.handle.is_none() {
+                fact.handle = handle.or(fact.handle.take());
+            }
             for op in ops {
                 if !fact.operations.contains(&op) {
                     fact.operations.push(op);
@@ -280,18 +371,52 @@ fn sections(ledger: &Ledger, budget: usize) -> [Section; 7] {
             ledger.last_user.iter().map(|u| (head(u, request_cap), 0)).collect(),
         ),
         Section::new("Open errors and failing tests", errors(true)),
-        Section::new(
+        Section::tiered(
             "Files touched",
             merged_files(&ledger.files)
                 .iter()
-                .map(|f| (format!("{} ({})", f.path, f.operations.join(", ")), f.last_seen))
+                .map(|f| {
+                    let line = format!("{} ({})", f.path, f.operations.join(", "));
+                    // A file a listing only named was not touched.
+                    let tier = if f.operations.iter().all(|op| op == "listed") {
+                        ImportanceTier::Reread
+                    } else {
+                        ImportanceTier::Artifact
+                    };
+                    Line {
+                        text: with_handle(line, &f.handle),
+                        seq: f.last_seen,
+                        tier,
+                    }
+                })
                 .collect(),
         ),
-        Section::new(
+        Section::tiered(
             commands_title(&commands),
-            commands.into_iter().map(command_line).collect(),
+            commands
+                .into_iter()
+                .map(|c| {
+                    let (text, seq) = command_line(c);
+                    let tier = if changes_something(&c.command) {
+                        ImportanceTier::Artifact
+                    } else {
+                        ImportanceTier::Reread
+                    };
+                    Line { text, seq, tier }
+                })
+                .collect(),
         ),
-        Section::new("Resolved errors", errors(false)),
+        Section::tiered(
+            "Resolved errors",
+            errors(false)
+                .into_iter()
+                .map(|(text, seq)| Line {
+                    text,
+                    seq,
+                    tier: ImportanceTier::Reread,
+                })
+                .collect(),
+        ),
         Section::new("Earlier user messages", ordered(&ledger.earlier_users)),
         Section::new("Identifiers named", ordered(&ledger.identifiers)),
     ]
@@ -309,6 +434,7 @@ mod tests {
             exit,
             runs,
             last_seen: 0,
+            handle: None,
         };
         for (facts, title) in [
             (vec![command(None, 1)], "Commands run (newest last)"),
@@ -334,6 +460,7 @@ mod tests {
                     path: format!("src/file_{i}.py"),
                     operations: vec!["read".into()],
                     last_seen: 2 * i,
+                    handle: None,
                 })
                 .collect(),
             commands: (0..50)
@@ -342,6 +469,7 @@ mod tests {
                     exit: Some(0),
                     runs: 1,
                     last_seen: 2 * i + 1,
+                    handle: None,
                 })
                 .collect(),
             ..Ledger::default()
@@ -358,23 +486,44 @@ mod tests {
         let text = render(&ledger, 1000);
         assert!(text.contains("src/file_49.py"));
         assert!(!text.contains("src/file_0.py"));
-        assert!(text.contains("pytest tests/test_49.py"));
         assert!(text.contains("fix it"));
         assert!(text.contains("older omitted"));
+        let text = render(&ledger, 2600);
+        assert!(text.contains("src/file_0.py"), "{text}");
+        assert!(text.contains("pytest tests/test_49.py"), "{text}");
     }
 
+    /// Within a tier the history is cut at one point in time; across tiers, a file
+    /// touched (or a command that changed something) outlives a command that only read.
     #[test]
-    fn the_history_is_cut_at_one_point_in_time() {
-        let text = render(&big(), 1500);
-        // The oldest file kept is no older than the oldest command kept, give or take
-        // one step of the shared clock.
-        let oldest = |prefix: &str| {
-            (0..50usize)
-                .find(|i| text.contains(&format!("{prefix}{i}.py")))
-                .unwrap()
-        };
-        let (f, c) = (oldest("src/file_"), oldest("tests/test_"));
-        assert!(f.abs_diff(c) <= 1, "files from {f}, commands from {c}:\n{text}");
+    fn the_history_is_cut_by_tier_then_at_one_point_in_time() {
+        let mut ledger = big();
+        ledger.commands.extend((0..50).map(|i| CommandFact {
+            command: format!("sed -i 's/a/b/' src/edit_{i}.py"),
+            exit: Some(0),
+            runs: 1,
+            last_seen: 2 * i,
+            handle: None,
+        }));
+        let text = render(&ledger, 2500);
+        let oldest = |prefix: &str| (0..50usize).find(|i| text.contains(&format!("{prefix}{i}.py")));
+        let (f, e) = (oldest("src/file_").unwrap(), oldest("src/edit_").unwrap());
+        assert!(f.abs_diff(e) <= 1, "files from {f}, edits from {e}:\n{text}");
+        assert_eq!(oldest("tests/test_"), None, "{text}");
+        // With room for every file and edit, the newest reads come back.
+        let text = render(&ledger, 6000);
+        assert!(
+            text.contains("src/file_0.py") && text.contains("src/edit_0.py"),
+            "{text}"
+        );
+        assert!(text.contains("pytest tests/test_49.py"), "{text}");
+        // Room for all but the oldest reads: they go, and the note says which kind.
+        let full = render(&ledger, 100_000).chars().count();
+        let text = render(&ledger, full - 30);
+        assert!(
+            text.contains("src/file_0.py") && !text.contains("tests/test_0.py"),
+            "{text}"
+        );
     }
 
     #[test]
@@ -395,26 +544,31 @@ mod tests {
                 path: "src/x.py".into(),
                 operations: vec!["read".into()],
                 last_seen: 1,
+                handle: None,
             },
             FileFact {
                 path: "/testbed/src/x.py".into(),
                 operations: vec!["edit".into()],
                 last_seen: 0,
+                handle: None,
             },
             FileFact {
                 path: "setup.py".into(),
                 operations: vec!["run".into()],
                 last_seen: 2,
+                handle: None,
             },
             FileFact {
                 path: "/a/setup.py".into(),
                 operations: vec!["read".into()],
                 last_seen: 3,
+                handle: None,
             },
             FileFact {
                 path: "/b/setup.py".into(),
                 operations: vec!["read".into()],
                 last_seen: 4,
+                handle: None,
             },
         ];
         let mut files = files;
@@ -422,11 +576,13 @@ mod tests {
             path: "./lib/y.py".into(),
             operations: vec!["run".into()],
             last_seen: 5,
+            handle: None,
         });
         files.push(FileFact {
             path: "/testbed/lib/y.py".into(),
             operations: vec!["read".into()],
             last_seen: 6,
+            handle: None,
         });
         let merged = merged_files(&files);
         let paths: Vec<&str> = merged.iter().map(|f| f.path.as_str()).collect();
@@ -456,6 +612,7 @@ mod tests {
                     open: true,
                     command: None,
                     last_seen: i,
+                    handle: None,
                 })
                 .collect(),
             commands: big().commands[..2].to_vec(),
