@@ -28,6 +28,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 mod output;
+mod policy;
 
 use llm_compactor::Message;
 use llm_compactor::compactor::CompactorConfig;
@@ -40,6 +41,7 @@ use llm_compactor::simulate::{
     DEFAULT_MAX_OUTPUT, Env, Pricing, ReplayLimits, SimError, Step, Strategy, StrategyKind, Tokens, replay_with,
 };
 use output::{report, write_csv, write_svg};
+use policy::{Quiet, policy_report};
 
 /// One point of the grid: the settings of `ours` that the sweep varies.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -132,6 +134,9 @@ struct Bill {
     peak: u64,
     input: u64,
     cached: u64,
+    /// Tokens the agent's requests carried, summed over the requests: against `none`'s,
+    /// the share of the context a strategy dropped (elided or summarized away).
+    context: u64,
 }
 
 impl Bill {
@@ -144,6 +149,7 @@ impl Bill {
         self.peak = self.peak.max(o.peak);
         self.input += o.input;
         self.cached += o.cached;
+        self.context += o.context;
     }
 
     fn cost(&self, pricing: &Pricing, summarizer_price: f64) -> f64 {
@@ -220,6 +226,7 @@ fn bill(
         b.agent.cache_read += r.cached_tokens;
         b.agent.cache_write += r.input_tokens - r.cached_tokens;
         b.agent.output += r.output_tokens;
+        b.context += r.input_tokens;
     }
     Ok(b)
 }
@@ -274,7 +281,7 @@ const SETTINGS: [(Pricing, f64); 4] = [
 ];
 
 /// The peers (and named `ours` variants) every grid point is compared with.
-const PEERS: [StrategyKind; 12] = StrategyKind::ALL;
+const PEERS: [StrategyKind; 14] = StrategyKind::ALL;
 
 fn arg(args: &[String], name: &str) -> Option<String> {
     args.iter()
@@ -351,6 +358,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     // and `ours` for the exactness check.
     let mut results: BTreeMap<(String, usize), BTreeMap<String, Bill>> = BTreeMap::new();
     let mut exact: Vec<String> = Vec::new();
+    let mut quiet_runs: BTreeMap<(String, usize), Quiet> = BTreeMap::new();
     let started = std::time::Instant::now();
     for family in &families {
         for &window in &windows {
@@ -380,6 +388,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 let trigger = CompactorConfig::builder(window).build()?.trigger() as u64;
                 if per["none"].peak <= trigger {
                     quiet += 1;
+                    quiet_runs
+                        .entry((family.name.to_owned(), window))
+                        .or_default()
+                        .add(name, &per);
                     for variant in ["ours", "ours-aging"] {
                         if per.get(variant).is_some_and(|b| *b != per["none"]) {
                             quiet_diff.push(format!("{variant} on {name}"));
@@ -418,6 +430,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             &windows,
         )?;
     }
+    let tables = policy_report(&results, &quiet_runs, &peers);
+    std::fs::write(out.join("policy.md"), &tables)?;
     println!("{md}");
     Ok(())
 }
