@@ -118,7 +118,12 @@ fn economy_masks_old_observations_below_the_trigger_in_gated_batches() {
     // In batches: far fewer cache breaks than requests, and each a net saving.
     let breaks = e.requests.iter().filter(|r| r.elision).count() as u64;
     assert_eq!(breaks, e.totals.elision_epochs);
-    assert!(e.totals.elision_epochs * 5 < e.totals.requests);
+    assert!(
+        e.totals.elision_epochs * 2 < e.totals.requests,
+        "{} epochs over {} requests",
+        e.totals.elision_epochs,
+        e.totals.requests
+    );
     assert!(
         e.totals.cost < none.totals.cost,
         "{} vs {}",
@@ -129,22 +134,29 @@ fn economy_masks_old_observations_below_the_trigger_in_gated_batches() {
 }
 
 #[test]
-fn economy_is_gated_a_young_run_is_not_masked() {
-    // The same observations, but the run ends early: the epoch would not pay.
+fn economy_is_gated_a_mask_that_does_not_pay_waits() {
+    // A young run whose old observation sits near the top of the cache: masking it now
+    // rewrites nearly the whole conversation for a run that may end in a request or two.
     let window = 128_000;
-    let t = run(0, 0, 12, 1_800);
-    let e = bill(
-        &t,
-        Some(
-            CompactorConfig::builder(window)
-                .policy(Policy::Economy)
-                .build()
-                .unwrap(),
-        ),
-        window,
-    );
-    let none = bill(&t, None, window);
-    assert!(e.totals.cost <= none.totals.cost * 1.001);
+    let mut t = run(1, 4_000, 3, 6_000);
+    t.pop();
+    let economy = CompactorConfig::builder(window).policy(Policy::Economy).build().unwrap();
+    let compactor = llm_compactor::Compactor::new(economy, Arc::new(HeuristicCounter));
+    let tokens = HeuristicCounter.count_messages(&t);
+    let (decision, receipt) = compactor.epoch_decision(&t, tokens).expect("an epoch is due");
+    assert_eq!(decision, llm_compactor::plan::EpochDecision::DoesNotPay, "{receipt:?}");
+    assert!(receipt.tokens_shed > 0 && receipt.sheds_but_costs());
+    assert!(!compactor.needs_compaction(&t));
+    // Ungated (the seed's rule), the same mask would run.
+    let ungated = CompactorConfig::builder(window)
+        .policy(Policy::Economy)
+        .cost_policy(CostPolicy {
+            gate_epochs: false,
+            ..Policy::Economy.cost_policy()
+        })
+        .build()
+        .unwrap();
+    assert!(llm_compactor::Compactor::new(ungated, Arc::new(HeuristicCounter)).needs_compaction(&t));
 }
 
 #[test]

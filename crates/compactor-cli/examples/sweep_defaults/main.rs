@@ -53,6 +53,8 @@ struct Point {
     keep: usize,
     /// The cost policy's `expected_remaining_rounds` (the epoch gate's horizon cap).
     horizon: u32,
+    /// `age_min_chars` (aging's size floor).
+    min_chars: usize,
 }
 
 impl Point {
@@ -68,6 +70,10 @@ impl Point {
             String::new()
         } else {
             format!(" horizon {}", self.horizon)
+        } + &if self.min_chars == llm_compactor::compactor::DEFAULT_AGE_MIN_CHARS {
+            String::new()
+        } else {
+            format!(" min {}", self.min_chars)
         }
     }
 
@@ -77,6 +83,7 @@ impl Point {
             .target_ratio(self.target)
             .age_observations(self.aging)
             .keep_recent(self.keep)
+            .age_min_chars(self.min_chars)
             .cost_policy(CostPolicy {
                 epoch_ratio: Some(self.epoch),
                 expected_remaining_rounds: self.horizon,
@@ -89,7 +96,14 @@ impl Point {
 
 /// The grid: every combination, with the epoch and the gate's horizon varied only when
 /// aging is on (they mean nothing without aging).
-fn grid(triggers: &[f64], targets: &[f64], epochs: &[f64], keeps: &[usize], horizons: &[u32]) -> Vec<Point> {
+fn grid(
+    triggers: &[f64],
+    targets: &[f64],
+    epochs: &[f64],
+    keeps: &[usize],
+    horizons: &[u32],
+    min_chars: &[usize],
+) -> Vec<Point> {
     let mut points = Vec::new();
     for &trigger in triggers {
         for &target in targets {
@@ -104,17 +118,21 @@ fn grid(triggers: &[f64], targets: &[f64], epochs: &[f64], keeps: &[usize], hori
                     epoch: epochs[0],
                     keep,
                     horizon: horizons[0],
+                    min_chars: min_chars[0],
                 });
                 for &epoch in epochs {
                     for &horizon in horizons {
-                        points.push(Point {
-                            trigger,
-                            target,
-                            aging: true,
-                            epoch,
-                            keep,
-                            horizon,
-                        });
+                        for &min in min_chars {
+                            points.push(Point {
+                                trigger,
+                                target,
+                                aging: true,
+                                epoch,
+                                keep,
+                                horizon,
+                                min_chars: min,
+                            });
+                        }
                     }
                 }
             }
@@ -305,6 +323,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let keeps: Vec<usize> = list(&arg(&args, "--keeps").unwrap_or_else(|| "6,4,10".into()));
     let horizons: Vec<u32> =
         list(&arg(&args, "--horizons").unwrap_or_else(|| DEFAULT_EXPECTED_REMAINING_ROUNDS.to_string()));
+    let min_chars: Vec<usize> =
+        list(&arg(&args, "--min-chars").unwrap_or_else(|| llm_compactor::compactor::DEFAULT_AGE_MIN_CHARS.to_string()));
     let families_arg = arg(&args, "--families").unwrap_or_else(|| "mini-swe-agent,tau-bench".into());
     // The grid runs where something needs managing; elsewhere the peers and the named
     // `ours` variants only (tau-bench airline peaks near 10.5k tokens).
@@ -342,7 +362,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         return Ok(());
     }
     let points = if full {
-        grid(&triggers, &targets, &epochs, &keeps, &horizons)
+        grid(&triggers, &targets, &epochs, &keeps, &horizons, &min_chars)
     } else {
         Vec::new()
     };

@@ -273,3 +273,38 @@ impl CompactOpts {
 fn counter_named(name: &str) -> Result<Arc<dyn TokenCounter>, CliError> {
     counter_by_name(name).map_err(|e| CliError::Usage(e.to_string()))
 }
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+
+    #[derive(clap::Parser)]
+    struct Cli {
+        #[command(flatten)]
+        opts: CompactOpts,
+    }
+
+    fn config(args: &[&str]) -> Result<CompactorConfig, String> {
+        let cli =
+            Cli::try_parse_from(std::iter::once("compactor").chain(args.iter().copied())).map_err(|e| e.to_string())?;
+        cli.opts.config().map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn policy_selects_the_numbers_and_flags_override_them() {
+        let default = config(&["--budget", "100000"]).unwrap();
+        assert_eq!(default.policy, Policy::Default);
+        assert_eq!((default.trigger(), default.target()), (70_000, 40_000));
+        let explicit = config(&["--budget", "100000", "--policy", "default"]).unwrap();
+        assert_eq!(explicit, default);
+        let economy = config(&["--budget", "100000", "--policy", "economy"]).unwrap();
+        assert_eq!(economy.policy, Policy::Economy);
+        assert_eq!((economy.trigger(), economy.target()), (50_000, 20_000));
+        let tuned = config(&["--budget", "100000", "--policy", "economy", "--trigger-ratio", "0.6"]).unwrap();
+        assert_eq!((tuned.trigger(), tuned.target()), (60_000, 20_000));
+        let wrong = config(&["--policy", "cheap"]).unwrap_err();
+        assert!(wrong.contains("unknown policy \"cheap\""), "{wrong}");
+    }
+}

@@ -11,6 +11,9 @@ pub const DEFAULT_TRIGGER_RATIO: f64 = 0.7;
 /// The default [`CompactorConfig::target_ratio`] (0.4, the seed's).
 pub const DEFAULT_TARGET_RATIO: f64 = 0.4;
 
+/// The default [`CompactorConfig::keep_recent`] (6, the seed's).
+pub const DEFAULT_KEEP_RECENT: usize = 6;
+
 /// The default [`CompactorConfig::age_min_chars`] (2048, the seed's).
 pub const DEFAULT_AGE_MIN_CHARS: usize = 2048;
 
@@ -135,7 +138,7 @@ impl CompactorConfig {
                 context_budget,
                 trigger_ratio: DEFAULT_TRIGGER_RATIO,
                 target_ratio: DEFAULT_TARGET_RATIO,
-                keep_recent: 6,
+                keep_recent: DEFAULT_KEEP_RECENT,
                 tool_result_cap: 2000,
                 max_attempts: 3,
                 age_observations: true,
@@ -272,8 +275,8 @@ macro_rules! setter {
 }
 
 impl CompactorConfigBuilder {
-    /// Starts from a named [`Policy`]: its trigger and target ratios, its aging size
-    /// floor and its cost policy (aging on). Call it first: a setter called after it
+    /// Starts from a named [`Policy`]: its trigger and target ratios, its recent window,
+    /// its aging size floor and its cost policy (aging on). Call it first: a setter called after it
     /// overrides the policy's number.
     pub fn policy(mut self, policy: Policy) -> Self {
         let (trigger, target) = policy.ratios();
@@ -281,6 +284,7 @@ impl CompactorConfigBuilder {
         self.config.target_ratio = target;
         self.config.age_observations = true;
         self.config.age_min_chars = policy.age_min_chars();
+        self.config.keep_recent = policy.keep_recent();
         self.config.cost_policy = policy.cost_policy();
         self.config.policy = policy;
         self

@@ -33,8 +33,8 @@ pub use config::{
 pub use events::{CompactionEvent, Observer};
 pub use hooks::{CompactionHooks, NoHooks, RequestDecision, ResponseDecision};
 pub use policy::{
-    ECONOMY_EPOCH_RATIO, ECONOMY_EXPECTED_REMAINING_ROUNDS, ECONOMY_MIN_CHARS, ECONOMY_TARGET_RATIO,
-    ECONOMY_TRIGGER_RATIO, Policy, UnknownPolicy,
+    ECONOMY_EPOCH_RATIO, ECONOMY_EXPECTED_REMAINING_ROUNDS, ECONOMY_KEEP_RECENT, ECONOMY_MIN_CHARS,
+    ECONOMY_TARGET_RATIO, ECONOMY_TRIGGER_RATIO, Policy, UnknownPolicy,
 };
 pub use report::{NeedReason, PlanReport, TrimPreview};
 pub use result::{Attempt, AttemptKind, AttemptOutcome, CompactionResult, Elision};

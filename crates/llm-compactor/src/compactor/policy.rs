@@ -29,19 +29,25 @@ pub const ECONOMY_TRIGGER_RATIO: f64 = 0.5;
 /// Economy's target ratio: the cheapest target at that trigger in the sweep.
 pub const ECONOMY_TARGET_RATIO: f64 = 0.2;
 
-/// Economy's epoch as a share of the budget: smaller than the default's 0.096, so the
-/// mask moves in more, smaller batches (SWE-agent moves it every 10 observations), each
-/// of which rewrites only the tail of the cache.
-pub const ECONOMY_EPOCH_RATIO: f64 = 0.05;
+/// Economy's epoch as a share of the budget: 0.001 (the default's is 0.096), so the
+/// pool floor and the trailing grace are a few hundred chars and *when* to mask is left
+/// to the break-even gate alone: a batch is masked as soon as its saving over the run's
+/// expected life pays for the cache it rewrites. Measured on ../shared (issue 33's
+/// economy sweep, BENCHMARKS.md): cheaper than 0.05, 0.02, 0.01, 0.005 and 0.002 at every
+/// window and pricing, most at 128k.
+pub const ECONOMY_EPOCH_RATIO: f64 = 0.001;
 
-/// Economy's size floor for masking an old observation, in chars: every observation
-/// longer than a few lines is masked once it is old (SWE-agent masks all of them); the
-/// default's floor is 2,048.
-pub const ECONOMY_MIN_CHARS: usize = 512;
+/// Economy's size floor for masking an old observation, in chars: every observation but
+/// a line or two is masked once old (SWE-agent masks all of them); the default's floor
+/// is 2,048. 128 measured cheaper than 256, 512 and 2,048.
+pub const ECONOMY_MIN_CHARS: usize = 128;
 
-/// Economy's horizon cap in requests (the default's is 20): a longer horizon lets the
-/// gate count more of the reads a masked run saves.
-pub const ECONOMY_EXPECTED_REMAINING_ROUNDS: u32 = 40;
+/// Economy's horizon cap in requests: the default's 20 (40 measured dearer at 128k).
+pub const ECONOMY_EXPECTED_REMAINING_ROUNDS: u32 = crate::plan::policy::DEFAULT_EXPECTED_REMAINING_ROUNDS;
+
+/// Economy's recent window in messages: 4 (the default's 6), measured cheaper at every
+/// setting of the economy sweep.
+pub const ECONOMY_KEEP_RECENT: usize = 4;
 
 /// A named cost policy of the compactor.
 ///
@@ -87,6 +93,14 @@ impl Policy {
                 super::config::DEFAULT_TARGET_RATIO,
             ),
             Policy::Economy => (ECONOMY_TRIGGER_RATIO, ECONOMY_TARGET_RATIO),
+        }
+    }
+
+    /// The policy's recent window in messages.
+    pub fn keep_recent(self) -> usize {
+        match self {
+            Policy::Default => super::config::DEFAULT_KEEP_RECENT,
+            Policy::Economy => ECONOMY_KEEP_RECENT,
         }
     }
 
@@ -154,6 +168,7 @@ mod tests {
         let (d, e) = (Policy::Default, Policy::Economy);
         assert!(e.ratios().0 < d.ratios().0 && e.ratios().1 < d.ratios().1);
         assert!(e.age_min_chars() < d.age_min_chars());
+        assert!(e.keep_recent() < d.keep_recent());
         assert!(e.cost_policy().epoch_ratio < d.cost_policy().epoch_ratio);
         assert!(e.cost_policy().gate_epochs, "economy's epochs are gated too");
     }
