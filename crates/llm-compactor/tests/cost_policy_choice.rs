@@ -45,10 +45,10 @@ fn bill(trajectory: &[Message], config: Option<CompactorConfig>, window: usize) 
     .unwrap()
 }
 
-/// A run that never comes near a 128k window (peak ~40k tokens) with three fat reads
+/// A run that never comes near a 128k window (peak ~27k tokens) with two fat reads
 /// early: an epoch below the trigger is due a few requests before the run ends.
 fn short_run() -> Vec<Message> {
-    run(3, 50_000, 6, 1_500)
+    run(2, 50_000, 4, 1_500)
 }
 
 #[test]
@@ -140,7 +140,10 @@ fn economy_is_gated_a_mask_that_does_not_pay_waits() {
     let window = 128_000;
     let mut t = run(1, 4_000, 3, 6_000);
     t.pop();
-    let economy = CompactorConfig::builder(window).policy(Policy::Economy).build().unwrap();
+    let economy = CompactorConfig::builder(window)
+        .policy(Policy::Economy)
+        .build()
+        .unwrap();
     let compactor = llm_compactor::Compactor::new(economy, Arc::new(HeuristicCounter));
     let tokens = HeuristicCounter.count_messages(&t);
     let (decision, receipt) = compactor.epoch_decision(&t, tokens).expect("an epoch is due");
