@@ -7,9 +7,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use llm_compactor::Compactor;
 use llm_compactor::plan::Pricing;
 use llm_compactor::store::SessionStore;
+use llm_compactor::{Compactor, Policy};
 
 use crate::budgets::Budgets;
 use crate::client_key::{ClientKeySummarizer, same_origin};
@@ -105,6 +105,12 @@ impl ProxyConfig {
     /// budget is the fallback).
     pub fn compactor(&self) -> &Arc<Compactor> {
         self.budgets.base()
+    }
+
+    /// The cost policy the proxy compacts under: its compactor's (`--policy default|economy`
+    /// on `compactor proxy`; every per-model budget keeps it).
+    pub fn policy(&self) -> Policy {
+        self.budgets.base().config().policy
     }
 }
 

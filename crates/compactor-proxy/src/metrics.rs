@@ -15,6 +15,13 @@
 //! its summarizer calls (`summarizer_price x (input x uncached + output x output)`). The
 //! new messages of a request cost the same either way and are left out. An estimate,
 //! not a bill: the provider's cache can expire, and the counter is not its tokenizer.
+//!
+//! Tokens shed and money saved are separate series (issue 33): a pass can shed tokens
+//! and still cost more than it saves. `tokens_saved_total` and
+//! `prompt_tokens_removed_total` count tokens; `estimated_cost_saved` is the *net*
+//! billed saving (reads saved less what the passes cost), and
+//! `estimated_pass_cost` is what the passes cost on their own (cache rewrites and
+//! summarizer calls), so the gross saving is their sum.
 
 use std::fmt::Write;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
@@ -30,8 +37,11 @@ const BUCKETS: [f64; 10] = [0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1,
 pub struct Metrics {
     pricing: Pricing,
     tokens_removed: AtomicU64,
-    /// Estimated cost saved, in thousandths of a base-input-token unit.
+    /// Estimated net cost saved, in thousandths of a base-input-token unit.
     cost_saved_milli: AtomicI64,
+    /// Estimated cost of the passes alone (cache rewrites and summarizer calls), in
+    /// thousandths of a base-input-token unit.
+    pass_cost_milli: AtomicI64,
     requests_chat: AtomicU64,
     requests_responses: AtomicU64,
     requests_messages: AtomicU64,
@@ -92,7 +102,12 @@ impl Metrics {
         let summarizer = summarizer_price
             * (receipt.summarizer_input_tokens as f64 * p.uncached
                 + receipt.summarizer_output_tokens as f64 * p.output);
-        self.add_cost(-(rewrite + summarizer));
+        let cost = rewrite + summarizer;
+        self.add_cost(-cost);
+        if cost.is_finite() {
+            self.pass_cost_milli
+                .fetch_add((cost * 1000.0).round() as i64, Ordering::Relaxed);
+        }
     }
 
     fn add_cost(&self, units: f64) {
@@ -160,7 +175,7 @@ impl Metrics {
         );
         counter(
             "compactor_proxy_tokens_saved_total",
-            "Prompt tokens removed by compaction (before minus after, per pass).",
+            "Prompt tokens shed by compaction (before minus after, per pass): tokens, not money (see compactor_proxy_estimated_cost_saved).",
             &[("", get(&self.tokens_saved))],
         );
         counter(
@@ -201,9 +216,21 @@ impl Metrics {
         let name = "compactor_proxy_estimated_cost_saved";
         let _ = writeln!(
             out,
-            "# HELP {name} Estimated input cost saved, in base-input-token units of the pricing preset (1 = one uncached input token): rewritten requests' removed tokens at the cache-read price, less each pass's cache rewrite and summarizer calls.\n# TYPE {name} gauge"
+            "# HELP {name} Estimated net input cost saved, in base-input-token units of the pricing preset (1 = one uncached input token): rewritten requests' removed tokens at the cache-read price, less each pass's cache rewrite and summarizer calls (compactor_proxy_estimated_pass_cost). Negative when the passes cost more than they saved.\n# TYPE {name} gauge"
         );
         let milli = self.cost_saved_milli.load(Ordering::Relaxed);
+        let _ = writeln!(
+            out,
+            "{name}{{pricing=\"{}\"}} {:.3}",
+            self.pricing.name,
+            milli as f64 / 1000.0
+        );
+        let name = "compactor_proxy_estimated_pass_cost";
+        let _ = writeln!(
+            out,
+            "# HELP {name} Estimated cost of the compaction passes alone, in the same units: the cache they rewrote (cache write less cache read) and their summarizer calls.\n# TYPE {name} gauge"
+        );
+        let milli = self.pass_cost_milli.load(Ordering::Relaxed);
         let _ = writeln!(
             out,
             "{name}{{pricing=\"{}\"}} {:.3}",
@@ -224,5 +251,46 @@ impl Metrics {
         let _ = writeln!(out, "{name}_count {count}");
         self.wire.render(&mut out);
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use llm_compactor::plan::{CostPolicy, ReceiptInput};
+
+    fn value(text: &str, series: &str) -> f64 {
+        let line = text.lines().find(|l| l.starts_with(series)).expect(series);
+        line[series.len()..].trim().parse().unwrap()
+    }
+
+    #[test]
+    fn tokens_shed_and_the_net_cost_are_separate_series() {
+        let metrics = Metrics::new(Pricing::ANTHROPIC);
+        // A pass that sheds 1,000 tokens by rewriting 9,000 of the cache, and one
+        // rewritten request after it: it shed tokens and still cost more than it saved.
+        let receipt = CostReceipt::compute(
+            &ReceiptInput {
+                tokens_before: 10_000,
+                tokens_after: 9_000,
+                cached_prefix_kept: 0,
+                rounds: 1,
+                ..ReceiptInput::default()
+            },
+            &CostPolicy::default(),
+        );
+        assert_eq!(receipt.tokens_shed, 1_000);
+        metrics
+            .tokens_saved
+            .fetch_add(receipt.tokens_shed as u64, Ordering::Relaxed);
+        metrics.pass_cost(&receipt, 1.0);
+        metrics.rewritten(1_000);
+        let text = metrics.render(0);
+        assert_eq!(value(&text, "compactor_proxy_tokens_saved_total"), 1_000.0);
+        // 9,000 rewritten x (1.25 - 0.1) = 10,350 units; 1,000 removed x 0.1 = 100 saved.
+        let pass = value(&text, "compactor_proxy_estimated_pass_cost{pricing=\"anthropic\"}");
+        let net = value(&text, "compactor_proxy_estimated_cost_saved{pricing=\"anthropic\"}");
+        assert!((pass - 10_350.0).abs() < 1e-6, "{text}");
+        assert!((net - (100.0 - 10_350.0)).abs() < 1e-6, "net, not gross: {text}");
     }
 }

@@ -314,6 +314,7 @@ async fn metrics_name_every_series_of_the_issue_and_count_the_cost_saved() {
         "# TYPE compactor_proxy_tokens_saved_total counter",
         "# TYPE compactor_proxy_prompt_tokens_removed_total counter",
         "# TYPE compactor_proxy_estimated_cost_saved gauge",
+        "# TYPE compactor_proxy_estimated_pass_cost gauge",
         "# TYPE compactor_proxy_upstream_errors_total counter",
         "# TYPE compactor_proxy_added_latency_seconds histogram",
         "# TYPE compactor_proxy_sessions_in_memory gauge",

@@ -134,7 +134,9 @@ pub mod store;
 pub mod summarize;
 mod usage;
 
-pub use compactor::{CompactError, CompactOptions, CompactionResult, Compactor, CompactorConfig, ConfigError};
+pub use compactor::{
+    CompactError, CompactOptions, CompactionResult, Compactor, CompactorConfig, ConfigError, Policy, UnknownPolicy,
+};
 pub use conversation::Conversation;
 pub use count::TokenCounter;
 pub use message::{Content, Message, Part, Role, ToolCall};

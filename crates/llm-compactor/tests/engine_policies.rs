@@ -69,7 +69,11 @@ async fn elision_only_pass_makes_no_request() {
 #[tokio::test]
 async fn reclaimable_epoch_is_entered_below_the_trigger() {
     let input = aging_input(3, 4000, 8000);
-    let c = Compactor::new(aging_config(1_000_000), Arc::new(HeuristicCounter));
+    // The mechanism, not the gate's horizon: a three-turn run is young, and the default
+    // horizon, discounted by the run's length, would wait (tests/cost_policy_choice.rs).
+    let mut config = aging_config(1_000_000);
+    config.cost_policy.discount_by_run_length = false;
+    let c = Compactor::new(config, Arc::new(HeuristicCounter));
     assert!(c.needs_compaction(&input), "pool 12000 >= 8000 below the trigger");
     let r = c.compact(&input, CompactOptions::default()).await.unwrap();
     assert!(r.is_elision_only());

@@ -28,6 +28,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 mod output;
+mod policy;
 
 use llm_compactor::Message;
 use llm_compactor::compactor::CompactorConfig;
@@ -40,6 +41,7 @@ use llm_compactor::simulate::{
     DEFAULT_MAX_OUTPUT, Env, Pricing, ReplayLimits, SimError, Step, Strategy, StrategyKind, Tokens, replay_with,
 };
 use output::{report, write_csv, write_svg};
+use policy::{Quiet, policy_report};
 
 /// One point of the grid: the settings of `ours` that the sweep varies.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -51,6 +53,8 @@ struct Point {
     keep: usize,
     /// The cost policy's `expected_remaining_rounds` (the epoch gate's horizon cap).
     horizon: u32,
+    /// `age_min_chars` (aging's size floor).
+    min_chars: usize,
 }
 
 impl Point {
@@ -66,6 +70,10 @@ impl Point {
             String::new()
         } else {
             format!(" horizon {}", self.horizon)
+        } + &if self.min_chars == llm_compactor::compactor::DEFAULT_AGE_MIN_CHARS {
+            String::new()
+        } else {
+            format!(" min {}", self.min_chars)
         }
     }
 
@@ -75,6 +83,7 @@ impl Point {
             .target_ratio(self.target)
             .age_observations(self.aging)
             .keep_recent(self.keep)
+            .age_min_chars(self.min_chars)
             .cost_policy(CostPolicy {
                 epoch_ratio: Some(self.epoch),
                 expected_remaining_rounds: self.horizon,
@@ -87,7 +96,14 @@ impl Point {
 
 /// The grid: every combination, with the epoch and the gate's horizon varied only when
 /// aging is on (they mean nothing without aging).
-fn grid(triggers: &[f64], targets: &[f64], epochs: &[f64], keeps: &[usize], horizons: &[u32]) -> Vec<Point> {
+fn grid(
+    triggers: &[f64],
+    targets: &[f64],
+    epochs: &[f64],
+    keeps: &[usize],
+    horizons: &[u32],
+    min_chars: &[usize],
+) -> Vec<Point> {
     let mut points = Vec::new();
     for &trigger in triggers {
         for &target in targets {
@@ -102,17 +118,21 @@ fn grid(triggers: &[f64], targets: &[f64], epochs: &[f64], keeps: &[usize], hori
                     epoch: epochs[0],
                     keep,
                     horizon: horizons[0],
+                    min_chars: min_chars[0],
                 });
                 for &epoch in epochs {
                     for &horizon in horizons {
-                        points.push(Point {
-                            trigger,
-                            target,
-                            aging: true,
-                            epoch,
-                            keep,
-                            horizon,
-                        });
+                        for &min in min_chars {
+                            points.push(Point {
+                                trigger,
+                                target,
+                                aging: true,
+                                epoch,
+                                keep,
+                                horizon,
+                                min_chars: min,
+                            });
+                        }
                     }
                 }
             }
@@ -132,6 +152,9 @@ struct Bill {
     peak: u64,
     input: u64,
     cached: u64,
+    /// Tokens the agent's requests carried, summed over the requests: against `none`'s,
+    /// the share of the context a strategy dropped (elided or summarized away).
+    context: u64,
 }
 
 impl Bill {
@@ -144,6 +167,7 @@ impl Bill {
         self.peak = self.peak.max(o.peak);
         self.input += o.input;
         self.cached += o.cached;
+        self.context += o.context;
     }
 
     fn cost(&self, pricing: &Pricing, summarizer_price: f64) -> f64 {
@@ -220,6 +244,7 @@ fn bill(
         b.agent.cache_read += r.cached_tokens;
         b.agent.cache_write += r.input_tokens - r.cached_tokens;
         b.agent.output += r.output_tokens;
+        b.context += r.input_tokens;
     }
     Ok(b)
 }
@@ -298,6 +323,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let keeps: Vec<usize> = list(&arg(&args, "--keeps").unwrap_or_else(|| "6,4,10".into()));
     let horizons: Vec<u32> =
         list(&arg(&args, "--horizons").unwrap_or_else(|| DEFAULT_EXPECTED_REMAINING_ROUNDS.to_string()));
+    let min_chars: Vec<usize> =
+        list(&arg(&args, "--min-chars").unwrap_or_else(|| llm_compactor::compactor::DEFAULT_AGE_MIN_CHARS.to_string()));
     let families_arg = arg(&args, "--families").unwrap_or_else(|| "mini-swe-agent,tau-bench".into());
     // The grid runs where something needs managing; elsewhere the peers and the named
     // `ours` variants only (tau-bench airline peaks near 10.5k tokens).
@@ -335,7 +362,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         return Ok(());
     }
     let points = if full {
-        grid(&triggers, &targets, &epochs, &keeps, &horizons)
+        grid(&triggers, &targets, &epochs, &keeps, &horizons, &min_chars)
     } else {
         Vec::new()
     };
@@ -351,6 +378,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     // and `ours` for the exactness check.
     let mut results: BTreeMap<(String, usize), BTreeMap<String, Bill>> = BTreeMap::new();
     let mut exact: Vec<String> = Vec::new();
+    let mut quiet_runs: BTreeMap<(String, usize), Quiet> = BTreeMap::new();
     let started = std::time::Instant::now();
     for family in &families {
         for &window in &windows {
@@ -380,6 +408,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 let trigger = CompactorConfig::builder(window).build()?.trigger() as u64;
                 if per["none"].peak <= trigger {
                     quiet += 1;
+                    quiet_runs
+                        .entry((family.name.to_owned(), window))
+                        .or_default()
+                        .add(name, &per);
                     for variant in ["ours", "ours-aging"] {
                         if per.get(variant).is_some_and(|b| *b != per["none"]) {
                             quiet_diff.push(format!("{variant} on {name}"));
@@ -418,6 +450,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             &windows,
         )?;
     }
+    let tables = policy_report(&results, &quiet_runs, &peers);
+    std::fs::write(out.join("policy.md"), &tables)?;
     println!("{md}");
     Ok(())
 }

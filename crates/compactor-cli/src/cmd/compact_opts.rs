@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use llm_compactor::count::{TokenCounter, counter_by_name};
 use llm_compactor::format::Format;
-use llm_compactor::{CompactOptions, CompactionResult, Compactor, CompactorConfig, Message};
+use llm_compactor::{CompactOptions, CompactionResult, Compactor, CompactorConfig, Message, Policy};
 
 use super::interrupt::{Interrupt, Watch};
 use super::ranges;
@@ -54,6 +54,11 @@ impl CounterChoice {
     }
 }
 
+/// `--policy`'s parser: `default` or `economy`.
+pub fn parse_policy(text: &str) -> Result<Policy, String> {
+    text.parse().map_err(|e: llm_compactor::UnknownPolicy| e.to_string())
+}
+
 /// Options shared by `compact` and `plan`.
 #[derive(clap::Args, Clone, Debug)]
 pub struct CompactOpts {
@@ -63,10 +68,16 @@ pub struct CompactOpts {
     /// The context window in tokens [default: 128000].
     #[arg(long, value_name = "BUDGET", value_parser = ranges::tokens)]
     pub budget: Option<usize>,
-    /// Compaction is needed above budget x this (default 0.7).
+    /// The cost policy: `default` (keeps context below the trigger unless an epoch is
+    /// expected to pay) or `economy` (prices tokens first: trigger 0.5, target 0.2, old
+    /// observations masked below the trigger in gated, batched epochs). The flags below
+    /// override its numbers.
+    #[arg(long, value_name = "POLICY", value_parser = parse_policy)]
+    pub policy: Option<Policy>,
+    /// Compaction is needed above budget x this (default 0.7; economy 0.5).
     #[arg(long, value_parser = ranges::ratio)]
     pub trigger_ratio: Option<f64>,
-    /// A pass aims at budget x this (default 0.4).
+    /// A pass aims at budget x this (default 0.4; economy 0.2).
     #[arg(long, value_parser = ranges::ratio)]
     pub target_ratio: Option<f64>,
     /// Aim at this many tokens instead (also judges acceptance and exhaustion).
@@ -204,6 +215,9 @@ impl CompactOpts {
     /// A usage error naming the invalid setting.
     pub fn config(&self) -> Result<CompactorConfig, CliError> {
         let mut builder = CompactorConfig::builder(self.budget.unwrap_or(DEFAULT_BUDGET));
+        if let Some(policy) = self.policy {
+            builder = builder.policy(policy);
+        }
         if let Some(v) = self.age_observations {
             builder = builder.age_observations(v);
         }
@@ -264,4 +278,39 @@ impl CompactOpts {
 
 fn counter_named(name: &str) -> Result<Arc<dyn TokenCounter>, CliError> {
     counter_by_name(name).map_err(|e| CliError::Usage(e.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+
+    #[derive(clap::Parser)]
+    struct Cli {
+        #[command(flatten)]
+        opts: CompactOpts,
+    }
+
+    fn config(args: &[&str]) -> Result<CompactorConfig, String> {
+        let cli =
+            Cli::try_parse_from(std::iter::once("compactor").chain(args.iter().copied())).map_err(|e| e.to_string())?;
+        cli.opts.config().map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn policy_selects_the_numbers_and_flags_override_them() {
+        let default = config(&["--budget", "100000"]).unwrap();
+        assert_eq!(default.policy, Policy::Default);
+        assert_eq!((default.trigger(), default.target()), (70_000, 40_000));
+        let explicit = config(&["--budget", "100000", "--policy", "default"]).unwrap();
+        assert_eq!(explicit, default);
+        let economy = config(&["--budget", "100000", "--policy", "economy"]).unwrap();
+        assert_eq!(economy.policy, Policy::Economy);
+        assert_eq!((economy.trigger(), economy.target()), (50_000, 20_000));
+        let tuned = config(&["--budget", "100000", "--policy", "economy", "--trigger-ratio", "0.6"]).unwrap();
+        assert_eq!((tuned.trigger(), tuned.target()), (60_000, 20_000));
+        let wrong = config(&["--policy", "cheap"]).unwrap_err();
+        assert!(wrong.contains("unknown policy \"cheap\""), "{wrong}");
+    }
 }

@@ -57,11 +57,12 @@ fn human(r: &PlanReport) -> String {
     out.push_str(&format!("needs compaction:  {why}\n"));
     if let Some(c) = &r.epoch_receipt {
         out.push_str(&format!(
-            "epoch receipt:     keeps {} cached, rewrites {}, {} -> {} tokens; over {} rounds ({}) net {:+.0} units ({})\n",
+            "epoch receipt:     keeps {} cached, rewrites {}, {} -> {} tokens (sheds {}); net billed cost over {} rounds ({}) {:+.0} units ({})\n",
             c.cached_prefix_kept,
             c.tokens_rewritten,
             c.tokens_before,
             c.tokens_after,
+            c.tokens_shed,
             c.rounds,
             c.pricing,
             c.net_cost,

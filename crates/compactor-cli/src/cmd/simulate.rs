@@ -35,10 +35,14 @@ pub struct Args {
     #[arg(long, default_value = "anthropic")]
     pub pricing: String,
     /// A strategy to simulate (repeatable; default: all). One of none, ours, ours-aging, ours-no-aging, ours-seed,
-    /// ours-prepared, ours-prepared-cached, mask-last-n, mask-last-n-batched, jetbrains-hybrid, jetbrains-hybrid-batched, clear-tool-uses,
-    /// clear-tool-uses-scaled, summarize-at-threshold.
+    /// ours-economy, ours-prepared, ours-prepared-cached, mask-last-n, mask-last-n-batched, jetbrains-hybrid,
+    /// jetbrains-hybrid-batched, clear-tool-uses, clear-tool-uses-scaled, summarize-at-threshold, claude-code-like.
     #[arg(long = "strategy")]
     pub strategies: Vec<String>,
+    /// Simulate only `none` and the engine under this policy (`default` is `ours`,
+    /// `economy` is `ours-economy`), beside any `--strategy` given.
+    #[arg(long, value_name = "POLICY", value_parser = super::compact_opts::parse_policy)]
+    pub policy: Option<llm_compactor::Policy>,
     /// Output tokens every request reserves in the window: a request whose context plus
     /// this is over the window is rejected, as the provider would, and its strategy is
     /// marked FAILED at this window. Default 4096, or a quarter of a window smaller than
@@ -118,10 +122,14 @@ pub fn run(args: Args) -> Result<(), CliError> {
         .pricing
         .parse()
         .map_err(|e| CliError::Usage(format!("--pricing: {e}")))?;
-    let kinds: Vec<StrategyKind> = if args.strategies.is_empty() {
+    let kinds: Vec<StrategyKind> = if args.strategies.is_empty() && args.policy.is_none() {
         StrategyKind::ALL.to_vec()
     } else {
         let mut kinds = Vec::new();
+        if let Some(policy) = args.policy {
+            kinds.push(StrategyKind::None);
+            kinds.push(StrategyKind::of_policy(policy));
+        }
         for name in &args.strategies {
             let kind: StrategyKind = name.parse().map_err(|e| CliError::Usage(format!("--strategy: {e}")))?;
             if !kinds.contains(&kind) {

@@ -2,7 +2,20 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::policy::Policy;
 use crate::plan::CostPolicy;
+
+/// The default [`CompactorConfig::trigger_ratio`] (0.7, from the defaults sweep).
+pub const DEFAULT_TRIGGER_RATIO: f64 = 0.7;
+
+/// The default [`CompactorConfig::target_ratio`] (0.4, the seed's).
+pub const DEFAULT_TARGET_RATIO: f64 = 0.4;
+
+/// The default [`CompactorConfig::keep_recent`] (6, the seed's).
+pub const DEFAULT_KEEP_RECENT: usize = 6;
+
+/// The default [`CompactorConfig::age_min_chars`] (2048, the seed's).
+pub const DEFAULT_AGE_MIN_CHARS: usize = 2048;
 
 /// An invalid configuration. Construction never panics; it says which setting is wrong.
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
@@ -113,6 +126,10 @@ pub struct CompactorConfig {
     /// Default false: summaries are byte for byte what they were before handles.
     #[serde(default)]
     pub expand: bool,
+    /// The named policy the numbers started from ([`CompactorConfigBuilder::policy`]);
+    /// settings changed after it still apply. Default [`Policy::Default`].
+    #[serde(default)]
+    pub policy: Policy,
 }
 
 fn default_expand_truncated() -> bool {
@@ -125,19 +142,20 @@ impl CompactorConfig {
         CompactorConfigBuilder {
             config: CompactorConfig {
                 context_budget,
-                trigger_ratio: 0.7,
-                target_ratio: 0.4,
-                keep_recent: 6,
+                trigger_ratio: DEFAULT_TRIGGER_RATIO,
+                target_ratio: DEFAULT_TARGET_RATIO,
+                keep_recent: DEFAULT_KEEP_RECENT,
                 tool_result_cap: 2000,
                 max_attempts: 3,
                 age_observations: true,
-                age_min_chars: 2048,
+                age_min_chars: DEFAULT_AGE_MIN_CHARS,
                 age_reclaim_min: 49_152,
                 summary_max_tokens: 2048,
                 expand_truncated: true,
                 cost_policy: CostPolicy::default(),
                 max_recent_tokens: None,
                 expand: false,
+                policy: Policy::Default,
             },
         }
     }
@@ -264,6 +282,21 @@ macro_rules! setter {
 }
 
 impl CompactorConfigBuilder {
+    /// Starts from a named [`Policy`]: its trigger and target ratios, its recent window,
+    /// its aging size floor and its cost policy (aging on). Call it first: a setter called after it
+    /// overrides the policy's number.
+    pub fn policy(mut self, policy: Policy) -> Self {
+        let (trigger, target) = policy.ratios();
+        self.config.trigger_ratio = trigger;
+        self.config.target_ratio = target;
+        self.config.age_observations = true;
+        self.config.age_min_chars = policy.age_min_chars();
+        self.config.keep_recent = policy.keep_recent();
+        self.config.cost_policy = policy.cost_policy();
+        self.config.policy = policy;
+        self
+    }
+
     setter!(/// See [`CompactorConfig::trigger_ratio`].
         trigger_ratio: f64);
     setter!(/// See [`CompactorConfig::target_ratio`].

@@ -36,6 +36,10 @@ impl StrategyKind {
             StrategyKind::SummarizeAtThreshold => {
                 Box::new(summarize_at_threshold::SummarizeAtThreshold::new(window, counter))
             }
+            StrategyKind::OursEconomy => Box::new(ours::Ours::with_policy(window, crate::Policy::Economy, counter)?),
+            StrategyKind::ClaudeCodeLike => Box::new(summarize_at_threshold::SummarizeAtThreshold::claude_code(
+                window, counter,
+            )),
         })
     }
 }

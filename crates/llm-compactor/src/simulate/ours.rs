@@ -2,7 +2,7 @@
 //!
 //! `ours` is every default of [`crate::CompactorConfig`] with the budget set to the
 //! window: what a user gets. Variants: `ours-aging` (aging on), `ours-no-aging` (aging
-//! off), `ours-seed` (the first release: aging on with the seed's rules, no cost policy).
+//! off), `ours-economy` (the economy policy), `ours-seed` (the first release: aging on with the seed's rules, no cost policy).
 //! The summarizer is the stand-in. Before each request the loop asks `needs_compaction` and, if it says yes,
 //! runs one `compact` pass and continues with its messages. A pass that only elided is an
 //! elision epoch; a pass that summarized or trimmed is a compaction. Summarizer calls are
@@ -60,6 +60,23 @@ impl Ours {
             .build()
             .map_err(|e| SimError::Config(e.to_string()))?;
         Ours::with_config("ours", config, counter)
+    }
+
+    /// The engine under a named [`crate::Policy`], budget = `window`: `ours` for the
+    /// default, `ours-economy` for economy.
+    ///
+    /// # Errors
+    /// An invalid configuration (a zero window) or no runtime.
+    pub fn with_policy(window: usize, policy: crate::Policy, counter: Arc<dyn TokenCounter>) -> Result<Self, SimError> {
+        let config = CompactorConfig::builder(window)
+            .policy(policy)
+            .build()
+            .map_err(|e| SimError::Config(e.to_string()))?;
+        let name = match policy {
+            crate::Policy::Default => "ours",
+            crate::Policy::Economy => "ours-economy",
+        };
+        Ours::with_config(name, config, counter)
     }
 
     /// The first release's engine: aging on, the seed's rules (no cost gate,

@@ -102,13 +102,45 @@ pub enum StrategyKind {
     ClearToolUsesScaled,
     /// `summarize-at-threshold`: Codex-like auto-compaction at 90% of the window.
     SummarizeAtThreshold,
+    /// `ours-economy`: the engine under [`crate::Policy::Economy`] (what
+    /// `--policy economy` gets).
+    OursEconomy,
+    /// `claude-code-like`: Claude Code's auto-compact (a same-model summary at 95% of
+    /// the usable window, nothing else kept).
+    ClaudeCodeLike,
 }
 
 impl StrategyKind {
+    /// The strategy that runs the engine under `policy` (`ours` for the default).
+    pub fn of_policy(policy: crate::Policy) -> StrategyKind {
+        match policy {
+            crate::Policy::Default => StrategyKind::Ours,
+            crate::Policy::Economy => StrategyKind::OursEconomy,
+        }
+    }
+
+    /// True for the strategies that drop no context below their trigger, to which the
+    /// default policy is held (issue 33): `none`, the clear-tool-uses family, the
+    /// summarize-at-threshold family (Codex-like, Claude-Code-like) and the engine's own
+    /// default variants.
+    pub fn keeps_context_below_trigger(self) -> bool {
+        matches!(
+            self,
+            StrategyKind::None
+                | StrategyKind::Ours
+                | StrategyKind::OursNoAging
+                | StrategyKind::ClearToolUses
+                | StrategyKind::ClearToolUsesScaled
+                | StrategyKind::SummarizeAtThreshold
+                | StrategyKind::ClaudeCodeLike
+        )
+    }
+
     /// Every strategy, in report order.
     pub const ALL: [StrategyKind; 14] = [
         StrategyKind::None,
         StrategyKind::Ours,
+        StrategyKind::OursEconomy,
         StrategyKind::OursAging,
         StrategyKind::OursNoAging,
         StrategyKind::OursSeed,
@@ -121,6 +153,7 @@ impl StrategyKind {
         StrategyKind::ClearToolUses,
         StrategyKind::ClearToolUsesScaled,
         StrategyKind::SummarizeAtThreshold,
+        StrategyKind::ClaudeCodeLike,
     ];
 
     /// The strategy's name.
@@ -140,6 +173,8 @@ impl StrategyKind {
             StrategyKind::ClearToolUses => "clear-tool-uses",
             StrategyKind::ClearToolUsesScaled => "clear-tool-uses-scaled",
             StrategyKind::SummarizeAtThreshold => "summarize-at-threshold",
+            StrategyKind::OursEconomy => "ours-economy",
+            StrategyKind::ClaudeCodeLike => "claude-code-like",
         }
     }
 }
@@ -153,7 +188,7 @@ impl fmt::Display for StrategyKind {
 /// A strategy name that the simulator does not know.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error(
-    "unknown strategy {0:?} (expected one of: none, ours, ours-aging, ours-no-aging, ours-seed, ours-prepared, ours-prepared-cached, mask-last-n, mask-last-n-batched, jetbrains-hybrid, jetbrains-hybrid-batched, clear-tool-uses, clear-tool-uses-scaled, summarize-at-threshold)"
+    "unknown strategy {0:?} (expected one of: none, ours, ours-economy, ours-aging, ours-no-aging, ours-seed, ours-prepared, ours-prepared-cached, mask-last-n, mask-last-n-batched, jetbrains-hybrid, jetbrains-hybrid-batched, clear-tool-uses, clear-tool-uses-scaled, summarize-at-threshold, claude-code-like)"
 )]
 pub struct UnknownStrategy(pub String);
 

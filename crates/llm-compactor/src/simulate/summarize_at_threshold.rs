@@ -16,6 +16,11 @@
 //! fit the 20,000-token allowance is dropped with everything older) and the summary. No
 //! tool result and no assistant turn survives, so the next request shares only the
 //! system prompt with the cache.
+//!
+//! `claude-code-like` ([`SummarizeAtThreshold::claude_code`]) is the same mechanism with
+//! Claude Code's auto-compact: a summary by the same model, as a cached turn, when 95%
+//! of the usable window (the window less the output reserve) is used, and no user
+//! message kept beside the summary (Claude Code's summary restates them).
 
 use std::sync::Arc;
 
@@ -38,10 +43,15 @@ pub const SUMMARY_PREFIX: &str =
 pub const PROMPT: &str = "Summarize the conversation so far for another model that will continue the task: \
 the goal, what was done, the current state, and what remains.";
 
+/// Claude Code's auto-compact threshold: 95% of the usable window.
+pub const CLAUDE_CODE_RATIO: f64 = 0.95;
+
 /// Codex-like: summarize everything but the user messages near the limit.
 #[derive(Debug)]
 pub struct SummarizeAtThreshold {
+    name: &'static str,
     threshold: usize,
+    user_allowance: usize,
     standin: StandIn,
     conversation: Vec<Message>,
     /// Tokens of `conversation`, kept up to date (a replay stays linear).
@@ -52,10 +62,25 @@ impl SummarizeAtThreshold {
     /// Compacts above 90% of `window`.
     pub fn new(window: usize, counter: Arc<dyn TokenCounter>) -> Self {
         SummarizeAtThreshold {
+            name: "summarize-at-threshold",
             threshold: (window as f64 * THRESHOLD_RATIO).ceil() as usize,
+            user_allowance: USER_MESSAGE_ALLOWANCE,
             standin: StandIn::new(counter),
             conversation: Vec::new(),
             tokens: 0,
+        }
+    }
+
+    /// Claude-Code-like: compacts above 95% of `window` less the output reserve the
+    /// replay counts ([`crate::simulate::DEFAULT_MAX_OUTPUT`], or a quarter of a small
+    /// window), keeping the system prompt and the summary only.
+    pub fn claude_code(window: usize, counter: Arc<dyn TokenCounter>) -> Self {
+        let usable = window - crate::simulate::DEFAULT_MAX_OUTPUT.min(window / 4);
+        SummarizeAtThreshold {
+            name: "claude-code-like",
+            threshold: (usable as f64 * CLAUDE_CODE_RATIO).floor() as usize,
+            user_allowance: 0,
+            ..SummarizeAtThreshold::new(window, counter)
         }
     }
 
@@ -66,7 +91,7 @@ impl SummarizeAtThreshold {
 
 impl Strategy for SummarizeAtThreshold {
     fn name(&self) -> &str {
-        "summarize-at-threshold"
+        self.name
     }
 
     fn prepare(&mut self, appended: &[Message], env: &Env<'_>) -> Result<Step, SimError> {
@@ -94,7 +119,7 @@ impl Strategy for SummarizeAtThreshold {
 
         // Newest user messages first, within the allowance.
         let mut kept_users = Vec::new();
-        let mut allowance = USER_MESSAGE_ALLOWANCE;
+        let mut allowance = self.user_allowance;
         for (i, m) in self.conversation.iter().enumerate().rev() {
             if m.role == Role::User && !m.is_sticky() && !Self::is_summary(m) {
                 let n = env.counter.count_message(m);

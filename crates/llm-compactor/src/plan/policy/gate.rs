@@ -114,12 +114,44 @@ pub fn growth_per_round(messages: &[Message], tokens: usize) -> usize {
 /// (what [`growth_per_round`] reads of the messages), for a caller that keeps the count.
 pub fn horizon_of_turns(policy: &CostPolicy, assistant_turns: usize, tokens: usize, trigger: usize) -> u32 {
     let growth = tokens / assistant_turns.max(1);
-    rounds_until(trigger, tokens, growth).min(policy.expected_remaining_rounds)
+    let rounds = rounds_until(trigger, tokens, growth).min(policy.expected_remaining_rounds);
+    if policy.discount_by_run_length {
+        survival_discounted(rounds, assistant_turns)
+    } else {
+        rounds
+    }
+}
+
+/// The requests an epoch can expect to serve out of `rounds`, when the run has lived
+/// `age` requests and may end at any of them: the first request (the one that pays the
+/// cache write) plus each later one weighted by the chance the run is still alive then.
+///
+/// Nothing tells the gate how long a run will last, only how long it has lasted. The
+/// estimate is the Copernican one (a run that has lived `age` requests is still alive
+/// after `r` more with probability `age / (age + r)`), so a young run is discounted hard
+/// and an old one barely. A plain cap counted all of `rounds` as certain, which let an
+/// epoch through on a 128k run that ended before the epoch's saving was collected
+/// (+0.04% over doing nothing; issue 33). Measured on ../shared against bounding the
+/// horizon by a third, a half or all of `age`: the cheapest at every window and
+/// pricing, and no run where nothing passes the trigger bills over `none`.
+///
+/// ```
+/// use llm_compactor::plan::policy::survival_discounted;
+/// assert_eq!(survival_discounted(20, 3), 6);
+/// assert_eq!(survival_discounted(20, 200), 19);
+/// assert_eq!(survival_discounted(1, 0), 1);
+/// ```
+pub fn survival_discounted(rounds: u32, age: usize) -> u32 {
+    let age = age.max(1) as f64;
+    let later: f64 = (1..rounds).map(|r| age / (age + f64::from(r))).sum();
+    1 + later.floor() as u32
 }
 
 /// The horizon of an optional epoch: the requests it would serve before the conversation,
 /// left alone, reaches the trigger (after which a compaction rewrites the cache anyway),
-/// capped by [`CostPolicy::expected_remaining_rounds`].
+/// capped by [`CostPolicy::expected_remaining_rounds`] and, with
+/// [`CostPolicy::discount_by_run_length`], by the run's own length
+/// ([`survival_discounted`]).
 pub fn horizon(policy: &CostPolicy, messages: &[Message], tokens: usize, trigger: usize) -> u32 {
     let turns = messages.iter().filter(|m| m.role == Role::Assistant).count();
     horizon_of_turns(policy, turns, tokens, trigger)
@@ -193,8 +225,13 @@ mod tests {
         ];
         // 2 turns, 20k tokens: 10k a round; 5k to the trigger: 1 round.
         assert_eq!(horizon(&CostPolicy::default(), &msgs, 20_000, 25_000), 1);
-        // Far from the trigger: the configured cap.
-        assert_eq!(horizon(&CostPolicy::default(), &msgs, 20_000, 10_000_000), 20);
+        // Far from the trigger: the configured cap, discounted by the run's short life.
+        assert_eq!(horizon(&CostPolicy::default(), &msgs, 20_000, 10_000_000), 5);
+        let undiscounted = CostPolicy {
+            discount_by_run_length: false,
+            ..CostPolicy::default()
+        };
+        assert_eq!(horizon(&undiscounted, &msgs, 20_000, 10_000_000), 20);
         assert_eq!(growth_per_round(&[], 10), 10);
     }
 }

@@ -18,7 +18,7 @@ mod receipt;
 
 pub use gate::{
     EpochDecision, TriggerAction, choose_at_trigger, decide_epoch, growth_per_round, horizon, horizon_of_turns,
-    rounds_until,
+    rounds_until, survival_discounted,
 };
 pub use receipt::{CostReceipt, ReceiptInput};
 
@@ -88,6 +88,11 @@ pub struct CostPolicy {
     /// a model ten times cheaper). Only receipts use it. Default
     /// [`DEFAULT_SUMMARIZER_PRICE`].
     pub summarizer_price: f64,
+    /// Discount the horizon by the run's own length so far ([`survival_discounted`]): a
+    /// run may end before an epoch's saving is collected, and a young run is likelier
+    /// to. Default true (issue 33: without it an epoch fired on a 128k run that ended
+    /// before it paid).
+    pub discount_by_run_length: bool,
 }
 
 impl Default for CostPolicy {
@@ -99,6 +104,7 @@ impl Default for CostPolicy {
             elide_only_to_target: true,
             epoch_ratio: Some(DEFAULT_EPOCH_RATIO),
             summarizer_price: DEFAULT_SUMMARIZER_PRICE,
+            discount_by_run_length: true,
         }
     }
 }
@@ -111,6 +117,7 @@ impl CostPolicy {
             gate_epochs: false,
             elide_only_to_target: false,
             epoch_ratio: None,
+            discount_by_run_length: false,
             ..CostPolicy::default()
         }
     }

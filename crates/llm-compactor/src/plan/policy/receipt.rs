@@ -12,6 +12,12 @@
 //!   prices.
 //!
 //! `net_cost` is the second minus the first: negative when the pass saves money.
+//!
+//! Two numbers that users confuse are kept apart: `tokens_shed` is how much smaller the
+//! conversation got (before minus after), a count of tokens, not of money; `net_cost` is
+//! the net billed cost of the pass. A pass can shed tokens and still cost more, when it
+//! rewrites a long cached prefix for a run too short to read the smaller conversation
+//! often enough ([`CostReceipt::sheds_but_costs`]).
 
 use serde::{Deserialize, Serialize};
 
@@ -73,6 +79,10 @@ pub struct CostReceipt {
     pub tokens_before: usize,
     /// Tokens from the first changed message on: written to the cache again.
     pub tokens_rewritten: usize,
+    /// `tokens_before - tokens_after` (0 when the pass grew the conversation): tokens
+    /// shed, not money saved; `net_cost` is the money.
+    #[serde(default)]
+    pub tokens_shed: usize,
 }
 
 impl CostReceipt {
@@ -103,6 +113,7 @@ impl CostReceipt {
             cached_prefix_kept: kept,
             tokens_rewritten: if changed { rewritten } else { 0 },
             summarizer_cache_read_tokens: 0,
+            tokens_shed: input.tokens_before.saturating_sub(input.tokens_after),
             summarizer_input_tokens: input.summarizer_input_tokens,
             summarizer_output_tokens: input.summarizer_output_tokens,
             rounds,
@@ -180,6 +191,12 @@ impl CostReceipt {
         self.net_cost < 0.0
     }
 
+    /// True when the pass shed tokens and still costs more than it saves over its
+    /// horizon (the case a token count alone would report as a saving).
+    pub fn sheds_but_costs(&self) -> bool {
+        self.tokens_shed > 0 && !self.pays()
+    }
+
     /// True when the pass broke the cache (changed anything).
     pub fn breaks_cache(&self) -> bool {
         self.tokens_rewritten > 0
@@ -214,6 +231,44 @@ mod tests {
         // 100 x 0.1 + 500 x 1.25 + 2 x 600 x 0.1 + (10 + 2 x 5)
         assert!((r.cost_with - (10.0 + 625.0 + 120.0 + 20.0)).abs() < 1e-9);
         assert!(!r.pays() && r.breaks_cache());
+        // It shed 400 tokens and still costs more: the two are reported apart.
+        assert_eq!(r.tokens_shed, 400);
+        assert!(r.sheds_but_costs());
+    }
+
+    #[test]
+    fn tokens_shed_and_net_cost_are_separate_numbers() {
+        let saving = CostReceipt::compute(
+            &ReceiptInput {
+                tokens_before: 100_000,
+                tokens_after: 50_000,
+                cached_prefix_kept: 40_000,
+                rounds: 20,
+                ..ReceiptInput::default()
+            },
+            &CostPolicy::default(),
+        );
+        assert_eq!(saving.tokens_shed, 50_000);
+        assert!(saving.pays() && !saving.sheds_but_costs());
+        let json = serde_json::to_value(&saving).unwrap();
+        assert_eq!(json["tokens_shed"], 50_000);
+        assert!(json["net_cost"].as_f64().unwrap() < 0.0);
+        // A receipt written before the field existed still reads (shed 0).
+        let mut old = json.clone();
+        old.as_object_mut().unwrap().remove("tokens_shed");
+        let back: CostReceipt = serde_json::from_value(old).unwrap();
+        assert_eq!(back.tokens_shed, 0);
+        // A pass that grew the conversation sheds nothing.
+        let grew = CostReceipt::compute(
+            &ReceiptInput {
+                tokens_before: 10,
+                tokens_after: 20,
+                rounds: 1,
+                ..ReceiptInput::default()
+            },
+            &CostPolicy::default(),
+        );
+        assert_eq!(grew.tokens_shed, 0);
     }
 
     #[test]
