@@ -1,0 +1,127 @@
+"""The Python package's benchmarks (BENCHMARKS.md, "Python package"): run by
+scripts/bench-python.sh with the package installed in target/py-compactor.
+
+1. `compact` from Python on the largest shared trajectory (JSON in and out included)
+   against the Rust library doing the same work (the `python_parity` example): ratio.
+2. A second Python thread's progress during a long compaction: its loop iterations
+   during the call against the same time with the GIL free (a sleep).
+3. `import llm_compactor` time (a fresh interpreter each run).
+4. The wheel's size.
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+import pathlib
+import statistics
+import subprocess
+import sys
+import threading
+import time
+
+REPO = pathlib.Path(__file__).resolve().parents[1]
+DATA = pathlib.Path(os.environ.get("LLM_COMPACTOR_DATA", str(REPO / ".." / "shared" / "data")))
+BUDGET = int(os.environ.get("BENCH_BUDGET", "32000"))
+RUNS = int(os.environ.get("BENCH_RUNS", "20"))
+
+
+def largest() -> pathlib.Path:
+    files = sorted((DATA / "trajectories" / "mini-swe-agent").glob("*.traj.json"), key=lambda p: p.stat().st_size)
+    if not files:
+        sys.exit(f"no trajectories under {DATA}")
+    return files[-1]
+
+
+def bench_compact(path: pathlib.Path) -> float:
+    import llm_compactor
+
+    messages = json.loads(path.read_text())["messages"]
+    times = []
+    for _ in range(RUNS):
+        start = time.perf_counter()
+        result = llm_compactor.compact(messages, budget=BUDGET)
+        times.append((time.perf_counter() - start) * 1000)
+    median = statistics.median(times)
+    print(f"python: {result.tokens_before} tokens -> {result.tokens_after} tokens, median {median:.2f} ms, min {min(times):.2f} ms over {RUNS} runs")
+    return median
+
+
+def bench_rust(path: pathlib.Path) -> float:
+    out = subprocess.run(
+        ["cargo", "run", "--quiet", "--release", "-p", "llm-compactor", "--example", "python_parity", "--", str(path), str(BUDGET), str(RUNS)],
+        cwd=REPO, check=True, capture_output=True, text=True,
+    ).stdout.strip()
+    print(out)
+    return float(out.split("median ")[1].split(" ms")[0])
+
+
+def spin_progress(work: "callable[[], object]") -> tuple[int, float]:  # type: ignore[valid-type]
+    stop = threading.Event()
+    count = [0]
+
+    def spin() -> None:
+        while not stop.is_set():
+            count[0] += 1
+
+    thread = threading.Thread(target=spin)
+    thread.start()
+    time.sleep(0.05)
+    before = count[0]
+    start = time.perf_counter()
+    work()
+    elapsed = time.perf_counter() - start
+    during = count[0] - before
+    stop.set()
+    thread.join()
+    return during, elapsed
+
+
+def bench_thread(path: pathlib.Path) -> None:
+    import llm_compactor
+
+    messages = json.loads(path.read_text())["messages"]
+    # A long pass: the conversation four times over, counted and chunk-summarized.
+    long_messages = messages[:2] + messages[2:] * 4
+
+    def long_pass() -> object:
+        return llm_compactor.compact(long_messages, budget=BUDGET, summarizer="none", age_observations=False)
+
+    during, elapsed = spin_progress(long_pass)
+    idle, idle_elapsed = spin_progress(lambda: time.sleep(elapsed))
+    print(
+        f"thread: compaction {elapsed * 1000:.0f} ms; second thread {during:,} iterations during it "
+        f"vs {idle:,} during a sleep of the same length ({100 * during / max(idle, 1):.0f}%)"
+    )
+
+
+def bench_import() -> None:
+    times = []
+    for _ in range(10):
+        out = subprocess.run(
+            [sys.executable, "-c", "import time; s = time.perf_counter(); import llm_compactor; print((time.perf_counter() - s) * 1000)"],
+            check=True, capture_output=True, text=True, cwd="/",
+        ).stdout
+        times.append(float(out))
+    print(f"import llm_compactor: median {statistics.median(times):.1f} ms, min {min(times):.1f} ms (10 fresh interpreters)")
+
+
+def wheel_size() -> None:
+    for wheel in glob.glob(str(REPO / "target" / "wheels" / "llm_compactor-*.whl")):
+        print(f"wheel: {os.path.basename(wheel)} {os.path.getsize(wheel) / 1e6:.2f} MB")
+
+
+def main() -> None:
+    path = largest()
+    print(f"trajectory: {path.name}, budget {BUDGET}")
+    python = bench_compact(path)
+    rust = bench_rust(path)
+    print(f"ratio python / rust: {python / rust:.2f}x")
+    bench_thread(path)
+    bench_import()
+    wheel_size()
+
+
+if __name__ == "__main__":
+    main()
