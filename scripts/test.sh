@@ -3,7 +3,8 @@
 # crates/llm-compactor-py/tests, and mypy --strict over a typed usage file that checks
 # the stubs). The Python part needs the package built into target/py-compactor by
 # scripts/python-package.sh, which this script runs first (idempotent; fast when
-# nothing changed). Extra arguments go to pytest.
+# nothing changed; COMPACTOR_PY_BUILT=1 skips it when the caller just ran it). Extra
+# arguments go to pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 VENV="${COMPACTOR_PY_VENV:-target/py-compactor}"
@@ -11,12 +12,14 @@ VENV="${COMPACTOR_PY_VENV:-target/py-compactor}"
 echo "== cargo test --workspace --all-features"
 cargo test --workspace --all-features
 
-echo "== the Python package (build + install)"
-bash scripts/python-package.sh
+if [ "${COMPACTOR_PY_BUILT:-}" != 1 ]; then
+    echo "== the Python package (build + install)"
+    bash scripts/python-package.sh
+fi
 
 echo "== mypy --strict (the stubs, over a typed usage file)"
 "$VENV/bin/python" -m mypy --strict --no-incremental \
-    crates/llm-compactor-py/tests/typed_usage.py crates/llm-compactor-py/python/llm_compactor/__init__.py
+    crates/llm-compactor-py/tests/typed_usage.py crates/llm-compactor-py/python/llm_compactor/
 
 echo "== pytest (the Python package)"
 set +e

@@ -38,7 +38,15 @@ def trajectory() -> Dict[str, Any]:
 @pytest.fixture(scope="session")
 def observations(trajectory: Dict[str, Any]) -> List[str]:
     """The trajectory's tool outputs (the user turns after the task), in order."""
-    texts = [m["content"] for m in trajectory["messages"][2:] if m.get("role") == "user" and isinstance(m.get("content"), str)]
+    texts = []
+    for m in trajectory["messages"][2:]:
+        if m.get("role") not in ("user", "tool"):
+            continue
+        content = m.get("content")
+        if isinstance(content, list):
+            content = "\n".join(str(part.get("text", "")) for part in content if isinstance(part, dict))
+        if isinstance(content, str) and content:
+            texts.append(content)
     assert len(texts) >= 60, len(texts)
     return texts
 

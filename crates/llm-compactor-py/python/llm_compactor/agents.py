@@ -22,7 +22,7 @@ Rust core's.
 
 from __future__ import annotations
 
-from typing import Any, List, Optional
+from typing import Any, List, Optional, cast
 
 from agents.memory.session import Session
 from agents.run_config import CallModelData, ModelInputData
@@ -67,13 +67,13 @@ class CompactingSession:
         return result
 
     async def get_items(self, limit: Optional[int] = None) -> List[Any]:
-        items = list(await self.inner.get_items())
+        items: List[Any] = list(await self.inner.get_items())
         result = await self._compact(items)
         if result is not None:
             items = result.messages
             if self.rewrite:
                 await self.inner.clear_session()
-                await self.inner.add_items(items)
+                await self.inner.add_items(cast(Any, items))
         return items if limit is None else items[-limit:] if limit > 0 else []
 
     async def add_items(self, items: List[Any]) -> None:
@@ -92,4 +92,4 @@ class CompactingSession:
         result = await self._compact(list(model_data.input), model_data.instructions)
         if result is None:
             return model_data
-        return ModelInputData(input=result.messages, instructions=model_data.instructions)
+        return ModelInputData(input=cast(Any, result.messages), instructions=model_data.instructions)

@@ -33,7 +33,7 @@ from . import CompactionResult, Compactor
 __all__ = ["CompactorMiddleware"]
 
 
-class CompactorMiddleware(AgentMiddleware):  # type: ignore[type-arg]
+class CompactorMiddleware(AgentMiddleware):
     """Keeps a ``create_agent`` agent inside ``budget`` tokens.
 
     ``compactor`` is a configured ``llm_compactor.Compactor``; without one, the keyword
@@ -54,7 +54,7 @@ class CompactorMiddleware(AgentMiddleware):  # type: ignore[type-arg]
 
     @staticmethod
     def _as_openai(messages: List[AnyMessage]) -> List[Dict[str, Any]]:
-        converted: List[Dict[str, Any]] = convert_to_openai_messages(messages)  # type: ignore[assignment]
+        converted: List[Dict[str, Any]] = convert_to_openai_messages(messages)
         return converted
 
     def _compacted(self, messages: List[AnyMessage], result: CompactionResult) -> Dict[str, Any]:
@@ -63,7 +63,7 @@ class CompactorMiddleware(AgentMiddleware):  # type: ignore[type-arg]
         new_messages = convert_to_messages(result.messages)
         return {"messages": [RemoveMessage(id=REMOVE_ALL_MESSAGES), *new_messages]}
 
-    def before_model(self, state: AgentState, runtime: Runtime[Any]) -> Optional[Dict[str, Any]]:  # type: ignore[type-arg,override]
+    def before_model(self, state: AgentState, runtime: Runtime[Any]) -> Optional[Dict[str, Any]]:
         messages: List[AnyMessage] = list(state["messages"])
         wire = self._as_openai(messages)
         if not self.compactor.needs_compaction(wire, format="openai"):
@@ -73,7 +73,7 @@ class CompactorMiddleware(AgentMiddleware):  # type: ignore[type-arg]
             return None
         return self._compacted(messages, result)
 
-    async def abefore_model(self, state: AgentState, runtime: Runtime[Any]) -> Optional[Dict[str, Any]]:  # type: ignore[type-arg,override]
+    async def abefore_model(self, state: AgentState, runtime: Runtime[Any]) -> Optional[Dict[str, Any]]:
         messages: List[AnyMessage] = list(state["messages"])
         wire = self._as_openai(messages)
         if not self.compactor.needs_compaction(wire, format="openai"):
@@ -83,11 +83,11 @@ class CompactorMiddleware(AgentMiddleware):  # type: ignore[type-arg]
             return None
         return self._compacted(messages, result)
 
-    def after_model(self, state: AgentState, runtime: Runtime[Any]) -> Optional[Dict[str, Any]]:  # type: ignore[type-arg,override]
+    def after_model(self, state: AgentState, runtime: Runtime[Any]) -> Optional[Dict[str, Any]]:
         self._record_usage(list(state["messages"]))
         return None
 
-    async def aafter_model(self, state: AgentState, runtime: Runtime[Any]) -> Optional[Dict[str, Any]]:  # type: ignore[type-arg,override]
+    async def aafter_model(self, state: AgentState, runtime: Runtime[Any]) -> Optional[Dict[str, Any]]:
         self._record_usage(list(state["messages"]))
         return None
 
