@@ -97,22 +97,33 @@ impl WireError {
 /// The format of `value` when the caller said `auto`: a list with any item carrying a
 /// top-level `type` is Responses items (chat messages and Messages turns have none); an
 /// object with `input` and no `messages` is a Responses request; else the library's
-/// detection, over the list wrapped as `{messages}` (and `system` when given).
-fn detect_format(value: &Value, system: bool) -> Result<WireFormat, WireError> {
-    let responses = match value {
+/// detection, over a list wrapped as `{messages}` (and `system` when given). The list is
+/// moved into the wrapper and back, never copied.
+fn detect_format(value: Value, system: bool) -> Result<(WireFormat, Value), WireError> {
+    let responses = match &value {
         Value::Array(items) => items.iter().any(|item| item.get("type").is_some_and(Value::is_string)),
         Value::Object(object) => object.contains_key("input") && !object.contains_key("messages"),
         _ => false,
     };
     if responses {
-        return Ok(WireFormat::Responses);
+        return Ok((WireFormat::Responses, value));
     }
-    let probe = match value {
-        Value::Array(items) => wrap_messages(Value::Array(items.clone()), system.then_some(Value::Null)),
-        other => other.clone(),
+    let format = match value {
+        Value::Array(_) => {
+            let probe = wrap_messages(value, system.then_some(Value::Null));
+            let format = detect(&probe);
+            let Value::Object(mut object) = probe else {
+                unreachable!("wrap_messages builds an object")
+            };
+            let list = object.remove("messages").unwrap_or(Value::Array(Vec::new()));
+            return format
+                .map(|f| (WireFormat::Document(f), list))
+                .map_err(|e| WireError::whole(e.problem));
+        }
+        ref other => detect(other),
     };
-    detect(&probe)
-        .map(WireFormat::Document)
+    format
+        .map(|f| (WireFormat::Document(f), value))
         .map_err(|e| WireError::whole(e.problem))
 }
 
@@ -132,9 +143,9 @@ pub fn read(
     format: Option<WireFormat>,
     system: Option<Value>,
 ) -> Result<(Vec<Message>, Wire), WireError> {
-    let format = match format {
-        Some(format) => format,
-        None => detect_format(&value, system.is_some())?,
+    let (format, value) = match format {
+        Some(format) => (format, value),
+        None => detect_format(value, system.is_some())?,
     };
     let bare_list = value.is_array();
     if system.is_some() && !(bare_list && format == WireFormat::Document(Format::Anthropic)) {
@@ -159,38 +170,37 @@ pub fn read(
                 },
                 ResponsesError::Invalid(error) => error.into(),
             })?;
-            let messages = request.messages().to_vec();
+            let envelope = request.with_messages(Vec::new());
             Ok((
-                messages,
+                request.into_messages(),
                 Wire {
                     bare_list,
-                    body: Body::Responses(request),
+                    body: Body::Responses(envelope),
                 },
             ))
         }
         WireFormat::Document(Format::Anthropic) if bare_list => {
             let document = Document::from_value(wrap_messages(value, system), Some(Format::Anthropic), SOURCE)?;
-            let messages = document.messages().to_vec();
-            Ok((
-                messages,
-                Wire {
-                    bare_list,
-                    body: Body::Document(document),
-                },
-            ))
+            Ok(split(document, bare_list))
         }
         WireFormat::Document(format) => {
             let document = Document::from_value(value, Some(format), SOURCE)?;
-            let messages = document.messages().to_vec();
-            Ok((
-                messages,
-                Wire {
-                    bare_list,
-                    body: Body::Document(document),
-                },
-            ))
+            Ok(split(document, bare_list))
         }
     }
+}
+
+/// The messages, and the document's envelope to write them back in (the messages are
+/// moved out, not copied).
+fn split(document: Document, bare_list: bool) -> (Vec<Message>, Wire) {
+    let envelope = document.with_messages(Vec::new());
+    (
+        document.into_messages(),
+        Wire {
+            bare_list,
+            body: Body::Document(envelope),
+        },
+    )
 }
 
 impl Wire {
