@@ -292,3 +292,14 @@ def test_context_manager_loop_records_usage_and_compacts(tmp_path: Any) -> None:
         )
     assert compactions > 0
     assert_paired(manager.messages)
+
+
+def test_non_ascii_text_round_trips(tmp_path: Any) -> None:
+    messages = openai_conversation(rounds=3, size=5)
+    text = "Corrige le test de l'analyseur — «vite» 🎉 中文"
+    messages[-1]["content"] = text
+    with Session.open(str(tmp_path / "s.jsonl")) as session:
+        session.append(messages)
+        assert session.replay() == messages
+    result = llm_compactor.compact(messages, budget=128_000)
+    assert result.messages[-1]["content"] == text

@@ -70,7 +70,8 @@ def _default(value: Any) -> Any:
 
 
 def _json(value: Any) -> str:
-    return json.dumps(value, default=_default, ensure_ascii=False, separators=(",", ":"))
+    # ASCII-only output is the C encoder's fastest path (non-ASCII text goes as escapes).
+    return json.dumps(value, default=_default, separators=(",", ":"))
 
 
 def _system(system: Any) -> Optional[str]:
