@@ -15,11 +15,13 @@ thread without blocking the event loop.
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import json
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Union
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional, Sequence, Union
+
+if TYPE_CHECKING:  # asyncio is imported when first needed: it is half of the import time
+    import asyncio
 
 from . import _core
 from ._summarizer import SummarizerFn, adapt
@@ -269,6 +271,8 @@ class Compactor:
     ) -> CompactionResult:
         """``compact`` on a worker thread: the event loop keeps running; an ``async``
         summarizer runs on this loop. Cancelling the awaiting task cancels the pass."""
+        import asyncio
+
         loop = asyncio.get_running_loop()
         self._loop = loop
         token = cancel if cancel is not None else CancelToken()
@@ -458,6 +462,8 @@ class ContextManager:
         self, *, tools: Optional[Sequence[Mapping[str, Any]]] = None, context: str = ""
     ) -> Prepared:
         """``prepare`` without blocking the event loop."""
+        import asyncio
+
         loop = asyncio.get_running_loop()
         self._compactor._loop = loop
         token = CancelToken()

@@ -14,9 +14,11 @@ backoff, up to ``max_attempts`` failed calls in all.
 
 from __future__ import annotations
 
-import asyncio
 import inspect
-from typing import Any, Callable, Optional, Union
+from typing import TYPE_CHECKING, Any, Callable, Optional, Union
+
+if TYPE_CHECKING:
+    import asyncio
 
 SummaryAnswer = Union[str, "dict[str, Any]"]
 SummarizerFn = Callable[..., Any]
@@ -43,6 +45,8 @@ def adapt(
     def call(instruction: str, transcript: str, max_output_tokens: int) -> Any:
         answer = fn(instruction, transcript) if arity == 2 else fn(instruction, transcript, max_output_tokens)
         if inspect.isawaitable(answer):
+            import asyncio
+
             loop = loop_of()
             if loop is not None and loop.is_running():
                 return asyncio.run_coroutine_threadsafe(_await(answer), loop).result()
@@ -53,5 +57,5 @@ def adapt(
     return call
 
 
-async def _await(awaitable: Any) -> Any:
+async def _await(awaitable: Any) -> Any:  # a coroutine for run_coroutine_threadsafe
     return await awaitable
