@@ -1,10 +1,10 @@
 //! The Python binding of llm-compactor: the `llm_compactor._core` extension module.
 //!
 //! Thin on purpose: every rule lives in the library. This crate only carries Python's
-//! messages into the library's codecs and back ([`wire`]), reads the keyword options
-//! the way the CLI reads its flags ([`options`]), lets a Python callable be a summarizer
-//! ([`summarizer`]), and maps the library's typed errors onto the Python exceptions of
-//! `llm_compactor.errors` ([`errors`]). The Python package (`python/llm_compactor`) is
+//! messages into the library's codecs and back (`wire`), reads the keyword options
+//! the way the CLI reads its flags (`options`), lets a Python callable be a summarizer
+//! (`summarizer`), and maps the library's typed errors onto the Python exceptions of
+//! `llm_compactor.errors` (`errors`). The Python package (`python/llm_compactor`) is
 //! the typed API over it.
 //!
 //! The GIL is released for all of the library's work: parsing, counting, planning,
