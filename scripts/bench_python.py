@@ -20,7 +20,7 @@ import subprocess
 import sys
 import threading
 import time
-from typing import Callable, Tuple
+from typing import Callable, Dict, Tuple
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 DATA = pathlib.Path(os.environ.get("LLM_COMPACTOR_DATA", str(REPO / ".." / "shared" / "data")))
@@ -35,27 +35,43 @@ def largest() -> pathlib.Path:
     return files[-1]
 
 
-def bench_compact(path: pathlib.Path) -> float:
-    import llm_compactor
-
-    messages = json.loads(path.read_text())["messages"]
+def timed(work: Callable[[], object]) -> Tuple[float, float]:
     times = []
     for _ in range(RUNS):
         start = time.perf_counter()
-        result = llm_compactor.compact(messages, budget=BUDGET)
+        work()
         times.append((time.perf_counter() - start) * 1000)
-    median = statistics.median(times)
-    print(f"python: {result.tokens_before} tokens -> {result.tokens_after} tokens, median {median:.2f} ms, min {min(times):.2f} ms over {RUNS} runs")
-    return median
+    return statistics.median(times), min(times)
 
 
-def bench_rust(path: pathlib.Path) -> float:
+def bench_compact(path: pathlib.Path) -> Dict[str, float]:
+    import llm_compactor
+
+    messages = json.loads(path.read_text())["messages"]
+    result = llm_compactor.compact(messages, budget=BUDGET)
+    compactor = llm_compactor.Compactor(budget=BUDGET)
+    medians = {}
+    for label, work in (
+        ("fresh compactor", lambda: llm_compactor.compact(messages, budget=BUDGET)),
+        ("reused compactor", lambda: compactor.compact(messages)),
+    ):
+        median, low = timed(work)
+        medians[label] = median
+        print(f"python ({label}): {result.tokens_before} tokens -> {result.tokens_after} tokens, median {median:.2f} ms, min {low:.2f} ms over {RUNS} runs")
+    return medians
+
+
+def bench_rust(path: pathlib.Path) -> Dict[str, float]:
     out = subprocess.run(
         ["cargo", "run", "--quiet", "--release", "-p", "llm-compactor", "--features", "http", "--example", "python_parity", "--", str(path), str(BUDGET), str(RUNS)],
         cwd=REPO, check=True, capture_output=True, text=True,
     ).stdout.strip()
     print(out)
-    return float(out.split("median ")[1].split(" ms")[0])
+    medians = {}
+    for line in out.splitlines():
+        label = line.split("(")[1].split(")")[0]
+        medians[label] = float(line.split("median ")[1].split(" ms")[0])
+    return medians
 
 
 def spin_progress(work: Callable[[], object]) -> Tuple[int, float]:
@@ -124,7 +140,8 @@ def main() -> None:
     print(f"trajectory: {path.name}, budget {BUDGET}")
     python = bench_compact(path)
     rust = bench_rust(path)
-    print(f"ratio python / rust: {python / rust:.2f}x")
+    for label, median in python.items():
+        print(f"ratio python / rust ({label}): {median / rust[label]:.2f}x")
     bench_thread(path)
     bench_import()
     wheel_size()
