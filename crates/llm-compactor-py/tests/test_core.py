@@ -1,0 +1,305 @@
+"""The package's core API against the real Rust library: formats in and out, results,
+errors, summarizers (built-in, sync and async callables), the GIL, sessions and the
+context manager."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+import time
+from typing import Any, Dict, List
+
+import pytest
+
+import llm_compactor
+from llm_compactor import (
+    CompactionResult,
+    Compactor,
+    ConfigError,
+    ContextManager,
+    InvalidInputError,
+    Session,
+    UnsupportedInputError,
+)
+
+HEADER = "[Summary of the earlier conversation, written by the context compactor]"
+
+
+def openai_conversation(rounds: int = 30, size: int = 400) -> List[Dict[str, Any]]:
+    messages: List[Dict[str, Any]] = [
+        {"role": "system", "content": "You are a careful coding agent."},
+        {"role": "user", "content": "Fix the failing test in src/parser.rs."},
+    ]
+    for i in range(rounds):
+        messages.append(
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {"id": f"call_{i}", "type": "function", "function": {"name": "bash", "arguments": json.dumps({"cmd": f"cat src/file_{i}.rs"})}}
+                ],
+            }
+        )
+        messages.append({"role": "tool", "tool_call_id": f"call_{i}", "content": f"fn f{i}() {{ }}\n" + "x " * size})
+    messages.append({"role": "assistant", "content": "Found it."})
+    messages.append({"role": "user", "content": "Go on."})
+    return messages
+
+
+def assert_paired(messages: List[Dict[str, Any]]) -> None:
+    calls = {c["id"] for m in messages for c in m.get("tool_calls") or []}
+    results = {m["tool_call_id"] for m in messages if m.get("role") == "tool"}
+    assert calls == results
+
+
+def test_compact_openai_list_round_trips_shape_and_shrinks() -> None:
+    messages = openai_conversation()
+    before = llm_compactor.count_tokens(messages)
+    result = llm_compactor.compact(messages, budget=4000)
+    assert isinstance(result, CompactionResult)
+    assert result.format == "openai" and result.request is None
+    assert result.tokens_before == before
+    assert result.tokens_after < 4000 and result.tokens_after == llm_compactor.count_tokens(result.messages)
+    assert result.messages[0] == messages[0]
+    assert result.messages[-1] == messages[-1]
+    assert any(HEADER in (m.get("content") or "") for m in result.messages)
+    assert result.summary.startswith(HEADER)
+    assert not result.fallback and not result.exhausted
+    assert result.attempts and result.attempts[-1]["outcome"] == "accepted"
+    assert result.receipt is not None
+    assert_paired(result.messages)
+
+
+def test_under_the_trigger_nothing_changes() -> None:
+    messages = openai_conversation(rounds=2, size=10)
+    compactor = Compactor(budget=128_000)
+    assert not compactor.needs_compaction(messages)
+    plan = compactor.plan(messages)
+    assert plan["needs_compaction"] is False and plan["reason"] == "not-needed"
+
+
+def test_anthropic_turns_with_system_come_back_as_turns() -> None:
+    turns: List[Dict[str, Any]] = [{"role": "user", "content": "Look at the logs."}]
+    for i in range(25):
+        turns.append({"role": "assistant", "content": [{"type": "tool_use", "id": f"t{i}", "name": "read", "input": {"path": f"log{i}"}}]})
+        turns.append({"role": "user", "content": [{"type": "tool_result", "tool_use_id": f"t{i}", "content": "line\n" * 300}]})
+    turns.append({"role": "assistant", "content": "Done reading."})
+    assert llm_compactor.detect_format(turns) == "anthropic"
+    result = llm_compactor.compact(turns, budget=3000, system="Be brief.")
+    assert result.format == "anthropic"
+    assert result.tokens_after < result.tokens_before
+    assert all(m["role"] in ("user", "assistant") for m in result.messages)
+    assert result.messages[-1] == turns[-1]
+    uses = {b["id"] for m in result.messages if isinstance(m["content"], list) for b in m["content"] if b.get("type") == "tool_use"}
+    answers = {b["tool_use_id"] for m in result.messages if isinstance(m["content"], list) for b in m["content"] if b.get("type") == "tool_result"}
+    assert uses == answers
+
+
+def test_responses_items_and_request_object() -> None:
+    items: List[Dict[str, Any]] = [{"role": "user", "content": "list the files"}]
+    for i in range(30):
+        items.append({"type": "function_call", "call_id": f"c{i}", "name": "ls", "arguments": "{}"})
+        items.append({"type": "function_call_output", "call_id": f"c{i}", "output": "a.txt\n" * 200})
+    assert llm_compactor.detect_format(items) == "responses"
+    result = llm_compactor.compact(items, budget=3000)
+    assert result.format == "responses" and result.request is None
+    assert result.tokens_after < result.tokens_before
+    request = {"model": "gpt-5", "instructions": "Be brief.", "input": items}
+    result = llm_compactor.compact(request, budget=3000)
+    assert result.request is not None
+    assert result.request["model"] == "gpt-5" and result.request["instructions"] == "Be brief."
+    assert result.request["input"] == result.messages
+    with pytest.raises(UnsupportedInputError):
+        llm_compactor.compact({"input": items, "previous_response_id": "resp_1"}, budget=3000)
+
+
+def test_errors_name_the_message_and_the_option() -> None:
+    with pytest.raises(InvalidInputError) as info:
+        llm_compactor.compact([{"role": "user", "content": "hi"}, {"role": "tool", "content": 3}], budget=1000, format="openai")
+    assert info.value.index == 1 and "message 1" in str(info.value)
+    assert isinstance(info.value, ValueError)
+    with pytest.raises(ConfigError) as config:
+        Compactor(budget=1000, trigger_ratio=0.3, target_ratio=0.5)
+    assert config.value.field == "target_ratio"
+    with pytest.raises(ConfigError) as counter:
+        llm_compactor.count_tokens([], counter="nope")
+    assert counter.value.field == "counter"
+    with pytest.raises(ConfigError):
+        Compactor(budget=1000, summarizer="openai")  # needs model
+    with pytest.raises(ConfigError):
+        Compactor(budget=1000, summarizer="ledger", model="gpt-4o-mini")
+
+
+def test_options_have_the_cli_defaults() -> None:
+    config = Compactor(budget=128_000).config
+    assert config["trigger_ratio"] == 0.7 and config["target_ratio"] == 0.4
+    assert config["keep_recent"] == 6 and config["tool_result_cap"] == 2000
+    assert config["max_attempts"] == 3 and config["age_observations"] is True
+    assert config["summary_max_tokens"] == 2048 and config["expand_truncated"] is True
+    capped = Compactor(budget=128_000, summary_max_tokens=512).config
+    assert capped["summary_max_tokens"] == 512 and capped["expand_truncated"] is False
+
+
+def test_counters() -> None:
+    messages = [{"role": "user", "content": "hello world"}]
+    assert llm_compactor.count_tokens(messages, counter="heuristic") == 8 + 3
+    assert 0 < llm_compactor.count_tokens(messages, counter="o200k") < 20
+    assert 0 < llm_compactor.count_tokens(messages, counter="cl100k") < 20
+
+
+def test_callable_summarizer_sync_receives_instruction_and_transcript() -> None:
+    seen: List[str] = []
+
+    def summarize(instruction: str, transcript: str, max_tokens: int) -> str:
+        seen.append(transcript)
+        assert instruction and max_tokens > 0
+        return "## Goals\nFix the parser test."
+
+    result = llm_compactor.compact(openai_conversation(), budget=4000, summarizer=summarize, ledger_max_tokens=0)
+    assert seen and "src/file_0.rs" in seen[0]
+    assert "Fix the parser test." in result.summary and not result.fallback
+
+
+def test_callable_summarizer_failures_are_classified() -> None:
+    calls: List[int] = []
+
+    def flaky(instruction: str, transcript: str) -> str:
+        calls.append(1)
+        if len(calls) == 1:
+            raise RuntimeError("temporary outage")
+        return "## Goals\nKeep going."
+
+    result = llm_compactor.compact(openai_conversation(), budget=4000, summarizer=flaky, ledger_max_tokens=0)
+    assert len(calls) == 2 and not result.fallback
+    assert result.attempts[0]["outcome"] == "failed" and result.attempts[0]["class"] == "retry-same"
+
+    broken: List[int] = []
+
+    def bug(instruction: str, transcript: str) -> str:
+        broken.append(1)
+        raise ValueError("bad input")
+
+    result = llm_compactor.compact(openai_conversation(), budget=4000, summarizer=bug, ledger_max_tokens=0)
+    assert len(broken) == 1, "a ValueError is not retried"
+    assert result.fallback and result.attempts[0]["class"] == "abort"
+    assert "ValueError" in (result.attempts[0].get("note") or "")
+
+
+def test_async_callable_runs_on_the_awaiting_loop() -> None:
+    async def main() -> CompactionResult:
+        loop = asyncio.get_running_loop()
+        seen_loops: List[Any] = []
+
+        async def summarize(instruction: str, transcript: str, max_tokens: int) -> str:
+            seen_loops.append(asyncio.get_running_loop())
+            await asyncio.sleep(0)
+            return "## Goals\nAsync summary."
+
+        ticks = 0
+
+        async def ticker() -> None:
+            nonlocal ticks
+            while True:
+                ticks += 1
+                await asyncio.sleep(0.001)
+
+        task = asyncio.create_task(ticker())
+        result = await llm_compactor.compact_async(openai_conversation(), budget=4000, summarizer=summarize, ledger_max_tokens=0)
+        task.cancel()
+        assert seen_loops == [loop]
+        return result
+
+    result = asyncio.run(main())
+    assert "Async summary." in result.summary
+    # The sync API runs an async callable in a fresh loop.
+
+    async def plain(instruction: str, transcript: str) -> str:
+        return "## Goals\nFresh loop."
+
+    assert "Fresh loop." in llm_compactor.compact(openai_conversation(), budget=4000, summarizer=plain, ledger_max_tokens=0).summary
+
+
+def test_another_thread_runs_while_rust_works() -> None:
+    """The GIL is released during a pass: a Python thread makes progress meanwhile."""
+    release = threading.Event()
+    counter = [0]
+
+    def spin() -> None:
+        while not release.is_set():
+            counter[0] += 1
+
+    def slow(instruction: str, transcript: str) -> str:
+        # The summarizer waits in Rust's pass (not holding the GIL between calls).
+        return "## Goals\nok"
+
+    thread = threading.Thread(target=spin)
+    thread.start()
+    before = counter[0]
+    llm_compactor.compact(openai_conversation(rounds=200, size=800), budget=8000, summarizer="none")
+    during = counter[0] - before
+    release.set()
+    thread.join()
+    assert during > 0
+
+
+def test_cancel_ends_in_the_hard_trim() -> None:
+    token = llm_compactor.CancelToken()
+    token.cancel()
+    result = llm_compactor.compact(openai_conversation(), budget=4000, summarizer=lambda i, t: "## Goals\nx", ledger_max_tokens=0, cancel=token)
+    assert result.fallback and token.cancelled()
+
+
+def test_session_append_replay_compact(tmp_path: Any) -> None:
+    path = str(tmp_path / "run.jsonl")
+    messages = openai_conversation()
+    with Session.open(path) as session:
+        assert session.append(messages) == len(messages)
+        assert session.replay() == messages
+        result = session.compact(Compactor(budget=4000))
+        assert result.tokens_after < result.tokens_before
+        assert session.replay() == result.messages
+    # Reopened, the transcript replays to the compacted conversation.
+    with Session.open(path) as again:
+        assert again.replay() == result.messages
+    with pytest.raises(llm_compactor.ConfigError):
+        Session.open(str(tmp_path / "x.jsonl"), format="auto")
+
+
+def test_session_is_locked_to_one_writer(tmp_path: Any) -> None:
+    path = str(tmp_path / "run.jsonl")
+    with Session.open(path):
+        with pytest.raises(llm_compactor.SessionError):
+            Session.open(path)
+
+
+def test_context_manager_loop_records_usage_and_compacts(tmp_path: Any) -> None:
+    compactor = Compactor(budget=4000, calibrated=True)
+    manager = ContextManager(compactor, str(tmp_path / "loop.jsonl"))
+    manager.push([{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Fix it."}])
+    compactions = 0
+    for i in range(40):
+        prepared = manager.prepare(tools=[{"type": "function", "function": {"name": "bash", "parameters": {}}}])
+        assert prepared.request_tokens <= 4000
+        if prepared.result is not None:
+            compactions += 1
+            assert prepared.reason in ("threshold", "room")
+        call = {"id": f"c{i}", "type": "function", "function": {"name": "bash", "arguments": "{}"}}
+        manager.record_response(
+            [{"role": "assistant", "content": None, "tool_calls": [call]}, {"role": "tool", "tool_call_id": f"c{i}", "content": "out " * 150}],
+            usage={"input_tokens": prepared.request_tokens + 40},
+            model="scripted",
+        )
+    assert compactions > 0
+    assert_paired(manager.messages)
+
+
+def test_non_ascii_text_round_trips(tmp_path: Any) -> None:
+    messages = openai_conversation(rounds=3, size=5)
+    text = "Corrige le test de l'analyseur — «vite» 🎉 中文"
+    messages[-1]["content"] = text
+    with Session.open(str(tmp_path / "s.jsonl")) as session:
+        session.append(messages)
+        assert session.replay() == messages
+    result = llm_compactor.compact(messages, budget=128_000)
+    assert result.messages[-1]["content"] == text
