@@ -41,7 +41,7 @@ enum Command {
     /// Fetch the local summarizer's default model, or print where it is.
     Model(cmd::model::Args),
     /// Serve the OpenAI- and Anthropic-compatible compaction proxy; list and export its sessions.
-    Proxy(cmd::proxy::Args),
+    Proxy(Box<cmd::proxy::Args>),
 }
 
 fn main() {
@@ -67,7 +67,7 @@ fn main() {
         Command::Report(args) => cmd::report::run(args),
         Command::Simulate(args) => cmd::simulate::run(args),
         Command::Model(args) => cmd::model::run(args),
-        Command::Proxy(args) => cmd::proxy::run(args),
+        Command::Proxy(args) => cmd::proxy::run(*args),
     };
     match outcome {
         Ok(()) => {}

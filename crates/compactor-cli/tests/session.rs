@@ -68,6 +68,8 @@ fn sample(dir: &Path) -> (PathBuf, Vec<Message>) {
             receipt: None,
             replaces_through_id: through,
             summary: "[3 messages were dropped unsummarized]".into(),
+            summarizer: None,
+            attempts: Vec::new(),
             tokens_after: 40,
             tokens_before: 1060,
             usage: Usage::default(),

@@ -38,6 +38,8 @@ fn a_transcript_round_trips_through_postgres_byte_for_byte() {
             receipt: None,
             replaces_through_id: through,
             summary: "[hard trim]".to_owned(),
+            summarizer: None,
+            attempts: Vec::new(),
             tokens_after: 5,
             tokens_before: 50,
             usage: Default::default(),

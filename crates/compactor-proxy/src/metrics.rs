@@ -257,7 +257,8 @@ impl Metrics {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use llm_compactor::plan::{CostPolicy, ReceiptInput};
+    use llm_compactor::plan::CostPolicy;
+    use llm_compactor::plan::policy::ReceiptInput;
 
     fn value(text: &str, series: &str) -> f64 {
         let line = text.lines().find(|l| l.starts_with(series)).expect(series);

@@ -48,8 +48,8 @@ mod sync;
 
 pub use prepare::PrepareConfig;
 
-use round::Lease;
 pub use round::{Attempt, Round};
+use round::{Lease, PassRequest};
 
 /// One session's live state in this process.
 pub struct SessionState {
@@ -352,7 +352,20 @@ impl SessionState {
         // Prepared compaction (issue 28): the pass may be under way, or ready to install.
         let (target, install) = self.prepared_round(round, tokens, target).await;
         if let Some(target) = target {
-            match self.compact(round, client, &mut lines, target, lease, install, tokens).await? {
+            match self
+                .compact(
+                    round,
+                    &mut lines,
+                    lease,
+                    PassRequest {
+                        client,
+                        target,
+                        install,
+                        tokens,
+                    },
+                )
+                .await?
+            {
                 Compacted::Yes(messages) => {
                     effective = messages;
                     compacted = true;
@@ -429,17 +442,14 @@ impl SessionState {
         self.preparer = prepare::Preparer::default();
     }
 
-    /// Compacts under the session's lease, aiming at `target` (the compactor's own
+    /// Compacts under the session's lease, aiming at the pass's `target` (the compactor's own
     /// target when `None`).
     async fn compact(
         &mut self,
         round: &Round<'_>,
-        client: &[Message],
         lines: &mut Lines,
-        target: Option<usize>,
         lease: Lease,
-        install: Option<Box<llm_compactor::compactor::PreparedPass>>,
-        tokens: usize,
+        pass: PassRequest<'_>,
     ) -> Result<Compacted, ProxyError> {
         let config = round.config;
         if lease == Lease::ToTake
@@ -456,12 +466,7 @@ impl SessionState {
             return Ok(Compacted::No);
         }
         let store_key = self.store_key.clone();
-        let outcome = sync::renewing(
-            config,
-            &store_key,
-            self.compact_leased(round, client, lines, target, install, tokens),
-        )
-        .await;
+        let outcome = sync::renewing(config, &store_key, self.compact_leased(round, lines, pass)).await;
         if lease == Lease::ToTake {
             release_lease(config, &self.key, &store_key).await;
         }
@@ -474,12 +479,15 @@ impl SessionState {
     async fn compact_leased(
         &mut self,
         round: &Round<'_>,
-        client: &[Message],
         lines: &mut Lines,
-        target: Option<usize>,
-        install: Option<Box<llm_compactor::compactor::PreparedPass>>,
-        tokens: usize,
+        pass: PassRequest<'_>,
     ) -> Result<Option<Vec<Message>>, ProxyError> {
+        let PassRequest {
+            client,
+            target,
+            install,
+            tokens,
+        } = pass;
         let Round {
             config,
             compactor,

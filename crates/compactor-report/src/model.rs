@@ -155,6 +155,10 @@ pub struct PassView {
     pub receipt: Option<CostReceipt>,
     /// What the summarizer was billed (failed calls included).
     pub summarizer_usage: Usage,
+    /// The summarizer the pass asked, when the transcript names it.
+    pub summarizer: Option<String>,
+    /// Its requests, in order, as words ("summary accepted", "tighten failed (timeout)").
+    pub attempts: Vec<String>,
     /// The summary, by section (empty unless the pass summarized).
     pub summary: Vec<SummarySection>,
     /// The summary's size in chars.
@@ -174,6 +178,24 @@ pub struct PassView {
 }
 
 impl PassView {
+    /// The summarizer cell: its name and how many requests it took, or "not recorded"
+    /// for a transcript written before passes named them.
+    pub fn summarizer_cell(&self) -> String {
+        match (&self.summarizer, self.attempts.len()) {
+            (None, 0) => "not recorded".to_owned(),
+            (name, n) => {
+                let failed = self.attempts.iter().filter(|a| a.contains("failed")).count();
+                let name = name.as_deref().unwrap_or("summarizer");
+                let plural = if n == 1 { "" } else { "s" };
+                if failed > 0 {
+                    format!("{name} · {n} request{plural} ({failed} failed)")
+                } else {
+                    format!("{name} · {n} request{plural}")
+                }
+            }
+        }
+    }
+
     /// Tokens the pass removed.
     pub fn tokens_shed(&self) -> usize {
         self.tokens_before.saturating_sub(self.tokens_after)

@@ -351,6 +351,10 @@ impl Walk<'_> {
                 .and_then(|c| c.receipt.clone())
                 .or(pending.elision_receipt),
             summarizer_usage: view_compaction.map(|c| c.usage).unwrap_or_default(),
+            summarizer: view_compaction.and_then(|c| c.summarizer.clone()),
+            attempts: view_compaction
+                .map(|c| c.attempts.iter().map(attempt_words).collect())
+                .unwrap_or_default(),
             summary_chars: view_compaction.map_or(0, |c| c.summary.chars().count()),
             summary,
             stubs_omitted: stubs_total.saturating_sub(pending.stubs.len()),
@@ -362,6 +366,21 @@ impl Walk<'_> {
         };
         self.passes.push(view);
     }
+}
+
+/// One summarizer request in words: its kind, how it ended, and why when it failed.
+fn attempt_words(attempt: &llm_compactor::compactor::Attempt) -> String {
+    let kind = serde_json::to_value(attempt.kind).ok();
+    let outcome = serde_json::to_value(attempt.outcome).ok();
+    let word = |v: Option<serde_json::Value>| v.and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default();
+    let mut text = format!("{} {}", word(kind), word(outcome));
+    if let Some(class) = attempt.class {
+        let class = word(serde_json::to_value(class).ok());
+        if !class.is_empty() {
+            text.push_str(&format!(" ({class})"));
+        }
+    }
+    text
 }
 
 fn totals(requests: &[RequestPoint], passes: &[PassView], options: &ReportOptions) -> Totals {

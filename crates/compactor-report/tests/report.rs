@@ -233,6 +233,19 @@ async fn a_ten_thousand_message_session_stays_within_the_caps() {
 
 /// A transcript written line by line: an elision epoch, then a repair, then a compaction
 /// that hard-trims, each its own pass, each named, counted and marked in the chart.
+/// A summarizer request that failed with a retryable error.
+fn failed_attempt() -> llm_compactor::compactor::Attempt {
+    llm_compactor::compactor::Attempt {
+        kind: llm_compactor::compactor::AttemptKind::Summary,
+        outcome: llm_compactor::compactor::AttemptOutcome::Failed,
+        class: Some(llm_compactor::summarize::FailureClass::RetrySame),
+        status: Some(503),
+        wait_ms: 0,
+        usage: llm_compactor::Usage::default(),
+        note: None,
+    }
+}
+
 #[test]
 fn every_kind_of_pass_is_named_counted_and_marked() {
     use compactor_report::chart::{SeriesColors, hex};
@@ -282,6 +295,8 @@ fn every_kind_of_pass_is_named_counted_and_marked() {
             receipt: None,
             replaces_through_id: "u2".to_owned(),
             summary: String::new(),
+            summarizer: Some("openai:gpt-test".to_owned()),
+            attempts: vec![failed_attempt(), failed_attempt()],
             tokens_after: 3,
             tokens_before: 1_050,
             usage: Usage::default(),
@@ -304,6 +319,21 @@ fn every_kind_of_pass_is_named_counted_and_marked() {
     assert_eq!(report.passes[1].repairs, 1);
     let trim = &report.passes[2];
     assert!(trim.fallback && trim.exhausted);
+    assert_eq!(
+        trim.attempts,
+        ["summary failed (retry-same)", "summary failed (retry-same)"]
+    );
+    assert_eq!(trim.summarizer_cell(), "openai:gpt-test · 2 requests (2 failed)");
+    assert_eq!(
+        report.passes[0].summarizer_cell(),
+        "not recorded",
+        "an epoch asks no summarizer"
+    );
+    let html = render(&report);
+    assert!(
+        html.contains("openai:gpt-test · 2 requests (2 failed)"),
+        "the pass table names the summarizer"
+    );
     assert_eq!(
         (trim.tokens_before, trim.tokens_after, trim.messages_replaced),
         (1_050, 3, 4)

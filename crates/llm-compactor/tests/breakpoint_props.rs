@@ -233,11 +233,11 @@ fn build(case: &Case) -> (Value, Value) {
     );
     let places = markable(&client);
     let budget = MAX_BREAKPOINTS - usize::from(case.top_level);
-    let mut chosen: Vec<usize> = case
-        .marks
-        .iter()
-        .filter_map(|&m| (!places.is_empty()).then(|| m % places.len()))
-        .collect();
+    let mut chosen: Vec<usize> = if places.is_empty() {
+        Vec::new()
+    } else {
+        case.marks.iter().map(|&m| m % places.len()).collect()
+    };
     chosen.sort_unstable();
     chosen.dedup();
     chosen.truncate(budget);

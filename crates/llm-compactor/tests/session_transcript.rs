@@ -216,6 +216,8 @@ fn unknown_ids_and_reused_ids_are_refused_at_append_time() {
             receipt: None,
             replaces_through_id: "nope".into(),
             summary: "s".into(),
+            summarizer: None,
+            attempts: Vec::new(),
             tokens_after: 1,
             tokens_before: 2,
             usage: Usage::default(),

@@ -299,7 +299,7 @@ const SETTINGS: [(Pricing, f64); 4] = [
 ];
 
 /// The peers (and named `ours` variants) every grid point is compared with.
-const PEERS: [StrategyKind; 14] = StrategyKind::ALL;
+const PEERS: [StrategyKind; 16] = StrategyKind::ALL;
 
 fn arg(args: &[String], name: &str) -> Option<String> {
     args.iter()

@@ -288,7 +288,11 @@ impl SessionState {
         let digest = (current.len() >= len).then(|| llm_compactor::message::conversation_digest(&current[..len]));
         let check = prepared.check(current, digest.as_deref(), compactor);
         let hard = compactor.config().context_budget;
-        let ceiling = if tokens > hard { hard } else { compactor.config().trigger() };
+        let ceiling = if tokens > hard {
+            hard
+        } else {
+            compactor.config().trigger()
+        };
         let counter: &dyn llm_compactor::count::TokenCounter = self.counter.as_ref();
         let plan = prepared.plan(current, &check, compactor, counter, Some(ceiling));
         let (payload, result) = match plan {

@@ -54,3 +54,16 @@ pub(super) enum Lease {
     /// when done.
     Held,
 }
+
+/// One pass a round asks of its session: over the client's conversation, aimed at a
+/// target, maybe by installing a prepared result.
+pub(super) struct PassRequest<'a> {
+    /// The messages as the client sent them (what the rewrite stands for).
+    pub client: &'a [llm_compactor::message::Message],
+    /// The target to aim at (the compactor's own when `None`).
+    pub target: Option<usize>,
+    /// A pass prepared in the background, to check and install instead of running one.
+    pub install: Option<Box<llm_compactor::compactor::PreparedPass>>,
+    /// The conversation's tokens as counted for this round.
+    pub tokens: usize,
+}

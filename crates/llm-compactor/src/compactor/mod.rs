@@ -16,8 +16,8 @@ mod events;
 mod hooks;
 mod ledger;
 mod pass;
-mod prepared;
 mod policy;
+mod prepared;
 mod report;
 mod result;
 mod summary;
@@ -35,11 +35,11 @@ pub use config::{
 pub use decision::{CompactionReason, RequestFit};
 pub use events::{CompactionEvent, Observer};
 pub use hooks::{CompactionHooks, NoHooks, RequestDecision, ResponseDecision};
-pub use prepared::PreparedPass;
 pub use policy::{
     ECONOMY_EPOCH_RATIO, ECONOMY_EXPECTED_REMAINING_ROUNDS, ECONOMY_KEEP_RECENT, ECONOMY_MIN_CHARS,
     ECONOMY_TARGET_RATIO, ECONOMY_TRIGGER_RATIO, Policy, UnknownPolicy,
 };
+pub use prepared::PreparedPass;
 pub use report::{NeedReason, PlanReport, TrimPreview};
 pub use result::{Attempt, AttemptKind, AttemptOutcome, CompactionResult, Elision};
 pub use summary::TRUNCATED_MARKER;

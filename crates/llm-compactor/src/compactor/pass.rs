@@ -109,6 +109,9 @@ impl Compactor {
             let mut result = self.run_pass(input, &options, &counter, pass_before).await;
             result.tokens_before = before;
             result.repairs = repairs;
+            if !result.attempts.is_empty() {
+                result.summarizer = self.summarizer.as_ref().map(|s| s.name().to_owned());
+            }
             result.receipt = Some(self.receipt(messages, &result, counter.as_ref(), before));
             self.emit(CompactionEvent::CompactionDone {
                 tokens_before: result.tokens_before,
@@ -312,7 +315,7 @@ impl Compactor {
         }
         let elisions: Vec<Elision> = plan::eligible(pass.input, pass.pairs, pass.layout, self.aging_rules())
             .into_iter()
-            .map(|e| self.elision(input, e))
+            .map(|e| self.elision(pass.input, e))
             .collect();
         if elisions.is_empty() {
             return unchanged();

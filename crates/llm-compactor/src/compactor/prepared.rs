@@ -107,6 +107,7 @@ impl PreparedPass {
             elisions,
             usage: self.result.usage,
             attempts: self.result.attempts.clone(),
+            summarizer: self.result.summarizer.clone(),
             receipt: None,
             repairs: Vec::new(),
             truncations: self.result.truncations.clone(),

@@ -103,6 +103,10 @@ pub struct CompactionResult {
     pub usage: Usage,
     /// Every summarizer request of this pass, in order.
     pub attempts: Vec<Attempt>,
+    /// The name of the summarizer the pass asked ([`crate::Summarizer::name`]); `None`
+    /// when it asked none (nothing to replace, aging only, or no summarizer set).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub summarizer: Option<String>,
     /// What the pass did to the prompt cache (the kept prefix, the tokens rewritten, the
     /// summarizer's tokens) and its estimated net cost against not compacting, under the
     /// configuration's cost policy. `None` only in results built by hand.
@@ -152,6 +156,7 @@ impl CompactionResult {
             elisions: Vec::new(),
             usage: Usage::default(),
             attempts: Vec::new(),
+            summarizer: None,
             receipt: None,
             repairs: Vec::new(),
             truncations: Vec::new(),

@@ -203,6 +203,8 @@ mod tests {
                 )),
                 replaces_through_id: "m1".into(),
                 summary: "[summary]".into(),
+                summarizer: None,
+                attempts: Vec::new(),
                 tokens_after: 10,
                 tokens_before: 100,
                 usage: crate::usage::Usage::default(),

@@ -97,12 +97,14 @@ pub(crate) fn plan_pass(
     let compaction = if result.cut_index >= 0 {
         let cut = usize::try_from(result.cut_index).map_err(|e| e.to_string())?;
         Some(CompactionRecord {
+            attempts: result.attempts.clone(),
             dropped: result.dropped,
             exhausted: result.exhausted,
             fallback: result.fallback,
             receipt: result.receipt.clone(),
             replaces_through_id: id_in(messages, cut, "cut_index")?,
             summary: result.summary.clone(),
+            summarizer: result.summarizer.clone(),
             tokens_after: result.tokens_after,
             tokens_before: result.tokens_before,
             usage: result.usage,

@@ -46,6 +46,10 @@ impl Default for SessionMeta {
 /// by one summary message (role user, content `summary`) whose id is the line's own id.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct CompactionRecord {
+    /// Every summarizer request the pass made, failed ones included (absent in
+    /// transcripts written before attempts were recorded; replay never reads it).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub attempts: Vec<crate::compactor::Attempt>,
     /// How many messages the summary replaced (or the hard trim dropped).
     #[serde(default)]
     pub dropped: usize,
@@ -64,6 +68,10 @@ pub struct CompactionRecord {
     pub replaces_through_id: String,
     /// The whole content of the summary message (header included).
     pub summary: String,
+    /// The name of the summarizer the pass asked, when it asked one (absent in older
+    /// transcripts; replay never reads it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub summarizer: Option<String>,
     /// Tokens after the pass.
     pub tokens_after: usize,
     /// Tokens before the pass.

@@ -365,6 +365,8 @@ mod tests {
             receipt: None,
             replaces_through_id: "m2".to_owned(),
             summary: "summary".to_owned(),
+            summarizer: None,
+            attempts: Vec::new(),
             tokens_after: 0,
             tokens_before: 0,
             usage: Usage::default(),

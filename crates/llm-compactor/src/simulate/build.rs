@@ -7,7 +7,9 @@
 use std::sync::Arc;
 
 use super::strategy::{Strategy, StrategyKind};
-use super::{clear_tool_uses, jetbrains_hybrid, mask_batched, mask_last_n, none, ours, prepared, summarize_at_threshold};
+use super::{
+    clear_tool_uses, jetbrains_hybrid, mask_batched, mask_last_n, none, ours, prepared, summarize_at_threshold,
+};
 use crate::count::TokenCounter;
 use crate::simulate::SimError;
 

@@ -137,7 +137,7 @@ impl StrategyKind {
     }
 
     /// Every strategy, in report order.
-    pub const ALL: [StrategyKind; 14] = [
+    pub const ALL: [StrategyKind; 16] = [
         StrategyKind::None,
         StrategyKind::Ours,
         StrategyKind::OursEconomy,

@@ -78,6 +78,7 @@ pub fn synthetic_result(
             ..Usage::default()
         },
         attempts: Vec::new(),
+        summarizer: None,
         receipt: None,
         repairs: Vec::new(),
         truncations: Vec::new(),

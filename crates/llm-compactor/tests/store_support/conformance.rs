@@ -52,6 +52,8 @@ pub fn real_transcript(messages: usize) -> (String, Vec<NewEvent>) {
             receipt: None,
             replaces_through_id: through,
             summary: "Summary: the build was fixed.".to_owned(),
+            summarizer: None,
+            attempts: Vec::new(),
             tokens_after: 10,
             tokens_before: 100,
             usage: Default::default(),
