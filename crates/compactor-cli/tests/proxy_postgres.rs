@@ -11,7 +11,10 @@
 //! 2. a proxy SIGKILLed while it compacts (its summarizer says it started, then blocks):
 //!    the other proxy finishes the session once the dead holder's lease expired;
 //! 3. PostgreSQL stopped under load: clear 503s naming the store (never its password),
-//!    and service again after it restarts, without restarting the proxies.
+//!    and service again after it restarts, without restarting the proxies;
+//! 4. prepared compaction (`--prepare-ratio`) with one session served by two proxies:
+//!    only the holder of the session's preparation lease prepares (one summary paid for,
+//!    not two), and it installs its pass.
 
 mod support;
 
@@ -93,6 +96,12 @@ fn proxies_sharing_one_postgres_database() {
         dir.path(),
     ));
     drop(agents);
+    rt.block_on(prepared_by_the_lease_holder_only(
+        &cluster,
+        &upstream,
+        &store_for,
+        dir.path(),
+    ));
     eprintln!(
         "proxies_sharing_one_postgres_database: every scenario passed in {:?}",
         started.elapsed()
@@ -368,4 +377,122 @@ async fn database_restarted_under_load(
         let last = upstream.seen(|s| s.last[&agent.name].clone());
         assert_session_exported(cluster, "shared", base, agent, &last, dir);
     }
+}
+
+/// The value of one series in a proxy's `/metrics`.
+async fn metric(http: &reqwest::Client, proxy: &str, series: &str) -> f64 {
+    let text = http
+        .get(format!("{proxy}/metrics"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let line = text
+        .lines()
+        .find(|l| l.starts_with(series))
+        .unwrap_or_else(|| panic!("no {series} in {text}"));
+    line[series.len()..].trim().parse().unwrap()
+}
+
+async fn prepared_by_the_lease_holder_only(
+    cluster: &PgCluster,
+    upstream: &Upstream,
+    store_for: &dyn Fn(&str) -> String,
+    dir: &std::path::Path,
+) {
+    // Each summary the proxies ask for leaves a file, then blocks until told to go on.
+    let signals = dir.join("prepare-signals");
+    std::fs::create_dir(&signals).unwrap();
+    let go = dir.join("prepare-go");
+    let command = format!(
+        "cat >/dev/null; mktemp -p '{}' started.XXXXXX >/dev/null; i=0; while [ ! -e '{}' ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done; echo 'The agent asked questions and got short answers.'",
+        signals.display(),
+        go.display()
+    );
+    let started = || std::fs::read_dir(&signals).unwrap().count();
+    let flags = engine(&[
+        "--summarizer",
+        "exec",
+        "--summarizer-cmd",
+        &command,
+        "--prepare-ratio",
+        "0.5",
+    ]);
+    let e = ProxyProcess::start(&upstream.url, &store_for("proxy-e"), &as_refs(&flags));
+    let f = ProxyProcess::start(&upstream.url, &store_for("proxy-f"), &as_refs(&flags));
+    let http = client();
+    let mut agent = Agent::new("prepared");
+    let elsewhere = "compactor_proxy_prepared_total{fate=\"elsewhere\"}";
+    let round = |agent: &mut Agent, proxy: String| {
+        agent.next_message();
+        let (http, body) = (http.clone(), agent.body());
+        let name = agent.name.clone();
+        async move {
+            let response = http
+                .post(format!("{proxy}/v1/chat/completions"))
+                .header("x-compactor-session", name)
+                .json(&body)
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(response.status(), 200);
+            response.json::<serde_json::Value>().await.unwrap()
+        }
+    };
+    // Rounds alternate between the two until one of them starts preparing.
+    let mut n = 0;
+    while started() == 0 {
+        assert!(n < 60, "no preparation started in 60 rounds");
+        let proxy = if n % 2 == 0 { &e.url } else { &f.url };
+        let answer = round(&mut agent, proxy.clone()).await;
+        agent.answered(&answer);
+        n += 1;
+    }
+    let holder_app = observe::rows(
+        cluster,
+        "shared",
+        "SELECT DISTINCT app FROM lease_log WHERE session LIKE 'prepared%#prepare' AND op = 'take'",
+    );
+    assert_eq!(
+        holder_app.len(),
+        1,
+        "one instance took the preparation lease: {holder_app:?}"
+    );
+    let (holder, other) = if holder_app[0][0] == "proxy-e" {
+        (&e, &f)
+    } else {
+        (&f, &e)
+    };
+    // The other instance serves rounds over the threshold too: it finds the lease taken
+    // (counted as `elsewhere`) and never asks its summarizer.
+    let mut tries = 0;
+    while metric(&http, &other.url, elsewhere).await < 1.0 {
+        assert!(tries < 4, "the other instance never found the preparation lease taken");
+        let answer = round(&mut agent, other.url.clone()).await;
+        agent.answered(&answer);
+        tries += 1;
+    }
+    assert_eq!(started(), 1, "one summary was asked for, by the lease holder only");
+    // Released, the prepared pass is installed by its holder at a round over the trigger.
+    std::fs::write(&go, b"").unwrap();
+    let installed = |http: reqwest::Client, url: String| async move {
+        metric(&http, &url, "compactor_proxy_prepared_total{fate=\"installed\"}").await
+            + metric(&http, &url, "compactor_proxy_prepared_total{fate=\"amended\"}").await
+    };
+    let mut rounds = 0;
+    while installed(http.clone(), holder.url.clone()).await < 1.0 {
+        assert!(rounds < 30, "the holder never installed its prepared pass");
+        let answer = round(&mut agent, holder.url.clone()).await;
+        agent.answered(&answer);
+        rounds += 1;
+    }
+    assert_eq!(started(), 1, "still one summary: the install paid for nothing more");
+    assert_exclusive_compaction(cluster, "shared");
+    assert_logs_intact(cluster, "shared", "prepared", &["prepared".to_owned()]);
+    let violations = upstream.seen(|s| s.violations.clone());
+    assert!(violations.is_empty(), "{violations:#?}");
+    let last = upstream.seen(|s| s.last["prepared"].clone());
+    assert_session_exported(cluster, "shared", &store_for("export"), &agent, &last, dir);
 }

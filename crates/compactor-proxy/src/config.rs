@@ -39,7 +39,7 @@ pub struct ProxyConfig {
     pub(crate) pricing: Pricing,
     pub(crate) client_key: bool,
     pub(crate) max_sessions: usize,
-    pub(crate) prepare: Option<crate::PrepareConfig>,
+    pub(crate) prepare: Option<PrepareConfig>,
     pub(crate) ui: bool,
     pub(crate) wire: WireOptions,
 }
@@ -129,7 +129,7 @@ pub struct ProxyConfigBuilder {
     pricing: Option<Pricing>,
     client_key_endpoint: Option<String>,
     max_sessions: usize,
-    prepare: Option<crate::PrepareConfig>,
+    prepare: Option<PrepareConfig>,
     ui: bool,
     wire: WireOptions,
 }
@@ -182,7 +182,7 @@ impl ProxyConfigBuilder {
     /// Prepare each session's compaction in the background ahead of the trigger and
     /// install it at the trigger (issue 28; see `docs/prepared-compaction.md`); `None`
     /// (the default) compacts inline when a request reaches the trigger.
-    pub fn prepare(mut self, prepare: Option<crate::PrepareConfig>) -> Self {
+    pub fn prepare(mut self, prepare: Option<PrepareConfig>) -> Self {
         self.prepare = prepare;
         self
     }
@@ -295,4 +295,22 @@ fn origin_authority(url: &reqwest::Url) -> String {
 
 fn redact_url(url: &str) -> String {
     llm_compactor::store::redact(url)
+}
+
+/// How the proxy prepares passes.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct PrepareConfig {
+    /// Start a pass when a round reaches this share of the budget.
+    pub ratio: f64,
+    /// How long a round over the budget waits for a running pass.
+    pub max_wait: Duration,
+}
+
+impl Default for PrepareConfig {
+    fn default() -> Self {
+        PrepareConfig {
+            ratio: llm_compactor::session::DEFAULT_PREPARE_RATIO,
+            max_wait: Duration::from_secs(30),
+        }
+    }
 }

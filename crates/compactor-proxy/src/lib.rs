@@ -44,6 +44,7 @@ mod outgoing;
 mod routes;
 mod session_map;
 mod sessions;
+mod state;
 mod ui;
 mod upstream;
 
@@ -53,13 +54,12 @@ use axum::serve::ListenerExt;
 use std::sync::Arc;
 
 pub use client_key::ClientKeySummarizer;
-pub use config::{DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_SESSIONS, ProxyConfig, ProxyConfigBuilder};
+pub use config::{DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_SESSIONS, PrepareConfig, ProxyConfig, ProxyConfigBuilder};
 pub use error::ProxyError;
 pub use identity::{KNOWN_CLIENTS, KnownClient, KnownSource, PARENT_HEADERS, SESSION_HEADER, SessionFrom, Tier};
 pub use models::{CONTEXT_WINDOWS, context_window};
 pub use outgoing::WireOptions;
 pub use routes::{COMPACTED_HEADER, OVERHEAD_HEADER};
-pub use sessions::PrepareConfig;
 
 /// Serves the proxy on `listener` until `shutdown` completes; then stops accepting and
 /// returns once every in-flight request (streamed answers included) has finished.
@@ -73,7 +73,7 @@ pub async fn serve(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), ProxyError> {
     let client = upstream::client(&config)?;
-    let state = Arc::new(routes::AppState {
+    let state = Arc::new(state::AppState {
         sessions: sessions::Sessions::new(config.max_sessions),
         metrics: metrics::Metrics::new(config.pricing),
         config,

@@ -57,6 +57,7 @@ pub struct Metrics {
     pub(crate) prepared_amended: AtomicU64,
     pub(crate) prepared_discarded: AtomicU64,
     pub(crate) prepared_cancelled: AtomicU64,
+    pub(crate) prepared_elsewhere: AtomicU64,
     latency_buckets: [AtomicU64; BUCKETS.len()],
     latency_count: AtomicU64,
     latency_sum_us: AtomicU64,
@@ -202,6 +203,7 @@ impl Metrics {
                 ("{fate=\"amended\"}", get(&self.prepared_amended)),
                 ("{fate=\"discarded\"}", get(&self.prepared_discarded)),
                 ("{fate=\"cancelled\"}", get(&self.prepared_cancelled)),
+                ("{fate=\"elsewhere\"}", get(&self.prepared_elsewhere)),
             ],
         );
         counter(

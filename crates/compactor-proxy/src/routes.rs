@@ -15,11 +15,11 @@ use std::sync::atomic::Ordering;
 
 use crate::api::{self, Api, ParseError};
 use crate::client_key::{key_of, with_client_key};
-use crate::config::ProxyConfig;
 use crate::error::ProxyError;
-use crate::metrics::{Metrics, Route};
+use crate::metrics::Route;
 use crate::outgoing;
-use crate::sessions::{Attempt, Round, Sessions};
+use crate::sessions::{Attempt, Round};
+use crate::state::AppState;
 use crate::upstream::{self, Calibration, Tap, Tapped};
 
 /// The response header that says how long the proxy held the request before forwarding
@@ -32,14 +32,6 @@ pub const COMPACTED_HEADER: &str = "x-compactor-compacted";
 
 /// The most of an upstream error body read to look for a context-length error.
 const MAX_ERROR_BODY: usize = 1024 * 1024;
-
-/// Shared by every request.
-pub struct AppState {
-    pub(crate) config: ProxyConfig,
-    pub(crate) client: reqwest::Client,
-    pub(crate) sessions: Sessions,
-    pub(crate) metrics: Metrics,
-}
 
 /// The proxy's router over `state`.
 pub fn router(state: Arc<AppState>) -> Router {

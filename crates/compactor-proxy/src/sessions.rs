@@ -46,10 +46,8 @@ mod prepare;
 mod round;
 mod sync;
 
-pub use prepare::PrepareConfig;
-
 pub use round::{Attempt, Round};
-use round::{Lease, PassRequest};
+use round::{Compacted, Lease, PassRequest};
 
 /// One session's live state in this process.
 pub struct SessionState {
@@ -591,15 +589,5 @@ enum Step {
     Ready(Prepared),
     /// This round waited for another instance's compaction lease and now holds it: the
     /// round is prepared again from the store.
-    LeaseTaken,
-}
-
-/// What [`SessionState::compact`] did.
-enum Compacted {
-    /// Compacted: the messages to send.
-    Yes(Vec<Message>),
-    /// Nothing to compact, or the lease stayed taken: send what there is.
-    No,
-    /// The lease was taken after a wait (see [`Step::LeaseTaken`]).
     LeaseTaken,
 }

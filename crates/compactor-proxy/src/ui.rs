@@ -20,7 +20,7 @@ use axum::routing::get;
 use compactor_report::{ReportOptions, SessionRow, render_index, render_with, report_of_jsonl};
 use llm_compactor::store::{SessionInfo, StoredEvent};
 
-use crate::routes::AppState;
+use crate::state::AppState;
 
 /// The most sessions `/ui` lists (the most recently seen first).
 const MAX_LISTED: usize = 200;

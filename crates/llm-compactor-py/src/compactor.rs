@@ -170,10 +170,8 @@ impl PyCompactor {
 
     /// One pass; the result as JSON text, its messages in the format and shape given.
     #[pyo3(signature = (messages, format="auto", system=None, target=None, focus=None, cancel=None))]
-    #[allow(clippy::too_many_arguments)]
     fn compact(
         &self,
-        py: Python<'_>,
         messages: &str,
         format: &str,
         system: Option<&str>,
@@ -181,18 +179,21 @@ impl PyCompactor {
         focus: Option<String>,
         cancel: Option<Py<CancelToken>>,
     ) -> PyResult<String> {
-        py.detach(|| {
-            let (messages, wire) = read_messages(messages, format, system)?;
-            let options = CompactOptions {
-                target,
-                focus,
-                cancel: cancel.map(|c| c.get().token.clone()).unwrap_or_default(),
-                ..CompactOptions::default()
-            };
-            let result = runtime()
-                .block_on(self.inner.compact(&messages, options))
-                .map_err(errors::compact)?;
-            result_json(result, &wire)
+        // The GIL is held already (a Python call); attaching names it for the release.
+        Python::attach(|py| {
+            py.detach(|| {
+                let (messages, wire) = read_messages(messages, format, system)?;
+                let options = CompactOptions {
+                    target,
+                    focus,
+                    cancel: cancel.map(|c| c.get().token.clone()).unwrap_or_default(),
+                    ..CompactOptions::default()
+                };
+                let result = runtime()
+                    .block_on(self.inner.compact(&messages, options))
+                    .map_err(errors::compact)?;
+                result_json(result, &wire)
+            })
         })
     }
 

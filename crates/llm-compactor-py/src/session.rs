@@ -190,9 +190,7 @@ fn request_parts(tools: Option<&str>) -> PyResult<Vec<Value>> {
 impl PyContextManager {
     #[new]
     #[pyo3(signature = (compactor, path, format="openai", window=None, completion_reserve=0, safety_margin=0, max_forced_compactions=None))]
-    #[allow(clippy::too_many_arguments)]
     fn new(
-        py: Python<'_>,
         compactor: &PyCompactor,
         path: PathBuf,
         format: &str,
@@ -202,7 +200,7 @@ impl PyContextManager {
         max_forced_compactions: Option<u32>,
     ) -> PyResult<Self> {
         let format = session_format(format)?;
-        let session = py.detach(|| open_or_create(&path))?;
+        let session = Python::attach(|py| py.detach(|| open_or_create(&path)))?;
         let mut manager = ContextManager::new(compactor.inner.clone(), session);
         if let Some(window) = window {
             manager = manager.with_room(BackendRoom {

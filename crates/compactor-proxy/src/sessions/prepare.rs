@@ -34,28 +34,11 @@ use tokio_util::sync::CancellationToken;
 
 use super::SessionState;
 use crate::client_key::with_client_key;
+use crate::config::PrepareConfig;
 use crate::metrics::Metrics;
 
 /// The transcript line type of a prepared pass's fate (the library's).
 pub use llm_compactor::session::TYPE_PREPARED;
-
-/// How the proxy prepares passes.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct PrepareConfig {
-    /// Start a pass when a round reaches this share of the budget.
-    pub ratio: f64,
-    /// How long a round over the budget waits for a running pass.
-    pub max_wait: Duration,
-}
-
-impl Default for PrepareConfig {
-    fn default() -> Self {
-        PrepareConfig {
-            ratio: llm_compactor::session::DEFAULT_PREPARE_RATIO,
-            max_wait: Duration::from_secs(30),
-        }
-    }
-}
 
 /// A session's one prepared pass.
 #[derive(Default)]
@@ -66,7 +49,31 @@ pub(crate) struct Preparer {
 
 struct Running {
     cancel: CancellationToken,
-    handle: JoinHandle<Result<PreparedPass, CompactError>>,
+    handle: JoinHandle<Result<Outcome, CompactError>>,
+}
+
+/// How a background preparation ended.
+enum Outcome {
+    /// The pass of the snapshot.
+    Prepared(PreparedPass),
+    /// Another instance holds the session's preparation lease: it prepares, not this one.
+    Elsewhere,
+}
+
+/// The suffix of a session's store key that names its preparation lease (distinct from
+/// the compaction lease, so that preparing never blocks an inline pass).
+pub(crate) const PREPARE_LEASE_SUFFIX: &str = "#prepare";
+
+/// The preparation lease a background pass takes first: with a store shared by several
+/// instances (PostgreSQL), only the instance holding it prepares the session, so two
+/// instances never both pay for a summary of the same session. It is never released
+/// early: the holder keeps preparing that session's passes (renewing it) until it stops
+/// serving it and the lease expires.
+pub(crate) struct PrepareLease {
+    pub(crate) store: Arc<dyn llm_compactor::store::SessionStore>,
+    pub(crate) holder: String,
+    pub(crate) ttl: Duration,
+    pub(crate) key: String,
 }
 
 impl Drop for Running {
@@ -154,7 +161,13 @@ impl SessionState {
     }
 
     /// Starts the pass of the transcript as it is now on a tokio task.
-    pub(super) fn start_preparation(&mut self, compactor: Arc<Compactor>, metrics: &Metrics, start: Start) {
+    pub(super) fn start_preparation(
+        &mut self,
+        compactor: Arc<Compactor>,
+        metrics: &Metrics,
+        start: Start,
+        lease: PrepareLease,
+    ) {
         let messages: Vec<Message> = self.replayer.messages().to_vec();
         let cancel = CancellationToken::new();
         let options = CompactOptions {
@@ -164,11 +177,26 @@ impl SessionState {
             ..CompactOptions::default()
         };
         let handle = tokio::spawn(async move {
+            let PrepareLease {
+                store,
+                holder,
+                ttl,
+                key,
+            } = lease;
+            match store.try_lease(&key, &holder, ttl).await {
+                Ok(true) => {}
+                Ok(false) => return Ok(Outcome::Elsewhere),
+                Err(e) => {
+                    tracing::warn!(session = %key, error = %e, "could not take the preparation lease; not preparing");
+                    return Ok(Outcome::Elsewhere);
+                }
+            }
             // The snapshot's digest off the request path too.
             let snapshot = Snapshot::of(&messages);
             let pass = compactor.compact(&messages, options);
-            let result = with_client_key(start.key, with_agent_request(start.agent, pass)).await?;
-            Ok(PreparedPass { snapshot, result })
+            let work = with_client_key(start.key, with_agent_request(start.agent, pass));
+            let result = super::sync::renewing_lease(store.as_ref(), &holder, ttl, &key, work).await?;
+            Ok(Outcome::Prepared(PreparedPass { snapshot, result }))
         });
         self.preparer.running = Some(Running { cancel, handle });
         metrics.prepared_started.fetch_add(1, Ordering::Relaxed);
@@ -189,13 +217,18 @@ impl SessionState {
 
     fn accept_prepared(
         &mut self,
-        outcome: Result<Result<PreparedPass, CompactError>, tokio::task::JoinError>,
+        outcome: Result<Result<Outcome, CompactError>, tokio::task::JoinError>,
         metrics: &Metrics,
     ) {
         match outcome {
-            Ok(Ok(prepared)) if !prepared.is_noop() => self.preparer.ready = Some(prepared),
+            Ok(Ok(Outcome::Prepared(prepared))) if !prepared.is_noop() => self.preparer.ready = Some(prepared),
+            Ok(Ok(Outcome::Elsewhere)) => {
+                tracing::debug!(session = %self.key, "another instance holds the preparation lease");
+                metrics.prepared_elsewhere.fetch_add(1, Ordering::Relaxed);
+            }
             other => {
-                tracing::info!(session = %self.key, outcome = ?other.map(|r| r.map(|p| p.is_noop())), "prepared pass not usable");
+                let usable = other.map(|r| r.map(|o| matches!(o, Outcome::Prepared(p) if !p.is_noop())));
+                tracing::info!(session = %self.key, outcome = ?usable, "prepared pass not usable");
                 metrics.prepared_discarded.fetch_add(1, Ordering::Relaxed);
             }
         }
@@ -268,7 +301,13 @@ impl SessionState {
                     .ok()
                     .map(|body| Arc::new(AgentRequest { protocol, body }))
             });
-        self.start_preparation(Arc::clone(round.compactor), round.metrics, Start { key, agent });
+        let lease = PrepareLease {
+            store: Arc::clone(&round.config.store),
+            holder: round.config.holder.clone(),
+            ttl: round.config.lease_ttl,
+            key: format!("{}{PREPARE_LEASE_SUFFIX}", self.store_key),
+        };
+        self.start_preparation(Arc::clone(round.compactor), round.metrics, Start { key, agent }, lease);
     }
 
     /// Checks `prepared` against the transcript as it is (under the lease, caught up

@@ -67,3 +67,13 @@ pub(super) struct PassRequest<'a> {
     /// The conversation's tokens as counted for this round.
     pub tokens: usize,
 }
+
+/// What a session's compaction did for a round.
+pub(super) enum Compacted {
+    /// Compacted: the messages to send.
+    Yes(Vec<llm_compactor::message::Message>),
+    /// Nothing to compact, or the lease stayed taken: send what there is.
+    No,
+    /// The lease was taken after a wait: the round is prepared again from the store.
+    LeaseTaken,
+}

@@ -91,7 +91,18 @@ pub(super) async fn wait_for_lease(config: &ProxyConfig, store_key: &str) -> Res
 /// Runs `work` (a compaction under the lease) while renewing the lease every third of
 /// its lifetime.
 pub(super) async fn renewing<T>(config: &ProxyConfig, store_key: &str, work: impl Future<Output = T>) -> T {
-    let every = (config.lease_ttl / 3).max(Duration::from_millis(10));
+    renewing_lease(config.store.as_ref(), &config.holder, config.lease_ttl, store_key, work).await
+}
+
+/// Runs `work` while renewing `holder`'s lease on `key` every third of `ttl`.
+pub(super) async fn renewing_lease<T>(
+    store: &dyn llm_compactor::store::SessionStore,
+    holder: &str,
+    ttl: Duration,
+    key: &str,
+    work: impl Future<Output = T>,
+) -> T {
+    let every = (ttl / 3).max(Duration::from_millis(10));
     let mut tick = tokio::time::interval_at(Instant::now() + every, every);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     tokio::pin!(work);
@@ -99,10 +110,10 @@ pub(super) async fn renewing<T>(config: &ProxyConfig, store_key: &str, work: imp
         tokio::select! {
             result = &mut work => return result,
             _ = tick.tick() => {
-                match config.store.try_lease(store_key, &config.holder, config.lease_ttl).await {
+                match store.try_lease(key, holder, ttl).await {
                     Ok(true) => {}
-                    Ok(false) => tracing::warn!(session = store_key, "the compaction lease was lost while compacting"),
-                    Err(e) => tracing::warn!(session = store_key, error = %e, "could not renew the compaction lease"),
+                    Ok(false) => tracing::warn!(session = key, "a lease was lost while its work ran"),
+                    Err(e) => tracing::warn!(session = key, error = %e, "could not renew a lease"),
                 }
             }
         }

@@ -107,7 +107,7 @@ pub fn cache_reading_instruction(system: &str) -> String {
 ///     "tools": [{"type": "function", "function": {"name": "bash"}}],
 ///     "messages": [{"role": "system", "content": "You code."}, {"role": "user", "content": "Fix it."}]}) };
 /// let body = cache_reading_body(&agent, "Summarize.", 2048, MaxTokensField::MaxTokens).unwrap();
-/// assert_eq!(body["messages"][..2], agent.body["messages"].as_array().unwrap()[..]);
+/// assert_eq!(body["messages"].as_array().unwrap()[..2], agent.body["messages"].as_array().unwrap()[..]);
 /// assert_eq!(body["messages"][2], json!({"role": "user", "content": "Summarize."}));
 /// assert_eq!((&body["prompt_cache_key"], &body["tools"]), (&agent.body["prompt_cache_key"], &agent.body["tools"]));
 /// assert_eq!((&body["stream"], &body["max_completion_tokens"]), (&json!(false), &json!(2048)));

@@ -42,9 +42,9 @@ fn owns(change: &Change, section: &str, line: &str) -> bool {
 /// ```
 /// use llm_compactor::plan::prepared::{amend_summary, Change};
 /// let summary = "S\n\n## Ledger (verbatim facts from the replaced messages; nothing here is inferred)\n\
-///                ### Open errors and failing tests\n- FAILED test_a (from `pytest`)";
+///                \x23## Open errors and failing tests\n- FAILED test_a (from `pytest`)";
 /// let amended = amend_summary(summary, &[Change::ErrorResolved { text: "FAILED test_a".into() }]);
-/// assert!(amended.contains("- FAILED test_a (from `pytest`) [resolved since"));
+/// assert!(amended.contains("- FAILED test_a (from `pytest`) [resolved since"), "{amended}");
 /// ```
 pub fn amend_summary(summary: &str, changes: &[Change]) -> String {
     if changes.is_empty() {
