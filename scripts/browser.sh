@@ -4,7 +4,7 @@
 # the system Chromium, so `playwright install` -- a browser download -- is never run).
 # Idempotent: an installed Chromium and a venv that imports Playwright are left as they are.
 #
-#   scripts/browser.sh            # then: cargo test -p compactor-report --test browser
+#   scripts/browser.sh            # then: cargo test -p compactor-report --test integration browser::
 #
 # The tests find the venv at $COMPACTOR_PY_BROWSER (default target/py-browser) and the
 # browser at $COMPACTOR_CHROMIUM (default /usr/bin/chromium).

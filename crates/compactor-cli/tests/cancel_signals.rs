@@ -5,7 +5,7 @@
 //! (`--on-cancel abort`); the summarizer command is killed either way.
 #![cfg(unix)]
 
-mod support;
+use crate::support;
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Output, Stdio};

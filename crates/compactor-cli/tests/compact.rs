@@ -1,6 +1,6 @@
 //! `compactor compact` on the real binary.
 
-mod support;
+use crate::support;
 
 use std::process::{Command, Stdio};
 

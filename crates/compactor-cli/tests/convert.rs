@@ -1,6 +1,6 @@
 //! `compactor convert` as a user runs it: the real binary on real files and stdin.
 
-mod support;
+use crate::support;
 
 use serde_json::Value;
 use support::{run, stderr};

@@ -1,6 +1,6 @@
 //! `compactor count`, run as the real binary.
 
-mod support;
+use crate::support;
 
 use std::path::Path;
 

@@ -2,7 +2,7 @@
 //! above a "say nothing useful" one), the ledger finds its probes and invents nothing,
 //! and the JSON form carries the totals.
 
-mod support;
+use crate::support;
 
 use serde_json::{Value, json};
 use support::{run, stdout, stdout_json, write_json};

@@ -3,7 +3,7 @@
 //! widens a file's mode, numeric flags range-checked, every write fallible (a full
 //! disk is exit 1, a closed pipe a quiet exit), terminal escapes in echoed text escaped.
 
-mod support;
+use crate::support;
 
 use std::io::Read;
 use std::os::unix::fs::PermissionsExt;

@@ -1,6 +1,6 @@
 //! `compactor model path` / `compactor model fetch` on the real binary.
 
-mod support;
+use crate::support;
 
 use support::bin as compactor;
 

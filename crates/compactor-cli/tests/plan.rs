@@ -1,6 +1,6 @@
 //! `compactor plan` on the real binary: it reports and changes nothing.
 
-mod support;
+use crate::support;
 
 use serde_json::{Value, json};
 use support::{run, tool_rounds, write_json};

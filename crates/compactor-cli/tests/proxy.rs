@@ -2,7 +2,7 @@
 //! 127.0.0.1, finish an in-flight streamed answer on SIGTERM, then `proxy sessions`,
 //! `proxy export` and `session replay` rebuild what the upstream last saw.
 
-mod support;
+use crate::support;
 
 use std::io::{BufRead, BufReader};
 use std::process::Stdio;

@@ -16,13 +16,11 @@
 //!    only the holder of the session's preparation lease prepares (one summary paid for,
 //!    not two), and it installs its pass.
 
-mod support;
+use crate::support;
 
-#[allow(dead_code)]
-#[path = "../../llm-compactor/tests/store_support/pg.rs"]
-mod pg;
+use crate::pg;
 
-mod proxy_pg_support;
+use crate::proxy_pg_support;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};

@@ -2,7 +2,7 @@
 //! written where `-o` says and says so; a file or a session that is not there, or not a
 //! transcript, is an error naming it.
 
-mod support;
+use crate::support;
 
 use support::{run, stderr};
 

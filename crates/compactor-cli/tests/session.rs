@@ -1,6 +1,6 @@
 //! `compactor session`: the real binary over real transcripts.
 
-mod support;
+use crate::support;
 
 use std::path::{Path, PathBuf};
 use std::process::Output;

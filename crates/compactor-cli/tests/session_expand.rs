@@ -2,7 +2,7 @@
 //! turns a handle the summary names back into the original messages, in its own session
 //! only.
 
-mod support;
+use crate::support;
 
 use llm_compactor::message::{Message, ToolCall};
 use llm_compactor::plan::{handle_of, handles_in};

@@ -5,11 +5,9 @@
 
 #![cfg(feature = "postgres")]
 
-mod support;
+use crate::support;
 
-#[path = "../../llm-compactor/tests/store_support/pg.rs"]
-#[allow(dead_code)]
-mod pg;
+use crate::pg;
 
 use llm_compactor::message::Message;
 use llm_compactor::session::{CompactionRecord, Session, SessionOptions};

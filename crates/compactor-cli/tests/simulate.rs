@@ -1,6 +1,6 @@
 //! `compactor simulate` run as a real binary.
 
-mod support;
+use crate::support;
 
 use std::process::Output;
 

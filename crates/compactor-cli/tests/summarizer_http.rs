@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
 
-mod support;
+use crate::support;
 
 /// What the server saw: the request line, lower-cased headers, the JSON body.
 #[derive(Clone, Debug)]

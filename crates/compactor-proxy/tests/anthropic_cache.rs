@@ -4,7 +4,7 @@
 //! cache without the proxy's `auto` placement and most of its input with it; a client
 //! that marks its own sees them forwarded unchanged.
 
-mod support;
+use crate::support;
 
 use std::path::PathBuf;
 

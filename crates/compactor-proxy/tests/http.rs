@@ -2,7 +2,7 @@
 //! stable-prefix rewrite, compaction, the context-length retry, and the durable record
 //! (the Responses API's runs are in `http_responses.rs`).
 
-mod support;
+use crate::support;
 
 use support::{assert_the_prefix_breaks_only_at_compactions, chat_in_session, client, metric, metrics, post_chat};
 

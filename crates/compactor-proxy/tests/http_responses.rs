@@ -3,9 +3,8 @@
 //! reasoning, the local shell tool with hosted web search) compacted with their turns
 //! whole.
 
-#[path = "../../llm-compactor/tests/format_support/codex_run.rs"]
-mod codex_run;
-mod support;
+use crate::codex_run;
+use crate::support;
 
 use support::{assert_the_prefix_breaks_only_at_compactions, client, metric, metrics, proxy, upstream};
 

@@ -3,7 +3,7 @@
 //! message but different identities are two sessions, and a subagent's session records
 //! its parent.
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 

@@ -2,7 +2,7 @@
 //! window), `--budget-by-model`, the summarizer paying with the client's key, and the
 //! metrics the issue names — over real HTTP on 127.0.0.1.
 
-mod support;
+use crate::support;
 
 use support::{metric, metrics, post_chat};
 

@@ -5,7 +5,7 @@
 //! with `--summarizer-key client` the background summary request is the agent's request
 //! as the upstream received it plus one instruction.
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 

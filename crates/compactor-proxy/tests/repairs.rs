@@ -9,7 +9,7 @@
 //! repairs: its record of the pass failed to replay, so it sent every request
 //! uncompacted, the orphan in each.
 
-mod support;
+use crate::support;
 
 use support::{metric, metrics, post_chat};
 

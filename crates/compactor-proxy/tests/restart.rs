@@ -3,7 +3,7 @@
 //! transcript the session continues in (a session that started over lives under
 //! `KEY~xxxxxxxx`) and its rewrite, so the upstream keeps seeing the same prefix.
 
-mod support;
+use crate::support;
 
 use support::{chat_in_session, metrics};
 

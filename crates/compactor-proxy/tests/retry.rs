@@ -3,7 +3,7 @@
 //! aims at the target and at most three quarters of what was sent, since the
 //! rejection proves the count too low — over real HTTP on 127.0.0.1.
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 

@@ -2,7 +2,7 @@
 //! (from PyPI, in the venv `scripts/python-sdks.sh` makes) pointed at it, a scripted
 //! upstream on 127.0.0.1 behind it, and a real agent trajectory replayed through it.
 
-mod support;
+use crate::support;
 
 use std::collections::HashSet;
 use std::path::PathBuf;

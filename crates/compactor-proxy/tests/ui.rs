@@ -4,9 +4,8 @@
 //! Playwright) its pages load nothing but themselves, draw the chart, and match the
 //! store's transcript.
 
-#[path = "../../compactor-report/tests/support/browser.rs"]
-mod browser;
-mod support;
+use crate::browser;
+use crate::support;
 
 use std::sync::Arc;
 

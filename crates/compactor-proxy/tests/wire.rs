@@ -2,7 +2,7 @@
 //! standing down when the client asks the provider to compact (`context_management`),
 //! OpenAI's `prompt_cache_key` from the session, and the breakpoint limit.
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 

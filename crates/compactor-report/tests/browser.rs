@@ -6,7 +6,7 @@
 //! passes, a folded text that opens on a click, no request leaving the page, no console
 //! error, no dialog (no injected script ran). Load times are printed, never asserted.
 
-mod support;
+use crate::support;
 
 use compactor_report::chart::{SeriesColors, hex};
 use compactor_report::{ReportOptions, SessionReport, render, report_of_file};

@@ -2,7 +2,7 @@
 //! transcript, everything from the conversation is escaped, and a 10,000-message session
 //! stays within the page's caps.
 
-mod support;
+use crate::support;
 
 use compactor_report::{PassKind, ReportOptions, SessionReport, render, report_of_file};
 use llm_compactor::message::{Message, ToolCall};

@@ -2,8 +2,8 @@
 //! encodings: `count_text` must equal tiktoken's ordinary encoding length on every text,
 //! and message counts must equal the framing rule evaluated with tiktoken.
 
-mod common;
-mod count_support;
+use crate::common;
+use crate::count_support;
 
 use llm_compactor::Message;
 use llm_compactor::count::framing::{self, REPLY_PRIMING, TOKENS_PER_MESSAGE, TOKENS_PER_NAME};

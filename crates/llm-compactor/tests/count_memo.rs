@@ -1,8 +1,8 @@
 //! The memo gives back the wrapped counter's numbers exactly, and a conversation that
 //! grows by one turn per round costs one message's count per round.
 
-mod common;
-mod count_support;
+use crate::common;
+use crate::count_support;
 
 use std::sync::Arc;
 

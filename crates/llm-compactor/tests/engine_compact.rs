@@ -1,7 +1,7 @@
 //! The compaction pass: every rule of the seed, through the public API, with scripted
 //! summarizers.
 
-mod engine_support;
+use crate::engine_support;
 
 use std::sync::Arc;
 

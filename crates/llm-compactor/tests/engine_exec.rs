@@ -1,6 +1,6 @@
 //! The exec backend against real child processes (`sh -c` scripts).
 
-mod engine_support;
+use crate::engine_support;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};

@@ -2,7 +2,7 @@
 //! whole summary of the model-free `LedgerSummarizer`, and the fallback before the hard
 //! trim when the model fails or loops. Each test fails without the rule it names.
 
-mod engine_support;
+use crate::engine_support;
 
 use std::sync::Arc;
 

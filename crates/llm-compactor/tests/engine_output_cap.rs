@@ -2,7 +2,7 @@
 //! (the task restated after the transcript, the answer's prefill), and the retry after
 //! a truncated summary never raising an explicit output cap.
 
-mod engine_support;
+use crate::engine_support;
 
 use std::sync::Arc;
 

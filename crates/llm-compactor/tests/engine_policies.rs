@@ -1,6 +1,6 @@
 //! The compaction pass, continued: aging epochs, cancellation, hooks, chunking, events.
 
-mod engine_support;
+use crate::engine_support;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};

@@ -3,7 +3,7 @@
 //! the validator, obeys the replay contract, and a changed conversation is smaller
 //! unless the result says it is exhausted.
 
-mod engine_support;
+use crate::engine_support;
 
 use std::sync::Arc;
 

@@ -8,7 +8,7 @@
 
 #![cfg(feature = "http")]
 
-mod http_support;
+use crate::http_support;
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

@@ -3,8 +3,8 @@
 //! without aging: the validator's invariants and the replay contract always hold, and a
 //! changed conversation is smaller unless it says it is exhausted.
 
-mod common;
-mod engine_support;
+use crate::common;
+use crate::engine_support;
 
 use std::sync::Arc;
 

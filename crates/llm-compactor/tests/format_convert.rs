@@ -1,6 +1,6 @@
 //! Conversions and the model an import builds, on small hand-written conversations.
 
-mod format_support;
+use crate::format_support;
 
 use llm_compactor::format::{ANTHROPIC_HINT_KEY, Document, Format, detect};
 use llm_compactor::message::{Content, Message, Part, Role};

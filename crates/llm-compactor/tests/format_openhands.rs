@@ -1,7 +1,7 @@
 //! OpenHands event streams (import only) on the real file.
 
-mod common;
-mod format_support;
+use crate::common;
+use crate::format_support;
 
 use llm_compactor::format::{Document, Format, openhands};
 use llm_compactor::message::Role;

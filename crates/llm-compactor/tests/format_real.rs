@@ -1,8 +1,8 @@
 //! The wire formats on the real trajectories: lossless round trips, and conversions that
 //! produce valid conversations of the target format.
 
-mod common;
-mod format_support;
+use crate::common;
+use crate::format_support;
 use format_support as format_validate;
 
 use llm_compactor::format::{Document, Format};

@@ -3,8 +3,7 @@
 //! compacted request that is still one the API accepts (no orphan output, the turns
 //! whole, every other field as it came).
 
-#[path = "format_support/codex_run.rs"]
-mod codex_run;
+use crate::codex_run;
 
 use std::collections::HashSet;
 use std::sync::Arc;

@@ -5,7 +5,7 @@
 //! must be a conversation a provider accepts. Each must answer `Ok` or a clear error — a
 //! panic fails the property. The case counts are bounded so this runs in seconds in CI.
 
-mod engine_support;
+use crate::engine_support;
 
 use std::path::Path;
 use std::sync::Arc;

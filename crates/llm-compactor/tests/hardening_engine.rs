@@ -3,8 +3,8 @@
 //! an unforgeable summarizer transcript, opaque reasoning marked, unworkable
 //! configurations refused, a sticky turn's answers pinned, and the recent window capped.
 
-mod engine_support;
-mod session_support;
+use crate::engine_support;
+use crate::session_support;
 
 use std::sync::{Arc, Mutex};
 

@@ -3,8 +3,8 @@
 //! `compact` with every summarizer behaviour: never a panic, never a conversation a
 //! provider would reject, sticky messages kept in order, and every pass replays.
 
-mod engine_support;
-mod session_support;
+use crate::engine_support;
+use crate::session_support;
 
 use std::sync::Arc;
 

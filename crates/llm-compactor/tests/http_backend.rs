@@ -5,7 +5,7 @@
 
 #![cfg(feature = "http")]
 
-mod http_support;
+use crate::http_support;
 
 use std::time::{Duration, Instant};
 

@@ -9,7 +9,7 @@
 
 #![cfg(feature = "http")]
 
-mod http_support;
+use crate::http_support;
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};

@@ -3,7 +3,7 @@
 
 #![cfg(feature = "http")]
 
-mod http_support;
+use crate::http_support;
 
 use http_support::{Canned, PROTOCOLS, Server, backend};
 use llm_compactor::Usage;

@@ -5,7 +5,7 @@
 
 #![cfg(feature = "http")]
 
-mod http_support;
+use crate::http_support;
 
 use http_support::{KEY, PROTOCOLS, Server, backend, error};
 use llm_compactor::backend::http::{MIN_PARTIAL_SECRET, Secret};

@@ -6,7 +6,7 @@
 
 #![cfg(feature = "http")]
 
-mod http_support;
+use crate::http_support;
 
 use http_support::{Canned, KEY, PROTOCOLS, Server, builder, success};
 use llm_compactor::backend::http::Protocol;

@@ -3,7 +3,7 @@
 //! members, `src/message/flat_arguments.rs`) equals serde_json's full parse rendered
 //! canonically, or the text itself where it is not JSON.
 
-mod common;
+use crate::common;
 
 use llm_compactor::format::{Document, openhands};
 use llm_compactor::message::{Message, canonical_arguments, canonical_json};

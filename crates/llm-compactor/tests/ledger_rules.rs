@@ -2,7 +2,7 @@
 //! real mini-swe-agent and OpenHands trajectories (skipped with a notice when the
 //! shared data is absent).
 
-mod common;
+use crate::common;
 
 use llm_compactor::format::Document;
 use llm_compactor::message::{Message, ToolCall};

@@ -1,7 +1,7 @@
 //! `Compactor::compact` with the real local summarizer: the summary wins.
 #![cfg(feature = "local")]
 
-mod local_support;
+use crate::local_support;
 
 use std::sync::Arc;
 

@@ -1,7 +1,7 @@
 //! The local summarizer running the real default model (SmolLM2-135M-Instruct).
 #![cfg(feature = "local")]
 
-mod local_support;
+use crate::local_support;
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};

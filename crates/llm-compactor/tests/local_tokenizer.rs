@@ -1,7 +1,7 @@
 //! The GGUF-built tokenizer and chat template of the default model.
 #![cfg(feature = "local")]
 
-mod local_support;
+use crate::local_support;
 
 use llm_compactor::backend::local::{ChatFormat, LocalConfig, LocalSummarizer};
 

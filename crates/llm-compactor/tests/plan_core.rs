@@ -1,6 +1,6 @@
 //! The pure planning core: cut, eligibility, stubs, trim, assembly, validation.
 
-mod engine_support;
+use crate::engine_support;
 
 use engine_support::{conversation, round, tokens};
 use llm_compactor::compactor::Elision;

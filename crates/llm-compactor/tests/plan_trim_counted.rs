@@ -3,9 +3,8 @@
 //! kept as the oracle), on real trajectories and on generated conversations; and the
 //! heuristic's tool-call chars, counted without building the JSON, equal the rendering's.
 
-mod common;
-#[path = "count_support/mod.rs"]
-mod count_support;
+use crate::common;
+use crate::count_support;
 
 use llm_compactor::count::framing::{tool_calls_json, tool_calls_json_chars};
 use llm_compactor::count::{BpeCounter, HeuristicCounter, MemoCounter, TokenCounter};

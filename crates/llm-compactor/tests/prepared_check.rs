@@ -3,7 +3,7 @@
 //! with the ledger lines that changed since amended, or discarded when its prose names
 //! them; the install is validated and topped up within the new messages.
 
-mod engine_support;
+use crate::engine_support;
 
 use std::sync::Arc;
 

@@ -2,7 +2,7 @@
 //! multi-byte text at every cap, summarizer rooms against a counter that counts more
 //! than the chars/3 floor, and the work chunking does on a long conversation.
 
-mod engine_support;
+use crate::engine_support;
 
 use std::cell::Cell;
 use std::sync::Arc;

@@ -1,7 +1,7 @@
 //! Seed rules that the engine tests did not pin down: each test here fails when the rule
 //! it names is broken (checked by mutating the engine while writing them).
 
-mod engine_support;
+use crate::engine_support;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};

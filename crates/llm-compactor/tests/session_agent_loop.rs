@@ -4,8 +4,7 @@
 //! rejected as too long (a forced pass), and the session replays to the conversation the
 //! agent ended with, byte for byte.
 
-#[path = "../examples/agent_loop.rs"]
-mod agent_loop;
+use crate::agent_loop;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};

@@ -6,8 +6,6 @@
 //! an environment variable saying what to do: no separate helper binary to build, and
 //! the child runs exactly the library code under test.
 
-mod session_support;
-
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdout, Command, Stdio};
@@ -113,7 +111,14 @@ fn spawn_child(path: &Path, mode: &str) -> (Child, BufReader<ChildStdout>) {
 /// the retry, which is a real partial write.
 fn spawn_child_limited(path: &Path, mode: &str, limit_blocks: Option<u64>) -> (Child, BufReader<ChildStdout>) {
     let exe = std::env::current_exe().unwrap();
-    let args = ["child", "--exact", "--ignored", "--nocapture", "--test-threads=1", "-q"];
+    let args = [
+        "session_crash::child",
+        "--exact",
+        "--ignored",
+        "--nocapture",
+        "--test-threads=1",
+        "-q",
+    ];
     let mut command = match limit_blocks {
         None => Command::new(&exe),
         Some(blocks) => {

@@ -3,7 +3,7 @@
 //! context-length rejection a bounded number of times, and its transcript always replays
 //! to the conversation it hands out.
 
-mod session_support;
+use crate::session_support;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};

@@ -4,8 +4,8 @@
 //! and aging index the manager reads must be those of the messages as they stand, and
 //! the transcript must replay to them.
 
-mod engine_support;
-mod session_support;
+use crate::engine_support;
+use crate::session_support;
 
 use std::sync::Arc;
 

@@ -5,7 +5,7 @@
 //! gated summarizer answers when the test releases it, so "the request did not wait"
 //! is shown by `prepare` returning while the summary is still held.
 
-mod session_support;
+use crate::session_support;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};

@@ -4,7 +4,7 @@
 //! a transcript written before receipts were recorded still loads to the same
 //! conversation.
 
-mod session_support;
+use crate::session_support;
 
 use std::sync::Arc;
 

@@ -1,7 +1,7 @@
 //! Property: any sequence of appends, elision epochs, compactions and reopenings, then
 //! replay from disk, gives back exactly the live conversation, byte for byte.
 
-mod session_support;
+use crate::session_support;
 
 use llm_compactor::message::{Content, Message, Part, Role, ToolCall};
 use llm_compactor::session::{Session, Transcript};

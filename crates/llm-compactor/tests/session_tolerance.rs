@@ -4,7 +4,7 @@
 //! repair through a symbolic link repairs the real file; stale repair copies are swept;
 //! empty elisions and blank line types are refused.
 
-mod session_support;
+use crate::session_support;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};

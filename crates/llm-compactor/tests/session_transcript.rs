@@ -1,6 +1,6 @@
 //! The transcript's format, replay, strict loading, torn-tail repair, lock and mode.
 
-mod session_support;
+use crate::session_support;
 
 use std::io::Write;
 use std::os::unix::fs::PermissionsExt;

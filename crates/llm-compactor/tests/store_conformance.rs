@@ -1,7 +1,7 @@
 //! The store conformance suite on the in-memory store, and the session mirror that puts
 //! a library user's transcript into a store (and restores it elsewhere).
 
-mod store_support;
+use crate::store_support;
 
 use std::sync::Arc;
 

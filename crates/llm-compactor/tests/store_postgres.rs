@@ -8,7 +8,7 @@
 
 #![cfg(feature = "postgres")]
 
-mod store_support;
+use crate::store_support;
 
 use std::collections::{BTreeMap, HashSet};
 use std::process::Command;
@@ -167,7 +167,12 @@ fn worker_processes(cluster: &PgCluster, rt: &tokio::runtime::Runtime) {
     let children: Vec<_> = (0..WORKERS)
         .map(|w| {
             Command::new(&exe)
-                .args(["--exact", "worker_process", "--nocapture", "--test-threads=1"])
+                .args([
+                    "--exact",
+                    "store_postgres::worker_process",
+                    "--nocapture",
+                    "--test-threads=1",
+                ])
                 .env(WORKER_ENV, format!("{w} {url}"))
                 .stdout(std::process::Stdio::null())
                 .spawn()

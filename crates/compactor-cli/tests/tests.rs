@@ -1,0 +1,29 @@
+//! The integration tests of this crate, in one binary: each file of tests/ is a module
+//! here (linking one test binary instead of one per file; see ripgrep's tests/tests.rs).
+//! Support modules are declared once, below, and used by the tests as `crate::NAME`.
+
+#[path = "../../llm-compactor/tests/store_support/pg.rs"]
+#[allow(dead_code, unused_imports)]
+mod pg;
+#[allow(dead_code, unused_imports)]
+mod proxy_pg_support;
+#[allow(dead_code, unused_imports)]
+mod support;
+
+mod cancel_signals;
+mod compact;
+mod convert;
+mod count;
+mod eval;
+mod hardening;
+mod model;
+mod plan;
+mod proxy;
+mod proxy_postgres;
+mod report;
+mod session;
+mod session_expand;
+mod session_store;
+mod simulate;
+mod summarizer_http;
+mod summarizer_none;
