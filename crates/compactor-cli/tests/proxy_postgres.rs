@@ -1,5 +1,5 @@
 //! Several `compactor proxy` PROCESSES sharing one PostgreSQL store, against a real
-//! server (a throwaway cluster for this test binary: skipped with a notice when
+//! server (a throwaway cluster for this test: skipped with a notice when
 //! PostgreSQL is absent, a failure under `CI=true`; `scripts/postgres.sh` installs it).
 //!
 //! In front of one scripted upstream on 127.0.0.1, one after the other on the same

@@ -9,7 +9,7 @@
 use crate::support;
 
 use compactor_report::chart::{SeriesColors, hex};
-use compactor_report::{ReportOptions, SessionReport, render, report_of_file};
+use compactor_report::{PassKind, ReportOptions, SessionReport, render, report_of_file};
 use serde_json::Value;
 use support::{assert_page, mark};
 
@@ -49,6 +49,12 @@ async fn the_report_of_the_largest_real_run_in_a_browser() {
     )
     .unwrap();
     assert!(report.passes.len() >= 2, "{:?}", report.totals);
+    let summarized = report.passes.iter().find(|p| p.kind == PassKind::Compaction);
+    assert_eq!(
+        summarized.and_then(|p| p.summarizer.as_deref()),
+        Some("ledger"),
+        "a summary names its summarizer"
+    );
     let url = write(&report, dir.path());
     let seen = support::check_page(&url);
     assert_page(&seen, &report, "file://");

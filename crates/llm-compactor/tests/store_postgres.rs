@@ -1,5 +1,5 @@
-//! The PostgreSQL session store against a REAL server: a throwaway cluster started for
-//! this test binary (skipped with a notice when PostgreSQL is absent, a failure under
+//! The PostgreSQL session store against a REAL server: a throwaway cluster started by
+//! each test (skipped with a notice when PostgreSQL is absent, a failure under
 //! `CI=true`; `scripts/postgres.sh` installs it).
 //!
 //! One cluster serves every scenario, each in its own database: the conformance suite,

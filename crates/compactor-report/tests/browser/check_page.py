@@ -48,6 +48,7 @@ ROWS = """() => Array.from(document.querySelectorAll('#passes tr.pass-row')).map
   elisions: Number(tr.querySelector('.elisions').textContent),
   repairs: Number(tr.querySelector('.repairs').textContent),
   flags: tr.querySelector('.flags').textContent.trim(),
+  summarizer: tr.querySelector('.summarizer').textContent.trim(),
 }))"""
 
 SESSIONS = """() => Array.from(document.querySelectorAll('#sessions tr.session-row')).map(tr => ({

@@ -137,6 +137,14 @@ pub fn assert_page(seen: &Value, report: &SessionReport, url_prefix: &str) {
         assert_eq!(row["elisions"].as_u64().unwrap() as usize, pass.elisions);
         assert_eq!(row["repairs"].as_u64().unwrap() as usize, pass.repairs);
         assert_eq!(row["flags"].as_str().unwrap().contains("fallback"), pass.fallback);
+        let summarizer = row["summarizer"].as_str().unwrap();
+        assert!(summarizer.starts_with(&pass.summarizer_cell()), "{summarizer:?}");
+        for attempt in &pass.attempts {
+            assert!(
+                summarizer.contains(attempt.as_str()),
+                "{summarizer:?} lists {attempt:?}"
+            );
+        }
     }
     assert_eq!(seen["pass_sections"].as_u64().unwrap() as usize, report.passes.len());
     // Folding: a closed text is hidden until its summary is clicked.
