@@ -156,6 +156,57 @@ pub fn record(identity: &Identity, extra: &mut serde_json::Map<String, Value>) {
     }
 }
 
+/// How a session was identified, as its first (meta) transcript line recorded it (see
+/// [`record`]): what `compactor proxy sessions` and the inspector show.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RecordedIdentity {
+    /// `explicit`, `client`, `configured` or `digest` (empty for a session recorded before
+    /// the proxy wrote it).
+    pub tier: String,
+    /// Where the identity was read (`header:NAME`, `body:PATH`, `digest`).
+    pub source: String,
+    /// The parent session, when the client named one.
+    pub parent: Option<String>,
+}
+
+impl RecordedIdentity {
+    /// Reads the identity a session's first transcript line carries; the default when it
+    /// carries none (or is not JSON).
+    pub fn from_meta_line(line: &str) -> RecordedIdentity {
+        let value: Value = serde_json::from_str(line).unwrap_or(Value::Null);
+        let field = |name: &str| {
+            [&value["payload"]["extra"], &value["extra"], &value["payload"]]
+                .iter()
+                .find_map(|v| v.get(name).and_then(Value::as_str))
+                .map(str::to_owned)
+        };
+        RecordedIdentity {
+            tier: field("identity_tier").unwrap_or_default(),
+            source: field("identity_source").unwrap_or_default(),
+            parent: field("parent_session"),
+        }
+    }
+
+    /// In words, for a person: how the session got its key (`key`, for sessions recorded
+    /// before tiers were, and for a transcript continued after the agent edited its
+    /// history).
+    pub fn describe(&self, key: &str) -> String {
+        let how = match self.tier.as_str() {
+            "explicit" => format!("named by the client ({})", self.source),
+            "client" => format!("the session id the client sends ({})", self.source),
+            "configured" => format!("read where --session-from says ({})", self.source),
+            "digest" => "derived from model, system prompt and first message".to_owned(),
+            _ if key.starts_with("auto-") => "derived from model, system prompt and first message".to_owned(),
+            _ => "named by the client".to_owned(),
+        };
+        if key.contains('~') {
+            format!("{how}; a continued transcript (the agent edited its history)")
+        } else {
+            how
+        }
+    }
+}
+
 fn usable(value: &str) -> Option<&str> {
     let value = value.trim();
     (!value.is_empty() && value.len() <= MAX_LEN && !value.chars().any(char::is_control)).then_some(value)

@@ -56,7 +56,9 @@ use std::sync::Arc;
 pub use client_key::ClientKeySummarizer;
 pub use config::{DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_SESSIONS, PrepareConfig, ProxyConfig, ProxyConfigBuilder};
 pub use error::ProxyError;
-pub use identity::{KNOWN_CLIENTS, KnownClient, KnownSource, PARENT_HEADERS, SESSION_HEADER, SessionFrom, Tier};
+pub use identity::{
+    KNOWN_CLIENTS, KnownClient, KnownSource, PARENT_HEADERS, RecordedIdentity, SESSION_HEADER, SessionFrom, Tier,
+};
 pub use models::{CONTEXT_WINDOWS, context_window};
 pub use outgoing::WireOptions;
 pub use routes::{COMPACTED_HEADER, OVERHEAD_HEADER};

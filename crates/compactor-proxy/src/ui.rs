@@ -71,17 +71,6 @@ fn encode_segment(key: &str) -> String {
     out
 }
 
-/// How the proxy identified a session, from its key.
-fn identity(key: &str) -> &'static str {
-    if key.contains('~') {
-        "continued transcript (the agent edited its history)"
-    } else if key.starts_with("auto-") {
-        "derived from model, system prompt and first message"
-    } else {
-        "named by the x-compactor-session header"
-    }
-}
-
 fn options(state: &AppState, title: &str) -> ReportOptions {
     let compactor = state.config.budgets.base();
     ReportOptions::new(compactor.counter().clone())
@@ -116,6 +105,13 @@ async fn index(State(state): State<Arc<AppState>>) -> Response {
     let mut rows = Vec::with_capacity(sessions.len());
     for info in sessions {
         let events = state.config.store.events(&info.session, 0).await;
+        let identity = match &events {
+            Ok(events) => events
+                .first()
+                .map(|first| crate::identity::RecordedIdentity::from_meta_line(&first.line))
+                .unwrap_or_default(),
+            Err(_) => Default::default(),
+        };
         let options = options(&state, &info.session);
         let key = info.session.clone();
         // Replaying and counting is CPU work: off the async workers.
@@ -136,7 +132,7 @@ async fn index(State(state): State<Arc<AppState>>) -> Response {
             },
         };
         row.href = format!("/ui/session/{}", encode_segment(&info.session));
-        row.identity = identity(&info.session).to_owned();
+        row.identity = identity.describe(&info.session);
         row.last_seen = info.last_ts.unwrap_or_default();
         row.key = info.session;
         rows.push(row);

@@ -83,7 +83,26 @@ async fn the_inspector_shows_sessions_and_reports_without_keys_or_headers() {
     assert!(csp.starts_with("default-src 'none'"), "{csp}");
     let index = index.text().await.unwrap();
     assert!(index.contains(&format!("href=\"/ui/session/{SESSION}\"")), "{index}");
-    assert!(index.contains("named by the x-compactor-session header"));
+    assert!(
+        index.contains("named by the client (header:x-compactor-session)"),
+        "{index}"
+    );
+    // A session a known client named with its own id says so (the tier recorded in the
+    // session's meta line, not guessed from the key).
+    let answered = reqwest::Client::new()
+        .post(format!("{}/v1/chat/completions", proxy.url()))
+        .header("x-claude-code-session-id", "cc-1")
+        .bearer_auth(KEY)
+        .json(&json!({"model": "m", "messages": [{"role": "user", "content": "hi"}]}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answered.status(), 200);
+    let index = get(&format!("{}/ui", proxy.url())).await.text().await.unwrap();
+    assert!(
+        index.contains("the session id the client sends (header:x-claude-code-session-id)"),
+        "{index}"
+    );
 
     let page = get(&format!("{}/ui/session/{SESSION}", proxy.url())).await;
     assert_eq!(page.status(), 200);

@@ -149,6 +149,12 @@ fn every_recorded_pass_carries_its_receipt_and_replay_is_byte_identical() {
         last["payload"]["receipt"]["tokens_rewritten"],
         summary_receipt.tokens_rewritten
     );
+    // The compaction line names its summarizer and each of its requests (the report's
+    // pass table reads them).
+    assert_eq!(last["payload"]["summarizer"], "stand-in");
+    let attempts = last["payload"]["attempts"].as_array().expect("attempts on the line");
+    assert!(!attempts.is_empty());
+    assert_eq!(attempts.last().unwrap()["outcome"], "accepted", "{attempts:?}");
 
     // Reopening replays to the same conversation.
     let (reopened, _) = Session::open(&path, fixed_options()).unwrap();
@@ -161,16 +167,20 @@ fn a_transcript_written_before_receipts_still_loads_to_the_same_conversation() {
     let path = dir.path().join("s.jsonl");
     let (live, _, _) = recorded(&path);
 
-    // The same transcript as an older version wrote it: no `receipt` in any payload.
+    // The same transcript as an older version wrote it: no `receipt`, `summarizer` or
+    // `attempts` in any payload.
     let old = dir.path().join("old.jsonl");
     let mut stripped = String::new();
     let mut removed = 0;
     for line in String::from_utf8(file_bytes(&path)).unwrap().lines() {
         let mut value: Value = serde_json::from_str(line).unwrap();
-        if let Some(payload) = value["payload"].as_object_mut()
-            && payload.remove("receipt").is_some()
-        {
-            removed += 1;
+        if let Some(payload) = value["payload"].as_object_mut() {
+            // Nor the summarizer and its attempts, recorded later still.
+            payload.remove("summarizer");
+            payload.remove("attempts");
+            if payload.remove("receipt").is_some() {
+                removed += 1;
+            }
         }
         stripped.push_str(&serde_json::to_string(&value).unwrap());
         stripped.push('\n');

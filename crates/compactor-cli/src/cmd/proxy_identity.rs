@@ -4,39 +4,18 @@
 use std::collections::BTreeMap;
 
 use llm_compactor::store::{SessionInfo, SessionStore};
-use serde_json::Value;
 
 /// How a session was identified, read back from its first (meta) event.
-#[derive(Debug, Default, Clone)]
-pub struct IdentityMeta {
-    /// `explicit`, `client`, `configured` or `digest` (empty for sessions recorded
-    /// before the proxy wrote it).
-    pub tier: String,
-    /// Where the identity was read.
-    pub source: String,
-    /// The parent session, when the client named one.
-    pub parent: Option<String>,
-}
+pub type IdentityMeta = compactor_proxy::RecordedIdentity;
 
 /// The identity recorded in `session`'s meta event (default when none is).
 pub async fn identity_of(store: &dyn SessionStore, session: &str) -> IdentityMeta {
-    let Ok(events) = store.events(session, 0).await else {
-        return IdentityMeta::default();
-    };
-    let Some(first) = events.first() else {
-        return IdentityMeta::default();
-    };
-    let value: Value = serde_json::from_str(&first.line).unwrap_or(Value::Null);
-    let field = |name: &str| {
-        [&value["payload"]["extra"], &value["extra"], &value["payload"]]
-            .iter()
-            .find_map(|v| v.get(name).and_then(Value::as_str))
-            .map(str::to_owned)
-    };
-    IdentityMeta {
-        tier: field("identity_tier").unwrap_or_default(),
-        source: field("identity_source").unwrap_or_default(),
-        parent: field("parent_session"),
+    match store.events(session, 0).await {
+        Ok(events) => events
+            .first()
+            .map(|first| IdentityMeta::from_meta_line(&first.line))
+            .unwrap_or_default(),
+        Err(_) => IdentityMeta::default(),
     }
 }
 
