@@ -56,7 +56,8 @@ struct Running {
 enum Outcome {
     /// The pass of the snapshot.
     Prepared(PreparedPass),
-    /// Another instance holds the session's preparation lease: it prepares, not this one.
+    /// Another instance holds the session's preparation lease: it prepares, not this one
+    /// (also when the store could not be asked: no summary is paid for without the lease).
     Elsewhere,
 }
 
