@@ -203,6 +203,52 @@ async fn a_real_trajectory_replayed_through_the_proxy_stays_in_budget_keeps_its_
     assert_run_kept_its_promises(&proxy.url(), store.as_ref(), &received, budget, "messages").await;
 }
 
+/// The same trajectory and SDK through a proxy that prepares its passes in the background
+/// (issue 28): the passes are installed from the preparation, and the run keeps the same
+/// promises (in budget, no orphan, prefix kept, export + replay equals what the upstream
+/// last saw).
+#[tokio::test]
+async fn a_real_trajectory_through_a_preparing_proxy_installs_prepared_passes() {
+    let Some(python) = python() else { return };
+    let Some(traj) = trajectory() else { return };
+    let up = upstream().await;
+    let replies: Vec<Value> = traj.iter().filter(|m| m["role"] == "assistant").cloned().collect();
+    up.script.replies.lock().unwrap().extend(replies.clone());
+    let dir = tempfile::tempdir().unwrap();
+    let store = llm_compactor::store::open_store(&format!("sqlite:{}", dir.path().join("s.db").display()))
+        .await
+        .unwrap();
+    let budget = 4_000;
+    let config = llm_compactor::CompactorConfig::builder(budget)
+        .keep_recent(4)
+        .build()
+        .unwrap();
+    let compactor = Arc::new(
+        llm_compactor::Compactor::new(config, Arc::new(llm_compactor::count::HeuristicCounter))
+            .with_summarizer(Arc::new(llm_compactor::backend::LedgerSummarizer)),
+    );
+    let builder = compactor_proxy::ProxyConfig::builder(&up.url(), compactor, store.clone())
+        .prepare(Some(compactor_proxy::PrepareConfig::default()));
+    let proxy = support::proxy_with(builder, store.clone()).await;
+    let file = dir.path().join("traj.json");
+    std::fs::write(&file, serde_json::to_vec(&json!({"messages": traj})).unwrap()).unwrap();
+    let out = run_python(
+        &python,
+        "trajectory_loop.py",
+        &[file.to_str().unwrap()],
+        &[("PROXY", proxy.url())],
+    )
+    .await;
+    assert!(out.contains(&format!("rounds {}", replies.len())), "{out}");
+    let received = up.received();
+    assert_eq!(received.len(), replies.len());
+    assert_run_kept_its_promises(&proxy.url(), store.as_ref(), &received, budget, "messages").await;
+    let text = metrics(&proxy.url()).await;
+    let installed = metric(&text, "compactor_proxy_prepared_total{fate=\"installed\"}")
+        + metric(&text, "compactor_proxy_prepared_total{fate=\"amended\"}");
+    assert!(installed >= 1.0, "a prepared pass was installed:\n{text}");
+}
+
 /// One chat message of a trajectory as Responses input items (a system message is the
 /// request's `instructions` instead).
 fn as_items(message: &Value) -> Vec<Value> {
