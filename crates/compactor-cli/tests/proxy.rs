@@ -188,9 +188,15 @@ async fn serve_drain_on_sigterm_then_export_and_replay_what_the_upstream_saw() {
 
 /// Starts `compactor proxy` with `args`; returns the child and its address.
 fn spawn_proxy(args: &[&str]) -> (std::process::Child, String) {
+    spawn_proxy_with(args, &[])
+}
+
+/// [`spawn_proxy`] with these environment variables set.
+fn spawn_proxy_with(args: &[&str], env: &[(&str, &str)]) -> (std::process::Child, String) {
     let mut child = bin()
         .args(["proxy", "--listen", "127.0.0.1:0"])
         .args(args)
+        .envs(env.iter().copied())
         .stderr(Stdio::piped())
         .stdout(Stdio::null())
         .spawn()
@@ -310,4 +316,62 @@ fn unworkable_proxy_flags_are_refused_at_start_up() {
             support::stderr(&output)
         );
     }
+}
+
+/// The standard `OTEL_EXPORTER_OTLP_ENDPOINT` turns tracing on: a request through the
+/// proxy reaches an OTLP/HTTP receiver on 127.0.0.1 as a span named for its session, sent
+/// at the latest when SIGTERM stops the proxy.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_standard_otel_environment_turns_tracing_on() {
+    let seen: Arc<Mutex<Vec<Value>>> = Arc::default();
+    let app = Router::new()
+        .route(
+            "/v1/traces",
+            post(
+                |State(seen): State<Arc<Mutex<Vec<Value>>>>, body: axum::body::Bytes| async move {
+                    seen.lock()
+                        .unwrap()
+                        .push(serde_json::from_slice(&body).unwrap_or(Value::Null));
+                    axum::Json(json!({}))
+                },
+            ),
+        )
+        .with_state(seen.clone());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let otlp = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    let (upstream, _up) = start_upstream().await;
+    let (mut child, proxy) = spawn_proxy_with(
+        &[
+            "--upstream",
+            &upstream,
+            "--store",
+            "memory:",
+            "--summarizer",
+            "none",
+            "--counter",
+            "heuristic",
+        ],
+        &[("OTEL_EXPORTER_OTLP_ENDPOINT", &otlp)],
+    );
+    let answered = reqwest::Client::new()
+        .post(format!("{proxy}/v1/chat/completions"))
+        .header("x-compactor-session", "otel-cli")
+        .json(&json!({"model": "m", "messages": [{"role": "user", "content": "hi"}]}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answered.status(), 200);
+    let killed = std::process::Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    assert!(child.wait().unwrap().success(), "a clean stop");
+    let raw = serde_json::to_string(&*seen.lock().unwrap()).unwrap();
+    assert!(
+        raw.contains("\"gen_ai.conversation.id\""),
+        "a GenAI span was exported: {raw}"
+    );
+    assert!(raw.contains("\"otel-cli\""), "named for its session: {raw}");
 }

@@ -16,7 +16,8 @@
 //! `LATENCY_API` (`chat`, the default: `/v1/chat/completions`; `responses`: the same
 //! conversation as OpenAI Responses `input` items on `/v1/responses`, `store: false`;
 //! `messages`: Anthropic Messages on `/v1/messages`, with no `cache_control`, so the
-//! proxy's `auto` breakpoints are placed on every request).
+//! proxy's `auto` breakpoints are placed on every request), `LATENCY_OTEL=1` (with
+//! `--features otel`: every request traced to OpenTelemetry, exported to a local sink).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -246,7 +247,20 @@ fn main() {
         let config = CompactorConfig::builder(budget).build().unwrap();
         let counter = counter_by_name("o200k").unwrap();
         let compactor = Arc::new(Compactor::new(config, counter));
-        let proxy_config = ProxyConfig::builder(&upstream, compactor, store).build().unwrap();
+        #[allow(unused_mut)]
+        let mut builder = ProxyConfig::builder(&upstream, compactor, store);
+        // LATENCY_OTEL=1 (with `--features otel`): every request traced, exported to a
+        // 127.0.0.1 OTLP/HTTP receiver that discards what it gets.
+        #[cfg(feature = "otel")]
+        if std::env::var("LATENCY_OTEL").is_ok_and(|v| v == "1") {
+            let sink = Router::new().route("/v1/traces", post(|| async { "{}" }));
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let url = format!("http://{}/v1/traces", listener.local_addr().unwrap());
+            tokio::spawn(async move { axum::serve(listener, sink).await });
+            builder = builder.telemetry(Some(compactor_proxy::Telemetry::to_endpoint(&url).unwrap()));
+            eprintln!("tracing every request to OpenTelemetry ({url})");
+        }
+        let proxy_config = builder.build().unwrap();
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let proxy = format!("http://{}", listener.local_addr().unwrap());
         tokio::spawn(compactor_proxy::serve(proxy_config, listener, std::future::pending()));

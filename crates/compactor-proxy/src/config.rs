@@ -40,6 +40,8 @@ pub struct ProxyConfig {
     pub(crate) client_key: bool,
     pub(crate) max_sessions: usize,
     pub(crate) prepare: Option<PrepareConfig>,
+    #[cfg(feature = "otel")]
+    pub(crate) telemetry: Option<std::sync::Arc<crate::telemetry::Telemetry>>,
     pub(crate) ui: bool,
     pub(crate) wire: WireOptions,
 }
@@ -76,6 +78,8 @@ impl ProxyConfig {
             client_key_endpoint: None,
             max_sessions: DEFAULT_MAX_SESSIONS,
             prepare: None,
+            #[cfg(feature = "otel")]
+            telemetry: None,
             ui: false,
             wire: WireOptions::default(),
         }
@@ -130,6 +134,8 @@ pub struct ProxyConfigBuilder {
     client_key_endpoint: Option<String>,
     max_sessions: usize,
     prepare: Option<PrepareConfig>,
+    #[cfg(feature = "otel")]
+    telemetry: Option<std::sync::Arc<crate::telemetry::Telemetry>>,
     ui: bool,
     wire: WireOptions,
 }
@@ -184,6 +190,14 @@ impl ProxyConfigBuilder {
     /// (the default) compacts inline when a request reaches the trigger.
     pub fn prepare(mut self, prepare: Option<PrepareConfig>) -> Self {
         self.prepare = prepare;
+        self
+    }
+
+    /// Trace every proxied request to OpenTelemetry (see [`crate::Telemetry`]); `None`
+    /// (the default) traces nothing.
+    #[cfg(feature = "otel")]
+    pub fn telemetry(mut self, telemetry: Option<std::sync::Arc<crate::telemetry::Telemetry>>) -> Self {
+        self.telemetry = telemetry;
         self
     }
 
@@ -279,6 +293,8 @@ impl ProxyConfigBuilder {
             client_key: self.client_key_endpoint.is_some(),
             max_sessions: self.max_sessions,
             prepare: self.prepare,
+            #[cfg(feature = "otel")]
+            telemetry: self.telemetry,
             ui: self.ui,
             wire: self.wire,
         })

@@ -156,8 +156,8 @@ pub fn record(identity: &Identity, extra: &mut serde_json::Map<String, Value>) {
     }
 }
 
-/// How a session was identified, as its first (meta) transcript line recorded it (see
-/// [`record`]): what `compactor proxy sessions` and the inspector show.
+/// How a session was identified, as its first (meta) transcript line recorded it: what
+/// `compactor proxy sessions` and the inspector show.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct RecordedIdentity {
     /// `explicit`, `client`, `configured` or `digest` (empty for a session recorded before

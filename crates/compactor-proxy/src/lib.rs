@@ -17,6 +17,10 @@
 //! a [`llm_compactor::store::SessionStore`] as the replayable JSONL transcript of what the
 //! upstream saw.
 //!
+//! With the `otel` feature, [`ProxyConfigBuilder::telemetry`] traces every proxied request
+//! to OpenTelemetry in the GenAI conventions (`Telemetry::from_env` reads the standard
+//! `OTEL_EXPORTER_OTLP_*` variables; see `docs/wire.md`).
+//!
 //! ```no_run
 //! # async fn run() -> Result<(), compactor_proxy::ProxyError> {
 //! use std::sync::Arc;
@@ -45,6 +49,9 @@ mod routes;
 mod session_map;
 mod sessions;
 mod state;
+#[cfg(feature = "otel")]
+mod telemetry;
+mod traced;
 mod ui;
 mod upstream;
 
@@ -62,6 +69,8 @@ pub use identity::{
 pub use models::{CONTEXT_WINDOWS, context_window};
 pub use outgoing::WireOptions;
 pub use routes::{COMPACTED_HEADER, OVERHEAD_HEADER};
+#[cfg(feature = "otel")]
+pub use telemetry::{ENDPOINT_VARS, Telemetry, TelemetryError};
 
 /// Serves the proxy on `listener` until `shutdown` completes; then stops accepting and
 /// returns once every in-flight request (streamed answers included) has finished.
@@ -92,9 +101,17 @@ pub async fn serve(
             tracing::debug!(%error, "could not set TCP_NODELAY on a client connection");
         }
     });
+    #[cfg(feature = "otel")]
+    let telemetry = state.config.telemetry.clone();
     axum::serve(listener, routes::router(state))
         .with_graceful_shutdown(shutdown)
         .await?;
+    // The last spans are exported before returning (off the async workers: the exporter
+    // blocks its caller while it sends on this runtime).
+    #[cfg(feature = "otel")]
+    if let Some(telemetry) = telemetry {
+        let _ = tokio::task::spawn_blocking(move || telemetry.shutdown()).await;
+    }
     tracing::info!("compactor proxy stopped");
     Ok(())
 }

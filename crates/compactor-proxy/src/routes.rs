@@ -20,6 +20,7 @@ use crate::metrics::Route;
 use crate::outgoing;
 use crate::sessions::{Attempt, Round};
 use crate::state::AppState;
+use crate::traced::Traced;
 use crate::upstream::{self, Calibration, Tap, Tapped};
 
 /// The response header that says how long the proxy held the request before forwarding
@@ -187,6 +188,7 @@ async fn compacted(state: Arc<AppState>, api: Api, request: Request) -> Result<R
     let session = state.sessions.get(&key, &fallback);
     // `--summarizer-key client`: a pass this request triggers pays with its key.
     let client_key = state.config.client_key.then(|| key_of(&headers)).flatten();
+    let mut traced = Traced::start(&state, api, &parsed.model, &key);
     let mut prepared = {
         let mut guard = session.lock().await;
         let round = Round {
@@ -202,6 +204,7 @@ async fn compacted(state: Arc<AppState>, api: Api, request: Request) -> Result<R
         with_client_key(client_key.clone(), pass).await?
     };
     prepared.body = finish(&state, api, &body, prepared.body, &key);
+    traced.round(&prepared);
     let overhead = started.elapsed();
     state.metrics.added_latency(overhead);
     tracing::debug!(
@@ -242,16 +245,17 @@ async fn compacted(state: Arc<AppState>, api: Api, request: Request) -> Result<R
             with_client_key(client_key, pass).await?
         };
         retried.body = finish(&state, api, &body, retried.body, &key);
+        traced.round(&retried);
         let overhead = overhead + retry_started.elapsed();
         let pass = retried.pass.clone();
         let response = send(&state, method, &path, &headers, retried.body.clone()).await?;
-        let response = relay_tapped(&state, response, api, &parsed.model, retried);
+        let response = relay_tapped(&state, response, api, &parsed.model, retried, traced.into_hook());
         return Ok(stamp(response, overhead, pass.as_deref()));
     } else {
         response
     };
     let pass = prepared.pass.clone();
-    let response = relay_tapped(&state, response, api, &parsed.model, prepared);
+    let response = relay_tapped(&state, response, api, &parsed.model, prepared, traced.into_hook());
     Ok(stamp(response, overhead, pass.as_deref()))
 }
 
@@ -285,6 +289,7 @@ fn relay_tapped(
     api: Api,
     model: &str,
     prepared: crate::sessions::Prepared,
+    hook: Option<upstream::UsageHook>,
 ) -> Response {
     if response.status().is_success() {
         state.metrics.rewritten(prepared.removed);
@@ -305,6 +310,7 @@ fn relay_tapped(
             },
             &content_type,
         )
+        .with_hook(hook)
     });
     relay(response, tap)
 }

@@ -46,6 +46,7 @@ mod prepare;
 mod round;
 mod sync;
 
+pub use round::PassDone;
 pub use round::{Attempt, Round};
 use round::{Compacted, Lease, PassRequest};
 
@@ -161,6 +162,9 @@ pub struct Prepared {
     pub removed: usize,
     /// The pass whose rewrite the body carries (`store key/generation`), if any.
     pub pass: Option<String>,
+    /// What the pass this round ran did (none when the round ran none; traced).
+    #[cfg_attr(not(feature = "otel"), allow(dead_code))]
+    pub done: Option<PassDone>,
 }
 
 impl SessionState {
@@ -334,7 +338,7 @@ impl SessionState {
         let tokens = self
             .counter
             .count_conversation_for_model(self.replayer.conversation(), &request.model);
-        let mut compacted = false;
+        let (mut compacted, mut done) = (false, None);
         let target = match round.attempt {
             Attempt::First => {
                 let fit = RequestFit {
@@ -364,7 +368,8 @@ impl SessionState {
                 )
                 .await?
             {
-                Compacted::Yes(messages) => {
+                Compacted::Yes(messages, pass) => {
+                    done = Some(pass);
                     effective = messages;
                     compacted = true;
                     removed = self.removed.unwrap_or(0);
@@ -394,6 +399,7 @@ impl SessionState {
             .map(|r| format!("{}/{}", self.store_key, r.generation));
         Ok(Step::Ready(Prepared {
             pass,
+            done,
             body,
             messages: effective,
             counter: self.counter.clone(),
@@ -469,7 +475,7 @@ impl SessionState {
             release_lease(config, &self.key, &store_key).await;
         }
         Ok(match outcome? {
-            Some(messages) => Compacted::Yes(messages),
+            Some((messages, pass)) => Compacted::Yes(messages, pass),
             None => Compacted::No,
         })
     }
@@ -479,7 +485,7 @@ impl SessionState {
         round: &Round<'_>,
         lines: &mut Lines,
         pass: PassRequest<'_>,
-    ) -> Result<Option<Vec<Message>>, ProxyError> {
+    ) -> Result<Option<(Vec<Message>, PassDone)>, ProxyError> {
         let PassRequest {
             client,
             target,
@@ -556,7 +562,7 @@ impl SessionState {
             elided = result.elisions.len(),
             "compacted"
         );
-        Ok(Some(messages))
+        Ok(Some((messages, PassDone::of(&result))))
     }
 }
 

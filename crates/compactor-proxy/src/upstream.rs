@@ -134,6 +134,19 @@ pub struct Tap {
     sse: bool,
     buf: Vec<u8>,
     prompt_tokens: Option<u64>,
+    usage: serde_json::Map<String, Value>,
+    hook: Option<UsageHook>,
+}
+
+/// Called once the answer is relayed, with the upstream's usage object (the fields of
+/// every usage the answer carried, later ones winning; `None` when it carried none).
+pub type UsageHook = Box<dyn FnOnce(Option<&Value>) + Send>;
+
+/// The usage object an answer (or one of its events) carries, whichever API's shape.
+fn usage_of(value: &Value) -> Option<&serde_json::Map<String, Value>> {
+    [&value["usage"], &value["message"]["usage"], &value["response"]["usage"]]
+        .into_iter()
+        .find_map(Value::as_object)
 }
 
 /// The most of a non-streamed answer the tap keeps to find its usage.
@@ -147,7 +160,15 @@ impl Tap {
             sse: content_type.starts_with("text/event-stream"),
             buf: Vec::new(),
             prompt_tokens: None,
+            usage: serde_json::Map::new(),
+            hook: None,
         }
+    }
+
+    /// With `hook` called at the end of the answer (see [`UsageHook`]).
+    pub fn with_hook(mut self, hook: Option<UsageHook>) -> Tap {
+        self.hook = hook;
+        self
     }
 
     fn feed(&mut self, chunk: &[u8]) {
@@ -175,8 +196,13 @@ impl Tap {
             return;
         }
         let api = self.calibration.as_ref().map_or(Api::OpenAi, |c| c.api);
-        if let Ok(value) = serde_json::from_slice::<Value>(data.trim_ascii())
-            && let Some(tokens) = prompt_tokens(api, &value)
+        let Ok(value) = serde_json::from_slice::<Value>(data.trim_ascii()) else {
+            return;
+        };
+        if let Some(usage) = usage_of(&value) {
+            self.usage.extend(usage.clone());
+        }
+        if let Some(tokens) = prompt_tokens(api, &value)
             && tokens > 0
         {
             self.prompt_tokens = Some(tokens);
@@ -192,6 +218,13 @@ impl Tap {
             self.sse_line(&rest);
         } else if let Ok(value) = serde_json::from_slice::<Value>(&self.buf) {
             self.prompt_tokens = prompt_tokens(calibration.api, &value).filter(|t| *t > 0);
+            if let Some(usage) = usage_of(&value) {
+                self.usage.extend(usage.clone());
+            }
+        }
+        if let Some(hook) = self.hook.take() {
+            let usage = (!self.usage.is_empty()).then(|| Value::Object(std::mem::take(&mut self.usage)));
+            hook(usage.as_ref());
         }
         if let Some(tokens) = self.prompt_tokens {
             tracing::debug!(tokens, "calibrating from the upstream's usage");

@@ -21,5 +21,7 @@ mod repairs;
 mod restart;
 mod retry;
 mod sdk;
+#[cfg(feature = "otel")]
+mod telemetry;
 mod ui;
 mod wire;

@@ -17,6 +17,7 @@
 //! deterministic synthetic one, part 2 is skipped with a notice.
 //! Run: `LLM_COMPACTOR_DATA=/work/shared/data cargo bench -p llm-compactor --bench compaction`.
 
+#[allow(dead_code)]
 #[path = "../tests/common/mod.rs"]
 mod common;
 mod support;

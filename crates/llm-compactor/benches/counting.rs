@@ -12,8 +12,10 @@
 //! has them, from a deterministic synthetic generator otherwise.
 //! Run: `LLM_COMPACTOR_DATA=/work/shared/data cargo bench -p llm-compactor --bench counting`.
 
+#[allow(dead_code)]
 #[path = "../tests/common/mod.rs"]
 mod common;
+#[allow(dead_code)]
 #[path = "../tests/count_support/mod.rs"]
 mod count_support;
 mod support;

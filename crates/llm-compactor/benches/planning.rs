@@ -2,8 +2,10 @@
 //! synthetic 10,000-message, ~1M-token conversation; the trim over one turn with 10,000
 //! parallel results; and cutting the middle into summarizer-sized chunks.
 
+#[allow(dead_code)]
 #[path = "../tests/common/mod.rs"]
 mod common;
+#[allow(dead_code)]
 #[path = "../tests/count_support/mod.rs"]
 mod count_support;
 mod support;

@@ -29,8 +29,10 @@
 //!
 //! Run: `LLM_COMPACTOR_DATA=/work/shared/data cargo bench -p llm-compactor --bench round`.
 
+#[allow(dead_code)]
 #[path = "../tests/common/mod.rs"]
 mod common;
+#[allow(dead_code)]
 #[path = "../tests/count_support/mod.rs"]
 mod count_support;
 mod support;

@@ -3,7 +3,7 @@
 //! Support modules are declared once, below, and used by the tests as `crate::NAME`.
 
 #[path = "../examples/agent_loop.rs"]
-#[allow(dead_code, unused_imports)]
+#[allow(unused_imports)]
 mod agent_loop;
 #[path = "format_support/codex_run.rs"]
 #[allow(dead_code, unused_imports)]

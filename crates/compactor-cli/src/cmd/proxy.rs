@@ -317,6 +317,12 @@ async fn build_config(serve: &ServeArgs) -> Result<ProxyConfig, CliError> {
             openai_cache_key: serve.openai_cache_key,
             session_from: serve.session_from.clone(),
         });
+    // OpenTelemetry when the standard OTEL_EXPORTER_OTLP_* environment names an endpoint.
+    let telemetry = compactor_proxy::Telemetry::from_env().map_err(|e| CliError::Usage(e.to_string()))?;
+    if telemetry.is_some() {
+        eprintln!("compactor proxy: tracing to OpenTelemetry (OTLP/HTTP JSON)");
+    }
+    builder = builder.telemetry(telemetry);
     if serve.budget_by_model {
         builder = builder.budget_by_model(serve.engine.budget);
     }

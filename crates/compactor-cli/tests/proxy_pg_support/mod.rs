@@ -2,8 +2,6 @@
 //! agent-like client that sends its full growing history, and the checks made on the
 //! shared database afterwards.
 
-#![allow(dead_code)]
-
 pub mod observe;
 pub mod upstream;
 

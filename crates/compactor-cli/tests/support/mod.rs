@@ -3,8 +3,6 @@
 //! trajectories (the same lookup as the library's tests, so both skip alike when the data
 //! is absent).
 
-#![allow(dead_code)]
-
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};

@@ -55,7 +55,7 @@ struct Running {
 /// How a background preparation ended.
 enum Outcome {
     /// The pass of the snapshot.
-    Prepared(PreparedPass),
+    Prepared(Box<PreparedPass>),
     /// Another instance holds the session's preparation lease: it prepares, not this one
     /// (also when the store could not be asked: no summary is paid for without the lease).
     Elsewhere,
@@ -197,7 +197,7 @@ impl SessionState {
             let pass = compactor.compact(&messages, options);
             let work = with_client_key(start.key, with_agent_request(start.agent, pass));
             let result = super::sync::renewing_lease(store.as_ref(), &holder, ttl, &key, work).await?;
-            Ok(Outcome::Prepared(PreparedPass { snapshot, result }))
+            Ok(Outcome::Prepared(Box::new(PreparedPass { snapshot, result })))
         });
         self.preparer.running = Some(Running { cancel, handle });
         metrics.prepared_started.fetch_add(1, Ordering::Relaxed);
@@ -222,7 +222,7 @@ impl SessionState {
         metrics: &Metrics,
     ) {
         match outcome {
-            Ok(Ok(Outcome::Prepared(prepared))) if !prepared.is_noop() => self.preparer.ready = Some(prepared),
+            Ok(Ok(Outcome::Prepared(prepared))) if !prepared.is_noop() => self.preparer.ready = Some(*prepared),
             Ok(Ok(Outcome::Elsewhere)) => {
                 tracing::debug!(session = %self.key, "another instance holds the preparation lease");
                 metrics.prepared_elsewhere.fetch_add(1, Ordering::Relaxed);

@@ -1,7 +1,5 @@
 //! Test support: a scripted upstream on 127.0.0.1 (a real axum server that records what
 //! it received), a proxy in front of it, and the Python SDK venv.
-#![allow(dead_code)]
-
 use std::collections::VecDeque;
 use std::net::SocketAddr;
 use std::path::PathBuf;

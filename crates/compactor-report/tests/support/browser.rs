@@ -2,8 +2,6 @@
 //! `scripts/browser.sh` installs) and what every report page must show in it. Shared by
 //! the report's tests and the proxy inspector's (`#[path]`-included there).
 
-#![allow(dead_code)]
-
 use std::path::PathBuf;
 
 use compactor_report::chart::{SeriesColors, hex};

@@ -3,8 +3,6 @@
 //! would (elision epochs, compactions, repairs) at the requests where they happened; and
 //! the browser the tests drive.
 
-#![allow(dead_code)]
-
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 

@@ -283,7 +283,8 @@ impl ContextManager {
     }
 
     /// Prepares passes in the background ahead of the trigger (see
-    /// [`super::prepared`]): requests below the hard limit never wait for a summary.
+    /// `docs/prepared-compaction.md` and [`crate::plan::prepared`]): requests below the hard
+    /// limit never wait for a summary.
     pub fn with_preparation(mut self, options: PrepareOptions) -> Self {
         self.preparation = Some(Preparation::new(options));
         self

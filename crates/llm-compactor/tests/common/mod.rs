@@ -4,8 +4,6 @@
 //! environment variable, and skip with a printed notice when it is absent (a user's clone
 //! has no `../shared`).
 
-#![allow(dead_code)]
-
 use std::path::PathBuf;
 
 /// The shared data directory, or `None` (with a notice on stderr) when it is absent.

@@ -1,7 +1,5 @@
 //! Support for the counting tests and bench: real conversations, sampled.
 
-#![allow(dead_code)]
-
 use std::path::Path;
 
 use llm_compactor::format::Document;

@@ -2,8 +2,6 @@
 //! the trait that answers from a queue and records every request), a counting spy, and
 //! conversation builders.
 
-#![allow(dead_code)]
-
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};

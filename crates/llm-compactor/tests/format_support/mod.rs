@@ -1,8 +1,6 @@
 //! Shared by the format tests: validators that a converted conversation is one the
 //! target API would accept (roles, keys, block kinds, tool calls answered in place).
 
-#![allow(dead_code)]
-
 use std::collections::HashSet;
 
 use serde_json::Value;

@@ -2,8 +2,6 @@
 //! records every request, and raw TCP servers for the faults axum cannot produce (accept
 //! and never answer, reset mid-body, a body that trickles in).
 
-#![allow(dead_code)]
-
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};

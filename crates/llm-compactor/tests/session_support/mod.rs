@@ -1,8 +1,6 @@
 //! Shared helpers of the session tests: deterministic options and synthetic compaction
 //! results built by hand to the engine's result contract.
 
-#![allow(dead_code)]
-
 use std::path::Path;
 use std::sync::Arc;
 

@@ -1,7 +1,5 @@
 //! Shared helpers of the session store tests: a throwaway PostgreSQL cluster and the
 //! conformance suite every [`llm_compactor::store::SessionStore`] must pass.
 
-#![allow(dead_code)]
-
 pub mod conformance;
 pub mod pg;
