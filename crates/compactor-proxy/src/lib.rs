@@ -44,6 +44,7 @@ mod identity;
 mod metrics;
 mod models;
 mod outgoing;
+mod pass_done;
 
 mod routes;
 mod session_map;

@@ -46,7 +46,7 @@ mod prepare;
 mod round;
 mod sync;
 
-pub use round::PassDone;
+pub use crate::pass_done::PassDone;
 pub use round::{Attempt, Round};
 use round::{Compacted, Lease, PassRequest};
 

@@ -26,7 +26,7 @@ use opentelemetry_sdk::trace::{SdkTracerProvider, Span, Tracer};
 use serde_json::Value;
 
 use crate::api::Api;
-use crate::sessions::PassDone;
+use crate::pass_done::PassDone;
 
 /// The standard variables that turn tracing on (either names an endpoint).
 pub const ENDPOINT_VARS: [&str; 2] = ["OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT"];

@@ -71,37 +71,9 @@ pub(super) struct PassRequest<'a> {
 /// What a session's compaction did for a round.
 pub(super) enum Compacted {
     /// Compacted: the messages to send, and what the pass did.
-    Yes(Vec<llm_compactor::message::Message>, PassDone),
+    Yes(Vec<llm_compactor::message::Message>, crate::pass_done::PassDone),
     /// Nothing to compact, or the lease stayed taken: send what there is.
     No,
     /// The lease was taken after a wait: the round is prepared again from the store.
     LeaseTaken,
-}
-
-/// What a pass did, as a round reports it (to its trace span).
-#[derive(Clone, Debug, PartialEq)]
-pub struct PassDone {
-    /// Tokens before.
-    pub tokens_before: usize,
-    /// Tokens after.
-    pub tokens_after: usize,
-    /// Messages replaced by the summary or the trim.
-    pub messages_replaced: usize,
-    /// Tool results stubbed.
-    pub elisions: usize,
-    /// The receipt's expected net cost (negative saves), when it has one.
-    pub net_cost: Option<f64>,
-}
-
-impl PassDone {
-    /// What `result` did.
-    pub fn of(result: &llm_compactor::CompactionResult) -> PassDone {
-        PassDone {
-            tokens_before: result.tokens_before,
-            tokens_after: result.tokens_after,
-            messages_replaced: result.dropped,
-            elisions: result.elisions.len(),
-            net_cost: result.receipt.as_ref().map(|r| r.net_cost),
-        }
-    }
 }
