@@ -36,6 +36,35 @@ pub fn read_messages(json: &str, format: &str, system: Option<&str>) -> PyResult
     wire::read(value, format, system).map_err(errors::wire)
 }
 
+/// The caller's conversation (or `system`) as a JSON value: JSON text is parsed, Python
+/// objects are read directly ([`crate::pyjson`]).
+pub fn input_value(object: &Bound<'_, PyAny>, what: &str) -> PyResult<Value> {
+    match object.cast::<pyo3::types::PyString>() {
+        Ok(text) => parse_json(&text.to_cow()?, what),
+        Err(_) => crate::pyjson::to_value(object),
+    }
+}
+
+/// Reads a conversation already held as JSON values.
+pub fn read_value(value: Value, format: &str, system: Option<Value>) -> PyResult<(Vec<Message>, Wire)> {
+    let format = wire::parse_format(format).map_err(|e| errors::setting("format", e))?;
+    wire::read(value, format, system).map_err(errors::wire)
+}
+
+/// The caller's messages and `system`, converted with the GIL held. Messages given as a
+/// `str` are JSON text; a `system` given as a `str` is the system prompt itself (its
+/// blocks, a list, are read as objects).
+fn inputs(messages: &Bound<'_, PyAny>, system: Option<&Bound<'_, PyAny>>) -> PyResult<(Value, Option<Value>)> {
+    let value = input_value(messages, "messages")?;
+    let system = system
+        .map(|s| match s.cast::<pyo3::types::PyString>() {
+            Ok(text) => Ok(Value::String(text.to_cow()?.into_owned())),
+            Err(_) => crate::pyjson::to_value(s),
+        })
+        .transpose()?;
+    Ok((value, system))
+}
+
 /// A pass's result as JSON text, its messages written in the caller's format and shape.
 pub fn result_json(mut result: CompactionResult, wire: &Wire) -> PyResult<String> {
     let (messages, request) = wire.write(std::mem::take(&mut result.messages));
@@ -131,18 +160,32 @@ impl PyCompactor {
 
     /// The conversation's tokens with this compactor's counter.
     #[pyo3(signature = (messages, format="auto", system=None))]
-    fn count(&self, py: Python<'_>, messages: &str, format: &str, system: Option<&str>) -> PyResult<usize> {
-        py.detach(|| {
-            let (messages, _) = read_messages(messages, format, system)?;
+    fn count(
+        &self,
+        py: Python<'_>,
+        messages: &Bound<'_, PyAny>,
+        format: &str,
+        system: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<usize> {
+        let (value, system) = inputs(messages, system)?;
+        py.detach(move || {
+            let (messages, _) = read_value(value, format, system)?;
             Ok(self.counter.count_messages(&messages))
         })
     }
 
     /// True when a pass is due.
     #[pyo3(signature = (messages, format="auto", system=None))]
-    fn needs_compaction(&self, py: Python<'_>, messages: &str, format: &str, system: Option<&str>) -> PyResult<bool> {
-        py.detach(|| {
-            let (messages, _) = read_messages(messages, format, system)?;
+    fn needs_compaction(
+        &self,
+        py: Python<'_>,
+        messages: &Bound<'_, PyAny>,
+        format: &str,
+        system: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<bool> {
+        let (value, system) = inputs(messages, system)?;
+        py.detach(move || {
+            let (messages, _) = read_value(value, format, system)?;
             Ok(self.inner.needs_compaction(&messages))
         })
     }
@@ -152,13 +195,14 @@ impl PyCompactor {
     fn plan(
         &self,
         py: Python<'_>,
-        messages: &str,
+        messages: &Bound<'_, PyAny>,
         format: &str,
-        system: Option<&str>,
+        system: Option<&Bound<'_, PyAny>>,
         target: Option<usize>,
     ) -> PyResult<String> {
-        py.detach(|| {
-            let (messages, _) = read_messages(messages, format, system)?;
+        let (value, system) = inputs(messages, system)?;
+        py.detach(move || {
+            let (messages, _) = read_value(value, format, system)?;
             let options = CompactOptions {
                 target,
                 ..CompactOptions::default()
@@ -172,28 +216,28 @@ impl PyCompactor {
     #[pyo3(signature = (messages, format="auto", system=None, target=None, focus=None, cancel=None))]
     fn compact(
         &self,
-        messages: &str,
+        messages: &Bound<'_, PyAny>,
         format: &str,
-        system: Option<&str>,
+        system: Option<&Bound<'_, PyAny>>,
         target: Option<usize>,
         focus: Option<String>,
         cancel: Option<Py<CancelToken>>,
     ) -> PyResult<String> {
-        // The GIL is held already (a Python call); attaching names it for the release.
-        Python::attach(|py| {
-            py.detach(|| {
-                let (messages, wire) = read_messages(messages, format, system)?;
-                let options = CompactOptions {
-                    target,
-                    focus,
-                    cancel: cancel.map(|c| c.get().token.clone()).unwrap_or_default(),
-                    ..CompactOptions::default()
-                };
-                let result = runtime()
-                    .block_on(self.inner.compact(&messages, options))
-                    .map_err(errors::compact)?;
-                result_json(result, &wire)
-            })
+        // The objects are read with the GIL held; the pass runs without it.
+        let py = messages.py();
+        let (value, system) = inputs(messages, system)?;
+        py.detach(move || {
+            let (messages, wire) = read_value(value, format, system)?;
+            let options = CompactOptions {
+                target,
+                focus,
+                cancel: cancel.map(|c| c.get().token.clone()).unwrap_or_default(),
+                ..CompactOptions::default()
+            };
+            let result = runtime()
+                .block_on(self.inner.compact(&messages, options))
+                .map_err(errors::compact)?;
+            result_json(result, &wire)
         })
     }
 
@@ -203,11 +247,11 @@ impl PyCompactor {
     fn record_usage(
         &self,
         py: Python<'_>,
-        messages: &str,
+        messages: &Bound<'_, PyAny>,
         usage: &str,
         model: &str,
         format: &str,
-        system: Option<&str>,
+        system: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<()> {
         let Some(calibrated) = &self.calibrated else {
             return Err(errors::setting(
@@ -215,8 +259,9 @@ impl PyCompactor {
                 "record_usage needs a compactor built with calibrated=True",
             ));
         };
-        py.detach(|| {
-            let (messages, _) = read_messages(messages, format, system)?;
+        let (value, system) = inputs(messages, system)?;
+        py.detach(move || {
+            let (messages, _) = read_value(value, format, system)?;
             let usage: Usage =
                 serde_json::from_str(usage).map_err(|e| errors::setting("usage", format!("invalid usage: {e}")))?;
             calibrated.record_usage(&messages, model, &usage);
@@ -235,9 +280,15 @@ impl PyCompactor {
 /// The format a conversation is read as (`auto` resolved).
 #[pyfunction]
 #[pyo3(signature = (messages, format="auto", system=None))]
-pub fn detect_format(py: Python<'_>, messages: &str, format: &str, system: Option<&str>) -> PyResult<String> {
-    py.detach(|| {
-        let (_, wire) = read_messages(messages, format, system)?;
+pub fn detect_format(
+    py: Python<'_>,
+    messages: &Bound<'_, PyAny>,
+    format: &str,
+    system: Option<&Bound<'_, PyAny>>,
+) -> PyResult<String> {
+    let (value, system) = inputs(messages, system)?;
+    py.detach(move || {
+        let (_, wire) = read_value(value, format, system)?;
         Ok(wire.format().name().to_owned())
     })
 }
@@ -247,14 +298,15 @@ pub fn detect_format(py: Python<'_>, messages: &str, format: &str, system: Optio
 #[pyo3(signature = (messages, counter="o200k", format="auto", system=None))]
 pub fn count_tokens(
     py: Python<'_>,
-    messages: &str,
+    messages: &Bound<'_, PyAny>,
     counter: &str,
     format: &str,
-    system: Option<&str>,
+    system: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<usize> {
     let counter = crate::options::counter_named(counter)?;
-    py.detach(|| {
-        let (messages, _) = read_messages(messages, format, system)?;
+    let (value, system) = inputs(messages, system)?;
+    py.detach(move || {
+        let (messages, _) = read_value(value, format, system)?;
         Ok(counter.count_messages(&messages))
     })
 }

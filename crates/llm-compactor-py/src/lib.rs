@@ -13,6 +13,7 @@
 mod compactor;
 mod errors;
 mod options;
+mod pyjson;
 mod session;
 mod summarizer;
 mod wire;

@@ -303,3 +303,29 @@ def test_non_ascii_text_round_trips(tmp_path: Any) -> None:
         assert session.replay() == messages
     result = llm_compactor.compact(messages, budget=128_000)
     assert result.messages[-1]["content"] == text
+
+
+def test_python_objects_are_read_directly_and_bad_ones_are_named() -> None:
+    """Conversations reach Rust as the objects themselves (no JSON text in between):
+    dicts, lists, tuples and SDK models with ``model_dump`` read as JSON would; anything
+    else is a TypeError naming its type, a cycle or NaN a ValueError."""
+
+    class SdkMessage:
+        def model_dump(self, mode: str = "python", exclude_none: bool = False) -> Dict[str, Any]:
+            return {"role": "user", "content": "from an SDK model"}
+
+    plain = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "from an SDK model"}]
+    expected = llm_compactor.count_tokens(plain)
+    assert llm_compactor.count_tokens(json.dumps(plain)) == expected
+    assert llm_compactor.count_tokens(tuple(plain)) == expected
+    assert llm_compactor.count_tokens([plain[0], SdkMessage()]) == expected
+    with pytest.raises(TypeError, match="set"):
+        llm_compactor.count_tokens([{"role": "user", "content": {"a", "b"}}])
+    with pytest.raises(TypeError, match="keys must be str"):
+        llm_compactor.count_tokens([{"role": "user", 1: "x"}])
+    looped: List[Any] = [{"role": "user", "content": "x"}]
+    looped.append(looped)
+    with pytest.raises(ValueError, match="nest too deeply"):
+        llm_compactor.count_tokens(looped)
+    with pytest.raises(ValueError, match="not a JSON number"):
+        llm_compactor.count_tokens([{"role": "user", "content": "x", "weight": float("nan")}])

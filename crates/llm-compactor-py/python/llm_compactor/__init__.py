@@ -64,7 +64,8 @@ CancelToken = _core.CancelToken
 
 
 def _default(value: Any) -> Any:
-    """JSON for SDK objects (pydantic models) that are not plain dicts."""
+    """JSON for SDK objects (pydantic models) that are not plain dicts (the session's
+    messages; a compaction's are read by Rust directly, which does the same)."""
     dump = getattr(value, "model_dump", None)
     if callable(dump):
         return dump(mode="json", exclude_none=True)
@@ -74,10 +75,6 @@ def _default(value: Any) -> Any:
 def _json(value: Any) -> str:
     # ASCII-only output is the C encoder's fastest path (non-ASCII text goes as escapes).
     return json.dumps(value, default=_default, separators=(",", ":"))
-
-
-def _system(system: Any) -> Optional[str]:
-    return None if system is None else _json(system)
 
 
 @dataclass(frozen=True)
@@ -231,17 +228,17 @@ class Compactor:
 
     def count(self, messages: Messages, *, format: str = "auto", system: Any = None) -> int:
         """The conversation's tokens with this compactor's counter."""
-        return self._core.count(_json(messages), format, _system(system))
+        return self._core.count(messages, format, system)
 
     def needs_compaction(self, messages: Messages, *, format: str = "auto", system: Any = None) -> bool:
         """True when a pass is due (over the trigger, or an aging epoch that pays)."""
-        return self._core.needs_compaction(_json(messages), format, _system(system))
+        return self._core.needs_compaction(messages, format, system)
 
     def plan(
         self, messages: Messages, *, format: str = "auto", system: Any = None, target: Optional[int] = None
     ) -> Dict[str, Any]:
         """A dry run: what a pass would do (the library's ``PlanReport``), changing nothing."""
-        report: Dict[str, Any] = json.loads(self._core.plan(_json(messages), format, _system(system), target))
+        report: Dict[str, Any] = json.loads(self._core.plan(messages, format, system, target))
         return report
 
     def compact(
@@ -256,7 +253,7 @@ class Compactor:
     ) -> CompactionResult:
         """One pass. ``target`` aims below the configured target; ``focus`` is an extra
         instruction for the summarizer; ``cancel`` ends waits and calls (hard trim)."""
-        raw = self._core.compact(_json(messages), format, _system(system), target, focus, cancel)
+        raw = self._core.compact(messages, format, system, target, focus, cancel)
         return CompactionResult._from_json(raw)
 
     async def compact_async(
@@ -276,8 +273,9 @@ class Compactor:
         loop = asyncio.get_running_loop()
         self._loop = loop
         token = cancel if cancel is not None else CancelToken()
-        payload = _json(messages)
-        call = functools.partial(self._core.compact, payload, format, _system(system), target, focus, token)
+        # A snapshot of the list: the loop may append to it while the worker reads it.
+        snapshot = list(messages) if isinstance(messages, list) else messages
+        call = functools.partial(self._core.compact, snapshot, format, system, target, focus, token)
         try:
             raw = await loop.run_in_executor(None, call)
         except asyncio.CancelledError:
@@ -298,7 +296,7 @@ class Compactor:
         carried) to the calibrated counter (``calibrated=True``). ``usage`` has
         ``input_tokens`` (prompt tokens, cached included) and optionally
         ``output_tokens``, ``cache_read_tokens``, ``cache_write_tokens``."""
-        self._core.record_usage(_json(messages), _json(dict(usage)), model, format, _system(system))
+        self._core.record_usage(messages, _json(dict(usage)), model, format, system)
 
 
 def compact(
@@ -342,13 +340,13 @@ async def compact_async(
 def count_tokens(messages: Messages, *, counter: str = "o200k", format: str = "auto", system: Any = None) -> int:
     """The conversation's tokens: ``o200k`` / ``cl100k`` (exact, with OpenAI's chat
     framing) or ``heuristic`` (8 + ceil(chars / 4) a message)."""
-    return _core.count_tokens(_json(messages), counter, format, _system(system))
+    return _core.count_tokens(messages, counter, format, system)
 
 
 def detect_format(messages: Messages, *, system: Any = None) -> str:
     """The format ``auto`` reads ``messages`` as: openai, anthropic, responses or
     mini-swe-agent."""
-    return _core.detect_format(_json(messages), "auto", _system(system))
+    return _core.detect_format(messages, "auto", system)
 
 
 class Session:
