@@ -174,10 +174,18 @@ async fn assert_run_kept_its_promises(
     );
 }
 
-#[tokio::test]
-async fn a_real_trajectory_replayed_through_the_proxy_stays_in_budget_keeps_its_prefix_and_replays() {
-    let Some(python) = python() else { return };
-    let Some(traj) = trajectory() else { return };
+/// Budget of the chat-trajectory replays.
+const REPLAY_BUDGET: usize = 4_000;
+
+/// The longest tau-bench trajectory played by the official `openai` SDK through a proxy
+/// that `builder` configures (from the upstream's URL and the store; SQLite in a temp
+/// dir), checked with [`assert_run_kept_its_promises`]. The proxy and the temp dir it
+/// writes in, or `None` when the SDK venv or the data is absent (skipped).
+async fn replayed_chat(
+    builder: impl FnOnce(&str, Arc<dyn SessionStore>) -> compactor_proxy::ProxyConfigBuilder,
+) -> Option<(support::Proxy, tempfile::TempDir)> {
+    let python = python()?;
+    let traj = trajectory()?;
     let up = upstream().await;
     let replies: Vec<Value> = traj.iter().filter(|m| m["role"] == "assistant").cloned().collect();
     up.script.replies.lock().unwrap().extend(replies.clone());
@@ -185,8 +193,7 @@ async fn a_real_trajectory_replayed_through_the_proxy_stays_in_budget_keeps_its_
     let store = llm_compactor::store::open_store(&format!("sqlite:{}", dir.path().join("s.db").display()))
         .await
         .unwrap();
-    let budget = 4_000;
-    let proxy = proxy(&up.url(), budget, store.clone()).await;
+    let proxy = support::proxy_with(builder(&up.url(), store.clone()), store.clone()).await;
     let file = dir.path().join("traj.json");
     std::fs::write(&file, serde_json::to_vec(&json!({"messages": traj})).unwrap()).unwrap();
     let out = run_python(
@@ -197,10 +204,16 @@ async fn a_real_trajectory_replayed_through_the_proxy_stays_in_budget_keeps_its_
     )
     .await;
     assert!(out.contains(&format!("rounds {}", replies.len())), "{out}");
-
     let received = up.received();
     assert_eq!(received.len(), replies.len());
-    assert_run_kept_its_promises(&proxy.url(), store.as_ref(), &received, budget, "messages").await;
+    assert_run_kept_its_promises(&proxy.url(), store.as_ref(), &received, REPLAY_BUDGET, "messages").await;
+    Some((proxy, dir))
+}
+
+#[tokio::test]
+async fn a_real_trajectory_replayed_through_the_proxy_stays_in_budget_keeps_its_prefix_and_replays() {
+    replayed_chat(|up, store| compactor_proxy::ProxyConfig::builder(up, support::compactor(REPLAY_BUDGET), store))
+        .await;
 }
 
 /// The same trajectory and SDK through a proxy that prepares its passes in the background
@@ -209,17 +222,7 @@ async fn a_real_trajectory_replayed_through_the_proxy_stays_in_budget_keeps_its_
 /// last saw).
 #[tokio::test]
 async fn a_real_trajectory_through_a_preparing_proxy_installs_prepared_passes() {
-    let Some(python) = python() else { return };
-    let Some(traj) = trajectory() else { return };
-    let up = upstream().await;
-    let replies: Vec<Value> = traj.iter().filter(|m| m["role"] == "assistant").cloned().collect();
-    up.script.replies.lock().unwrap().extend(replies.clone());
-    let dir = tempfile::tempdir().unwrap();
-    let store = llm_compactor::store::open_store(&format!("sqlite:{}", dir.path().join("s.db").display()))
-        .await
-        .unwrap();
-    let budget = 4_000;
-    let config = llm_compactor::CompactorConfig::builder(budget)
+    let config = llm_compactor::CompactorConfig::builder(REPLAY_BUDGET)
         .keep_recent(4)
         .build()
         .unwrap();
@@ -227,22 +230,14 @@ async fn a_real_trajectory_through_a_preparing_proxy_installs_prepared_passes() 
         llm_compactor::Compactor::new(config, Arc::new(llm_compactor::count::HeuristicCounter))
             .with_summarizer(Arc::new(llm_compactor::backend::LedgerSummarizer)),
     );
-    let builder = compactor_proxy::ProxyConfig::builder(&up.url(), compactor, store.clone())
-        .prepare(Some(compactor_proxy::PrepareConfig::default()));
-    let proxy = support::proxy_with(builder, store.clone()).await;
-    let file = dir.path().join("traj.json");
-    std::fs::write(&file, serde_json::to_vec(&json!({"messages": traj})).unwrap()).unwrap();
-    let out = run_python(
-        &python,
-        "trajectory_loop.py",
-        &[file.to_str().unwrap()],
-        &[("PROXY", proxy.url())],
-    )
-    .await;
-    assert!(out.contains(&format!("rounds {}", replies.len())), "{out}");
-    let received = up.received();
-    assert_eq!(received.len(), replies.len());
-    assert_run_kept_its_promises(&proxy.url(), store.as_ref(), &received, budget, "messages").await;
+    let Some((proxy, _dir)) = replayed_chat(|up, store| {
+        compactor_proxy::ProxyConfig::builder(up, compactor, store)
+            .prepare(Some(compactor_proxy::PrepareConfig::default()))
+    })
+    .await
+    else {
+        return;
+    };
     let text = metrics(&proxy.url()).await;
     let installed = metric(&text, "compactor_proxy_prepared_total{fate=\"installed\"}")
         + metric(&text, "compactor_proxy_prepared_total{fate=\"amended\"}");
