@@ -171,28 +171,30 @@ fn derived_key(api: Api, model: &str, value: &Value) -> String {
     format!("auto-{}", &hex::encode(hasher.finalize())[..24])
 }
 
+/// The usage object a response (or one of its stream's events) carries, whichever API's
+/// shape: `usage`, Anthropic's `message.usage`, the Responses API's `response.usage`.
+pub fn usage_of(value: &Value) -> Option<&serde_json::Map<String, Value>> {
+    [&value["usage"], &value["message"]["usage"], &value["response"]["usage"]]
+        .into_iter()
+        .find_map(Value::as_object)
+}
+
 /// The prompt tokens a response object reports (OpenAI `usage.prompt_tokens`; the
 /// Responses API's `usage.input_tokens`, cached ones included, at the top of a response
 /// or in its stream's `response.completed` event; Anthropic `usage.input_tokens` plus
 /// cache reads and writes, which are prompt tokens too).
 pub fn prompt_tokens(api: Api, value: &Value) -> Option<u64> {
+    let usage = usage_of(value)?;
+    let field = |name: &str| usage.get(name).and_then(Value::as_u64);
     match api {
-        Api::OpenAi => value.get("usage")?.get("prompt_tokens")?.as_u64(),
-        Api::Responses => value
-            .get("usage")
-            .or_else(|| value.get("response").and_then(|r| r.get("usage")))?
-            .get("input_tokens")?
-            .as_u64(),
+        Api::OpenAi => field("prompt_tokens"),
+        Api::Responses => field("input_tokens"),
         Api::Anthropic => {
-            let usage = value
-                .get("usage")
-                .or_else(|| value.get("message").and_then(|m| m.get("usage")))?;
-            let input = usage.get("input_tokens")?.as_u64()?;
-            let cached = ["cache_read_input_tokens", "cache_creation_input_tokens"]
+            let cached: u64 = ["cache_read_input_tokens", "cache_creation_input_tokens"]
                 .iter()
-                .filter_map(|k| usage.get(*k).and_then(Value::as_u64))
-                .sum::<u64>();
-            Some(input + cached)
+                .filter_map(|k| field(k))
+                .sum();
+            Some(field("input_tokens")? + cached)
         }
     }
 }

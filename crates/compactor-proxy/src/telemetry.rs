@@ -142,37 +142,27 @@ pub(crate) fn compacted(span: &mut Span, id: &str, pass: &PassDone) {
     span.add_event("gen_ai.conversation.compacted", attributes);
 }
 
-/// Sets the usage attributes from the upstream's usage object (either API's names) and
-/// ends the span.
-pub(crate) fn finish(mut span: Span, usage: Option<&Value>) {
-    if let Some(usage) = usage {
-        let field = |names: &[&str]| {
-            names
-                .iter()
-                .find_map(|n| n.split('.').try_fold(usage, |v, k| v.get(k)).and_then(Value::as_i64))
-        };
-        let cached = field(&[
-            "prompt_tokens_details.cached_tokens",
-            "input_tokens_details.cached_tokens",
-            "cache_read_input_tokens",
-        ]);
-        // Anthropic's input_tokens excludes the cache; the convention's input counts it.
-        let input = match (field(&["prompt_tokens"]), field(&["input_tokens"])) {
-            (Some(prompt), _) => Some(prompt),
-            (None, Some(input)) if usage.get("cache_read_input_tokens").is_some() => {
-                Some(input + cached.unwrap_or(0) + field(&["cache_creation_input_tokens"]).unwrap_or(0))
-            }
-            (None, input) => input,
-        };
-        if let Some(input) = input {
-            span.set_attribute(KeyValue::new("gen_ai.usage.input_tokens", input));
-        }
-        if let Some(output) = field(&["completion_tokens", "output_tokens"]) {
-            span.set_attribute(KeyValue::new("gen_ai.usage.output_tokens", output));
-        }
-        if let Some(cached) = cached {
-            span.set_attribute(KeyValue::new("gen_ai.usage.cache_read.input_tokens", cached));
-        }
+/// Sets the usage attributes (the prompt tokens as calibration reads them; output and
+/// cached tokens from the upstream's usage object, either API's names) and ends the span.
+pub(crate) fn finish(mut span: Span, prompt_tokens: Option<u64>, usage: Option<&Value>) {
+    if let Some(input) = prompt_tokens {
+        span.set_attribute(KeyValue::new("gen_ai.usage.input_tokens", input as i64));
+    }
+    let field = |names: &[&str]| {
+        names
+            .iter()
+            .find_map(|n| n.split('.').try_fold(usage?, |v, k| v.get(k)).and_then(Value::as_i64))
+    };
+    if let Some(output) = field(&["completion_tokens", "output_tokens"]) {
+        span.set_attribute(KeyValue::new("gen_ai.usage.output_tokens", output));
+    }
+    let cached = field(&[
+        "prompt_tokens_details.cached_tokens",
+        "input_tokens_details.cached_tokens",
+        "cache_read_input_tokens",
+    ]);
+    if let Some(cached) = cached {
+        span.set_attribute(KeyValue::new("gen_ai.usage.cache_read.input_tokens", cached));
     }
     span.end();
 }

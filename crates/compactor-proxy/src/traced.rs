@@ -45,8 +45,8 @@ impl Traced {
     pub(crate) fn into_hook(self) -> Option<UsageHook> {
         #[cfg(feature = "otel")]
         if let Some(span) = self.span {
-            return Some(Box::new(move |usage: Option<&Value>| {
-                crate::telemetry::finish(span, usage)
+            return Some(Box::new(move |prompt: Option<u64>, usage: Option<&Value>| {
+                crate::telemetry::finish(span, prompt, usage)
             }));
         }
         None

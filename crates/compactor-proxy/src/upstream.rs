@@ -18,7 +18,7 @@ use llm_compactor::count::CalibratedCounter;
 use llm_compactor::message::Message;
 use serde_json::Value;
 
-use crate::api::{Api, prompt_tokens};
+use crate::api::{Api, prompt_tokens, usage_of};
 use crate::config::ProxyConfig;
 use crate::error::ProxyError;
 
@@ -138,16 +138,10 @@ pub struct Tap {
     hook: Option<UsageHook>,
 }
 
-/// Called once the answer is relayed, with the upstream's usage object (the fields of
-/// every usage the answer carried, later ones winning; `None` when it carried none).
-pub type UsageHook = Box<dyn FnOnce(Option<&Value>) + Send>;
-
-/// The usage object an answer (or one of its events) carries, whichever API's shape.
-fn usage_of(value: &Value) -> Option<&serde_json::Map<String, Value>> {
-    [&value["usage"], &value["message"]["usage"], &value["response"]["usage"]]
-        .into_iter()
-        .find_map(Value::as_object)
-}
+/// Called once the answer is relayed, with its prompt tokens as [`api::prompt_tokens`]
+/// reads them (the number calibration uses) and the upstream's usage object (the fields
+/// of every usage the answer carried, later ones winning; `None` when it carried none).
+pub type UsageHook = Box<dyn FnOnce(Option<u64>, Option<&Value>) + Send>;
 
 /// The most of a non-streamed answer the tap keeps to find its usage.
 const MAX_TAPPED_BODY: usize = 16 * 1024 * 1024;
@@ -224,7 +218,7 @@ impl Tap {
         }
         if let Some(hook) = self.hook.take() {
             let usage = (!self.usage.is_empty()).then(|| Value::Object(std::mem::take(&mut self.usage)));
-            hook(usage.as_ref());
+            hook(self.prompt_tokens, usage.as_ref());
         }
         if let Some(tokens) = self.prompt_tokens {
             tracing::debug!(tokens, "calibrating from the upstream's usage");
