@@ -27,7 +27,7 @@ use std::time::Duration;
 use llm_compactor::backend::http::{AgentRequest, Secret, with_agent_request};
 use llm_compactor::compactor::PreparedPass;
 use llm_compactor::message::Message;
-use llm_compactor::plan::prepared::Snapshot;
+use llm_compactor::plan::prepared::{self, PrepareStep, PrepareView, Snapshot};
 use llm_compactor::{CompactError, CompactOptions, Compactor};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
@@ -125,40 +125,43 @@ impl SessionState {
     /// to [`SessionState::start_preparation`], once the round's body is known.
     pub(super) async fn prepared_decision(
         &mut self,
-        config: &PrepareConfig,
+        prepare: &PrepareConfig,
         compactor: &Compactor,
         metrics: &Metrics,
         tokens: usize,
         due: bool,
     ) -> Decision {
         self.collect_prepared(metrics).await;
-        let trigger = compactor.config().trigger();
-        let hard = compactor.config().context_budget;
-        if !due || tokens <= trigger {
-            // An elision epoch waits while a pass is under way.
-            return if due && !self.preparer.busy() {
-                Decision::Inline
-            } else {
-                Decision::AsIs
+        let config = compactor.config();
+        loop {
+            let view = PrepareView {
+                tokens,
+                trigger: config.trigger(),
+                hard: config.context_budget,
+                prepare_at: prepared::prepare_at(config.context_budget, prepare.ratio),
+                needed: due,
+                running: self.preparer.running.is_some(),
+                ready: self.preparer.ready.is_some(),
             };
+            match prepared::next_step(&view) {
+                PrepareStep::Inline => return Decision::Inline,
+                // The pass is started at the end of the round, once its body is known
+                // (`maybe_prepare`).
+                PrepareStep::AsIs { .. } => return Decision::AsIs,
+                PrepareStep::Wait => self.wait_prepared(prepare.max_wait, metrics).await,
+                PrepareStep::Install => {
+                    if let Some(prepared) = self.preparer.ready.take() {
+                        return Decision::Install(Box::new(prepared));
+                    }
+                }
+            }
         }
-        if tokens > hard && self.preparer.running.is_some() {
-            self.wait_prepared(config.max_wait, metrics).await;
-        }
-        if let Some(prepared) = self.preparer.ready.take() {
-            return Decision::Install(Box::new(prepared));
-        }
-        if tokens > hard {
-            self.cancel_preparation(metrics);
-            return Decision::Inline;
-        }
-        Decision::AsIs
     }
 
-    /// True when a round of `tokens` tokens should start a pass now.
+    /// True when a round of `tokens` tokens should start a pass now: it reached the
+    /// prepare threshold and none is under way.
     pub(super) fn should_prepare(&self, config: &PrepareConfig, compactor: &Compactor, tokens: usize) -> bool {
-        let at = (compactor.config().context_budget as f64 * config.ratio).ceil() as usize;
-        tokens >= at && !self.preparer.busy()
+        tokens >= prepared::prepare_at(compactor.config().context_budget, config.ratio) && !self.preparer.busy()
     }
 
     /// Starts the pass of the transcript as it is now on a tokio task.

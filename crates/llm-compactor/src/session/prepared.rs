@@ -27,7 +27,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::manager::{CompactionReason, ContextEvent, ContextManager, ManagerError, PassReport, RequestShape};
 use crate::compactor::{CompactError, CompactOptions, PreparedPass};
-use crate::plan::prepared::{InstallPlan, Snapshot, Verdict};
+use crate::plan::prepared::{self, InstallPlan, PrepareStep, PrepareView, Snapshot, Verdict};
 
 /// The transcript line type of a prepared pass's fate (install, amendment, discard).
 pub const TYPE_PREPARED: &str = "prepared-compaction";
@@ -161,38 +161,43 @@ impl ContextManager {
         let Some(preparation) = self.preparation.as_ref() else {
             return Ok(if needed { Step::Inline } else { Step::AsIs });
         };
-        let trigger = self.compactor.config().trigger();
-        let prepare_at = (self.compactor.config().context_budget as f64 * preparation.options.ratio).ceil() as usize;
-        let summary_due = tokens > trigger || tokens > hard;
-        if !needed || !summary_due {
-            let busy = preparation.busy();
-            if needed && !busy {
-                // An elision epoch (no summarizer, cheap) runs inline; while a prepared
-                // pass is under way it waits, since it would change the history the pass
-                // is preparing.
-                return Ok(Step::Inline);
+        let config = self.compactor.config();
+        let (trigger, budget) = (config.trigger(), config.context_budget);
+        let prepare_at = prepared::prepare_at(budget, preparation.options.ratio);
+        loop {
+            let (running, ready) = self
+                .preparation
+                .as_ref()
+                .map_or((false, false), |p| (p.running.is_some(), p.ready.is_some()));
+            let view = PrepareView {
+                tokens,
+                trigger,
+                hard,
+                prepare_at,
+                needed,
+                running,
+                ready,
+            };
+            match prepared::next_step(&view) {
+                PrepareStep::Inline => return Ok(Step::Inline),
+                PrepareStep::AsIs { start } => {
+                    if start {
+                        self.start_preparation(request, tokens);
+                    }
+                    return Ok(Step::AsIs);
+                }
+                PrepareStep::Wait => self.wait_for_preparation().await,
+                PrepareStep::Install => {
+                    let Some(prepared) = self.preparation.as_mut().and_then(|p| p.ready.take()) else {
+                        continue;
+                    };
+                    let ceiling = if tokens > hard { hard } else { trigger };
+                    if let Some(report) = self.install(request, &prepared, ceiling)? {
+                        return Ok(Step::Installed(Box::new(report)));
+                    }
+                }
             }
-            if tokens >= prepare_at && !busy {
-                self.start_preparation(request, tokens);
-            }
-            return Ok(Step::AsIs);
         }
-        if self.preparation.as_ref().is_some_and(|p| p.running.is_some()) && tokens > hard {
-            self.wait_for_preparation().await;
-        }
-        if let Some(prepared) = self.preparation.as_mut().and_then(|p| p.ready.take()) {
-            let ceiling = if tokens > hard { hard } else { trigger };
-            if let Some(report) = self.install(request, &prepared, ceiling)? {
-                return Ok(Step::Installed(Box::new(report)));
-            }
-        }
-        if tokens > hard {
-            return Ok(Step::Inline);
-        }
-        if !self.preparation.as_ref().is_some_and(Preparation::busy) {
-            self.start_preparation(request, tokens);
-        }
-        Ok(Step::AsIs)
     }
 
     /// Moves a finished pass to `ready`, and cancels a running one whose snapshot is no

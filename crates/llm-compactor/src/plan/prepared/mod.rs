@@ -25,12 +25,14 @@
 mod amend;
 mod check;
 mod install;
+mod step;
 
 use serde::{Deserialize, Serialize};
 
 pub use amend::{CHANGED_HEADING, amend_summary};
 pub use check::{Change, Check, DiscardReason, Verdict, check, check_with_digest};
 pub use install::{InstallPlan, InstallRules, Installed, plan_install};
+pub use step::{PrepareStep, PrepareView, next_step, prepare_at};
 
 use super::elision::Elision;
 use crate::message::Message;
