@@ -44,6 +44,22 @@ pub struct ProxyConfig {
     pub(crate) telemetry: Option<std::sync::Arc<crate::telemetry::Telemetry>>,
     pub(crate) ui: bool,
     pub(crate) wire: WireOptions,
+    pub(crate) expand_tool: Option<ExpandTool>,
+}
+
+/// `--expand-tool`: the proxy offers the model the `compactor_expand` tool in requests of
+/// compacted sessions and answers its calls from the store, invisibly to the client.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ExpandTool {
+    /// The most follow-up requests one client request may cost (`--expand-max-calls`):
+    /// the last one is sent with `tool_choice` none, so the model answers in text.
+    pub max_calls: usize,
+}
+
+impl Default for ExpandTool {
+    fn default() -> Self {
+        ExpandTool { max_calls: 3 }
+    }
 }
 
 impl std::fmt::Debug for ProxyConfig {
@@ -82,6 +98,7 @@ impl ProxyConfig {
             telemetry: None,
             ui: false,
             wire: WireOptions::default(),
+            expand_tool: None,
         }
     }
 
@@ -138,9 +155,19 @@ pub struct ProxyConfigBuilder {
     telemetry: Option<std::sync::Arc<crate::telemetry::Telemetry>>,
     ui: bool,
     wire: WireOptions,
+    expand_tool: Option<ExpandTool>,
 }
 
 impl ProxyConfigBuilder {
+    /// Offers the `compactor_expand` tool to the model in compacted sessions and answers
+    /// its calls from the store (`--expand-tool`; off by default). The summaries and
+    /// stubs must name handles for the model to ask for, so the compactor should be
+    /// configured with `expand` on (the CLI's `--expand-tool` turns it on).
+    pub fn expand_tool(mut self, expand_tool: Option<ExpandTool>) -> Self {
+        self.expand_tool = expand_tool;
+        self
+    }
+
     /// The wire options: Anthropic breakpoints (default `auto`, 5m), OpenAI's
     /// `prompt_cache_key` (default off), extra session identities (default none).
     pub fn wire(mut self, wire: WireOptions) -> Self {
@@ -297,6 +324,9 @@ impl ProxyConfigBuilder {
             telemetry: self.telemetry,
             ui: self.ui,
             wire: self.wire,
+            expand_tool: self.expand_tool.map(|e| ExpandTool {
+                max_calls: e.max_calls.max(1),
+            }),
         })
     }
 }

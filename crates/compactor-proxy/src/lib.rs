@@ -40,6 +40,7 @@ mod budgets;
 mod client_key;
 mod config;
 mod error;
+mod expand;
 mod identity;
 mod metrics;
 mod models;
@@ -62,7 +63,9 @@ use axum::serve::ListenerExt;
 use std::sync::Arc;
 
 pub use client_key::ClientKeySummarizer;
-pub use config::{DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_SESSIONS, PrepareConfig, ProxyConfig, ProxyConfigBuilder};
+pub use config::{
+    DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_SESSIONS, ExpandTool, PrepareConfig, ProxyConfig, ProxyConfigBuilder,
+};
 pub use error::ProxyError;
 pub use identity::{
     KNOWN_CLIENTS, KnownClient, KnownSource, PARENT_HEADERS, RecordedIdentity, SESSION_HEADER, SessionFrom, Tier,

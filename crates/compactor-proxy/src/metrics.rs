@@ -50,6 +50,9 @@ pub struct Metrics {
     pub(crate) elisions: AtomicU64,
     pub(crate) tokens_saved: AtomicU64,
     pub(crate) context_retries: AtomicU64,
+    pub(crate) expand_offered: AtomicU64,
+    pub(crate) expand_calls: AtomicU64,
+    pub(crate) expand_followups: AtomicU64,
     pub(crate) upstream_errors: AtomicU64,
     pub(crate) rejected_too_large: AtomicU64,
     pub(crate) prepared_started: AtomicU64,
@@ -183,6 +186,21 @@ impl Metrics {
             "compactor_proxy_context_retries_total",
             "Upstream context-length errors answered by compacting and retrying once.",
             &[("", get(&self.context_retries))],
+        );
+        counter(
+            "compactor_proxy_expand_offered_total",
+            "Requests of compacted sessions the compactor_expand tool was offered in (--expand-tool).",
+            &[("", get(&self.expand_offered))],
+        );
+        counter(
+            "compactor_proxy_expand_calls_total",
+            "compactor_expand calls the proxy answered from the store, invisibly to the client.",
+            &[("", get(&self.expand_calls))],
+        );
+        counter(
+            "compactor_proxy_expand_followups_total",
+            "Hidden follow-up requests sent upstream after answering compactor_expand calls.",
+            &[("", get(&self.expand_followups))],
         );
         counter(
             "compactor_proxy_upstream_errors_total",

@@ -16,6 +16,7 @@ use std::sync::atomic::Ordering;
 use crate::api::{self, Api, ParseError};
 use crate::client_key::{key_of, with_client_key};
 use crate::error::ProxyError;
+use crate::expand;
 use crate::metrics::Route;
 use crate::outgoing;
 use crate::sessions::{Attempt, Round};
@@ -204,6 +205,7 @@ async fn compacted(state: Arc<AppState>, api: Api, request: Request) -> Result<R
         with_client_key(client_key.clone(), pass).await?
     };
     prepared.body = finish(&state, api, &body, prepared.body, &key);
+    let mut offered = offer_expand(&state, api, &mut prepared);
     traced.round(&prepared);
     let overhead = started.elapsed();
     state.metrics.added_latency(overhead);
@@ -245,18 +247,51 @@ async fn compacted(state: Arc<AppState>, api: Api, request: Request) -> Result<R
             with_client_key(client_key, pass).await?
         };
         retried.body = finish(&state, api, &body, retried.body, &key);
+        offered = offer_expand(&state, api, &mut retried);
         traced.round(&retried);
         let overhead = overhead + retry_started.elapsed();
-        let pass = retried.pass.clone();
-        let response = send(&state, method, &path, &headers, retried.body.clone()).await?;
-        let response = relay_tapped(&state, response, api, &parsed.model, retried, traced.into_hook());
-        return Ok(stamp(response, overhead, pass.as_deref()));
+        let response = send(&state, method.clone(), &path, &headers, retried.body.clone()).await?;
+        (response, retried, overhead)
     } else {
-        response
+        (response, prepared, overhead)
     };
+    let (response, prepared, overhead) = response;
     let pass = prepared.pass.clone();
-    let response = relay_tapped(&state, response, api, &parsed.model, prepared, traced.into_hook());
+    let hook = traced.into_hook();
+    let response = if offered && response.status().is_success() {
+        state.metrics.rewritten(prepared.removed);
+        let exchange = expand::Exchange {
+            state: state.clone(),
+            session,
+            api,
+            request: parsed,
+            original: body,
+            method,
+            path,
+            headers,
+            key,
+            compactor,
+            sent: prepared.messages,
+            counter: prepared.counter,
+            store_key: prepared.store_key,
+        };
+        exchange.respond(response, hook).await
+    } else {
+        relay_tapped(&state, response, api, &parsed.model, prepared, hook)
+    };
     Ok(stamp(response, overhead, pass.as_deref()))
+}
+
+/// Offers the `compactor_expand` tool in `prepared`'s body when the proxy expands and
+/// the round allows it (see [`expand::offer`]); true when it did.
+fn offer_expand(state: &AppState, api: Api, prepared: &mut crate::sessions::Prepared) -> bool {
+    match expand::offer(state, api, &prepared.body, prepared.pass.is_some()) {
+        Some(body) => {
+            prepared.body = body;
+            true
+        }
+        None => false,
+    }
 }
 
 /// The forwarded body with the wire options applied (breakpoints, cache key).

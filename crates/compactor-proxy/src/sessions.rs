@@ -42,6 +42,7 @@ use crate::session_map::BoundedMap;
 /// The line type that points a session at the transcript it continues in.
 pub use llm_compactor::session::CONTINUED;
 
+mod hidden;
 mod prepare;
 mod round;
 mod sync;

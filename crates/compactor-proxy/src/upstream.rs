@@ -165,7 +165,8 @@ impl Tap {
         self
     }
 
-    fn feed(&mut self, chunk: &[u8]) {
+    /// Reads one chunk of the answer.
+    pub(crate) fn feed(&mut self, chunk: &[u8]) {
         if self.calibration.is_none() {
             return;
         }
@@ -203,7 +204,8 @@ impl Tap {
         }
     }
 
-    fn finish(&mut self) {
+    /// The answer ended: calibrates, and calls the hook.
+    pub(crate) fn finish(&mut self) {
         let Some(calibration) = self.calibration.take() else {
             return;
         };

@@ -86,7 +86,7 @@ fn data_dir() -> PathBuf {
 }
 
 /// The longest tau-bench airline trajectory (OpenAI messages with tool calls).
-fn trajectory() -> Option<Vec<Value>> {
+pub(crate) fn trajectory() -> Option<Vec<Value>> {
     let path = data_dir().join("trajectories/tau-bench/gpt-4o-airline.json");
     let Ok(text) = std::fs::read_to_string(&path) else {
         eprintln!("SKIPPED: no trajectory at {} (set LLM_COMPACTOR_DATA)", path.display());
@@ -100,7 +100,7 @@ fn trajectory() -> Option<Vec<Value>> {
 
 /// Every tool result answers a call made earlier in the same request, and every call is
 /// answered.
-fn assert_no_orphans(messages: &[Message], round: usize) {
+pub(crate) fn assert_no_orphans(messages: &[Message], round: usize) {
     let mut open: HashSet<String> = HashSet::new();
     for (i, message) in messages.iter().enumerate() {
         if message.role == Role::Tool {

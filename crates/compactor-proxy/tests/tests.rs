@@ -12,6 +12,7 @@ mod codex_run;
 mod support;
 
 mod anthropic_cache;
+mod expand;
 mod http;
 mod http_responses;
 mod identity;

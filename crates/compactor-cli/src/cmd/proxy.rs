@@ -171,6 +171,16 @@ struct ServeArgs {
     /// clients' identities: `header:NAME` or `body:PATH` (a dotted path); repeatable.
     #[arg(long, value_name = "SOURCE", value_parser = clap::builder::ValueParser::new(|s: &str| s.parse::<SessionFrom>()))]
     session_from: Vec<SessionFrom>,
+    /// Offer the model the `compactor_expand` tool in compacted sessions and answer its
+    /// calls from the store, invisibly to the client (implies `--expand`: summaries and
+    /// stubs name handles). Only in requests that declare tools and let the model
+    /// choose; see docs/expand.md for the rules per route.
+    #[arg(long)]
+    expand_tool: bool,
+    /// The most hidden follow-up requests one client request may cost with
+    /// `--expand-tool` (the last is sent with `tool_choice` none).
+    #[arg(long, value_name = "N", default_value_t = 3, requires = "expand_tool", value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=20))]
+    expand_max_calls: usize,
     #[command(flatten)]
     engine: CompactOpts,
 }
@@ -273,8 +283,11 @@ async fn build_config(serve: &ServeArgs) -> Result<ProxyConfig, CliError> {
         .map(str::parse::<Pricing>)
         .transpose()
         .map_err(|e| CliError::Usage(format!("--pricing: {e}")))?;
+    // `--expand-tool`: the model can only ask for handles the summaries and stubs name.
+    let mut engine = serve.engine.clone();
+    engine.expand |= serve.expand_tool;
     let (compactor, client_key) = match serve.summarizer_key {
-        SummarizerKey::Own => (serve.engine.compactor(false)?.0, None),
+        SummarizerKey::Own => (engine.compactor(false)?.0, None),
         SummarizerKey::Client => {
             let protocol = match serve.engine.summarizer.summarizer {
                 SummarizerKind::Openai => Protocol::OpenAi,
@@ -294,7 +307,7 @@ async fn build_config(serve: &ServeArgs) -> Result<ProxyConfig, CliError> {
             let backend = super::summarizer_http::backend(protocol, &serve.engine.summarizer.http, timeout, true)?;
             let summarizer = Arc::new(ClientKeySummarizer::new(backend));
             // The engine without a summarizer of its own; the client-keyed one goes in.
-            let mut engine = serve.engine.clone();
+            let mut engine = engine.clone();
             engine.summarizer.summarizer = SummarizerKind::None;
             *engine.summarizer.http = Default::default();
             engine.summarizer.summarizer_timeout = None;
@@ -307,6 +320,9 @@ async fn build_config(serve: &ServeArgs) -> Result<ProxyConfig, CliError> {
         .max_body_bytes(serve.max_body_bytes)
         .max_sessions(serve.max_sessions)
         .ui(serve.ui)
+        .expand_tool(serve.expand_tool.then_some(compactor_proxy::ExpandTool {
+            max_calls: serve.expand_max_calls,
+        }))
         .target(serve.engine.target)
         .focus(serve.engine.focus.clone())
         .wire(WireOptions {

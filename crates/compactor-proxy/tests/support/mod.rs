@@ -93,6 +93,8 @@ pub struct Script {
     pub replies: Mutex<VecDeque<Value>>,
     /// A gate the streaming answer of model `gated` waits on between its two halves.
     pub gate: Mutex<Option<oneshot::Receiver<()>>>,
+    /// Model `replay` reads back once through `compactor_expand` when offered it.
+    pub replay_expands: std::sync::atomic::AtomicBool,
 }
 
 pub struct Upstream {
@@ -196,8 +198,78 @@ fn scripted(script: &Script, received: &Received) -> Result<(String, usize, Valu
         return Err(Box::new(response));
     }
     let messages = received.messages();
+    if model == "expander"
+        && let Some(reply) = expander_reply(&received.body, &messages)
+    {
+        return Ok((model, tokens, reply));
+    }
+    // A replayed trajectory whose model reads back once: the call, then the trajectory
+    // goes on as it was.
+    if model == "replay"
+        && script.replay_expands.load(std::sync::atomic::Ordering::Relaxed)
+        && let Some(reply) = expander_reply(&received.body, &messages).filter(|r| r.get("tool_calls").is_some())
+    {
+        return Ok((model, tokens, reply));
+    }
     let reply = next_reply(script, &model, messages.last().unwrap());
     Ok((model, tokens, reply))
+}
+
+/// The tool the proxy offers with `--expand-tool`.
+pub const EXPAND_TOOL: &str = "compactor_expand";
+
+/// True when a request declares `compactor_expand`, in any route's shape.
+pub fn offers_expand(body: &Value) -> bool {
+    body["tools"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .any(|tool| tool["name"] == EXPAND_TOOL || tool["function"]["name"] == EXPAND_TOOL)
+}
+
+/// The handle model `expander` asks for: the one the last user message names after
+/// "expand ", else the first elision stub's, else the first the ledger names.
+pub fn wanted_handle(messages: &[Message]) -> Option<String> {
+    let handle_at = |text: &str, at: usize| -> Option<String> {
+        let candidate = text.get(at..at + 11)?;
+        let hex = |b: u8| b.is_ascii_digit() || (b'a'..=b'f').contains(&b);
+        (candidate.starts_with('#') && candidate[1..].bytes().all(hex)).then(|| candidate.to_owned())
+    };
+    let find_after = |texts: Vec<String>, marker: &str| {
+        texts.into_iter().find_map(|text| {
+            text.match_indices(marker)
+                .find_map(|(at, _)| handle_at(&text, at + marker.len() - 1))
+        })
+    };
+    let last_user = messages.iter().rev().find(|m| m.role == llm_compactor::Role::User);
+    let texts = || messages.iter().map(|m| m.content.text()).collect::<Vec<_>>();
+    find_after(last_user.map(|m| m.content.text()).into_iter().collect(), "expand #")
+        .or_else(|| find_after(texts(), "with \"#"))
+        .or_else(|| find_after(texts(), "[#"))
+}
+
+/// Model `expander`: once offered `compactor_expand`, it asks for [`wanted_handle`]; once
+/// answered, it says what it read. `None`: it answers as model `echo` does.
+fn expander_reply(body: &Value, messages: &[Message]) -> Option<Value> {
+    let last = messages.last()?;
+    if last.role == llm_compactor::Role::Tool && last.content.text().starts_with("=== #") {
+        let text = last.content.text();
+        let read: String = text.chars().take(400).collect();
+        return Some(json!({"role": "assistant", "content": format!("read back: {read}")}));
+    }
+    let read_before = messages
+        .iter()
+        .any(|m| m.role == llm_compactor::Role::Tool && m.content.text().starts_with("=== #"));
+    let asked = messages
+        .last()
+        .is_some_and(|m| m.role == llm_compactor::Role::User && m.content.text().contains("expand #"));
+    if !offers_expand(body) || (read_before && !asked) {
+        return None;
+    }
+    let handle = wanted_handle(messages)?;
+    let arguments = json!({"handles": [handle]}).to_string();
+    Some(json!({"role":"assistant","content":null,"tool_calls":[
+        {"id":"call_expand_1","type":"function","function":{"name":EXPAND_TOOL,"arguments":arguments}}]}))
 }
 
 fn next_reply(script: &Script, model: &str, last: &Message) -> Value {
@@ -400,21 +472,66 @@ async fn responses(
     if body["stream"].as_bool() != Some(true) {
         return axum::Json(response("completed", output, usage)).into_response();
     }
-    let event = |data: Value| format!("event: {}\ndata: {data}\n\n", data["type"].as_str().unwrap());
-    let first = vec![event(json!({"type": "response.created", "sequence_number": 0,
-                                  "response": response("in_progress", vec![], Value::Null)}))];
+    // The events the API sends, in its order: each output item added, its parts
+    // streamed, done; the usage in `response.completed`.
+    let mut sequence = 0;
+    let mut event = |mut data: Value| {
+        data["sequence_number"] = json!(sequence);
+        sequence += 1;
+        format!("event: {}\ndata: {data}\n\n", data["type"].as_str().unwrap())
+    };
+    let first = vec![event(
+        json!({"type": "response.created", "response": response("in_progress", vec![], Value::Null)}),
+    )];
     let mut second = Vec::new();
-    if let Some(text) = reply["content"].as_str() {
-        let (a, b) = text.split_at(text.len() / 2);
-        for (n, delta) in [a, b].into_iter().enumerate() {
+    for (index, item) in output.iter().enumerate() {
+        let id = item["id"].clone();
+        if item["type"] == "message" {
+            let text = item["content"][0]["text"].as_str().unwrap_or_default().to_owned();
+            let mut empty = item.clone();
+            empty["content"] = json!([]);
+            empty["status"] = json!("in_progress");
             second.push(event(
-                json!({"type": "response.output_text.delta", "sequence_number": n + 1, "item_id": "msg_1",
-                                     "output_index": 0, "content_index": 0, "delta": delta, "logprobs": []}),
+                json!({"type": "response.output_item.added", "output_index": index, "item": empty}),
+            ));
+            let part = json!({"type": "output_text", "text": "", "annotations": []});
+            second.push(event(json!({"type": "response.content_part.added", "item_id": id, "output_index": index, "content_index": 0, "part": part})));
+            let (a, b) = text.split_at(text.len() / 2);
+            for delta in [a, b] {
+                second.push(event(
+                    json!({"type": "response.output_text.delta", "item_id": id, "output_index": index,
+                                          "content_index": 0, "delta": delta, "logprobs": []}),
+                ));
+            }
+            second.push(event(
+                json!({"type": "response.output_text.done", "item_id": id, "output_index": index,
+                                      "content_index": 0, "text": text, "logprobs": []}),
+            ));
+            let part = json!({"type": "output_text", "text": text, "annotations": []});
+            second.push(event(json!({"type": "response.content_part.done", "item_id": id, "output_index": index, "content_index": 0, "part": part})));
+        } else {
+            let mut empty = item.clone();
+            empty["arguments"] = json!("");
+            empty["status"] = json!("in_progress");
+            second.push(event(
+                json!({"type": "response.output_item.added", "output_index": index, "item": empty}),
+            ));
+            second.push(event(
+                json!({"type": "response.function_call_arguments.delta", "item_id": id, "output_index": index,
+                                      "delta": item["arguments"]}),
+            ));
+            second.push(event(
+                json!({"type": "response.function_call_arguments.done", "item_id": id, "output_index": index,
+                                      "arguments": item["arguments"]}),
             ));
         }
+        second.push(event(
+            json!({"type": "response.output_item.done", "output_index": index, "item": item}),
+        ));
     }
-    second.push(event(json!({"type": "response.completed", "sequence_number": 3,
-                              "response": response("completed", output, usage)})));
+    second.push(event(
+        json!({"type": "response.completed", "response": response("completed", output, usage)}),
+    ));
     sse(first, second, None)
 }
 
