@@ -38,13 +38,13 @@ pub async fn expanding_proxy(up: &str, store: Arc<dyn SessionStore>) -> support:
     support::proxy_with(builder, store).await
 }
 
-fn tools() -> Value {
+pub(crate) fn tools() -> Value {
     json!([{"type": "function", "function": {"name": "bash", "description": "Run a command",
             "parameters": {"type": "object", "properties": {"cmd": {"type": "string"}}}}}])
 }
 
 /// Round `i` of an agent's work: a command and its long output, which names `tag`.
-fn round(i: usize, tag: &str) -> [Value; 2] {
+pub(crate) fn round(i: usize, tag: &str) -> [Value; 2] {
     let id = format!("call_{i}");
     let filler: String = (0..60)
         .map(|n| format!("{tag} step {i} line {n}: applied ok\n"))
@@ -56,7 +56,7 @@ fn round(i: usize, tag: &str) -> [Value; 2] {
     ]
 }
 
-async fn post(proxy: &str, session: &str, body: &Value) -> reqwest::Response {
+pub(crate) async fn post(proxy: &str, session: &str, body: &Value) -> reqwest::Response {
     support::client()
         .post(format!("{proxy}/v1/chat/completions"))
         .header("x-compactor-session", session)
@@ -68,12 +68,25 @@ async fn post(proxy: &str, session: &str, body: &Value) -> reqwest::Response {
 
 /// The client's rounds until the proxy offered the tool (and the model used it); the
 /// answer of that round, and the history the client sent in it.
-async fn play_until_expanded(
+pub(crate) async fn play_until_expanded(
     proxy: &str,
     session: &str,
     tag: &str,
     up: &support::Upstream,
     ask: Option<&str>,
+) -> (Value, Vec<Value>) {
+    play_model_until_offered(proxy, session, tag, up, ask, "expander").await
+}
+
+/// [`play_until_expanded`] with scripted `model`: the rounds until a request offered the
+/// tool.
+pub(crate) async fn play_model_until_offered(
+    proxy: &str,
+    session: &str,
+    tag: &str,
+    up: &support::Upstream,
+    ask: Option<&str>,
+    model: &str,
 ) -> (Value, Vec<Value>) {
     let mut history = vec![
         json!({"role": "system", "content": "You are a careful migration agent."}),
@@ -85,7 +98,7 @@ async fn play_until_expanded(
             history.push(json!({"role": "user", "content": ask}));
         }
         let before = up.received().len();
-        let body = json!({"model": "expander", "messages": history, "tools": tools()});
+        let body = json!({"model": model, "messages": history, "tools": tools()});
         let answer: Value = post(proxy, session, &body).await.json().await.unwrap();
         if up.received()[before..].iter().any(|r| offers_expand(&r.body)) {
             return (answer, history);
@@ -100,7 +113,7 @@ async fn play_until_expanded(
 /// The first expansion the upstream received: the index of the request the model
 /// answered with the call, the follow-up carrying the call and its result, and the
 /// handle the call asked for.
-fn expansion_pair(received: &[Received]) -> (usize, &Received, String) {
+pub(crate) fn expansion_pair(received: &[Received]) -> (usize, &Received, String) {
     let j = received
         .iter()
         .position(|r| {
@@ -277,14 +290,14 @@ async fn the_official_sdks_see_no_trace_of_an_expansion_on_any_route() {
     let out = support::run_python(&python, "expand_clients.py", &[], &[("PROXY", proxy.url())]).await;
     for route in ["chat", "responses", "messages"] {
         for stream in ["False", "True"] {
-            assert!(
-                out.contains(&format!("{route} stream={stream} ok")),
-                "{route} {stream}:\n{out}"
-            );
+            for model in ["expander", "expander-chatty"] {
+                let line = format!("{route} stream={stream} {model} ok");
+                assert!(out.contains(&line), "{line}:\n{out}");
+            }
         }
     }
     let text = metrics(&proxy.url()).await;
-    assert_eq!(metric(&text, "compactor_proxy_expand_calls_total"), 6.0, "{text}");
+    assert_eq!(metric(&text, "compactor_proxy_expand_calls_total"), 12.0, "{text}");
     // Each session's transcript replays to what its upstream saw.
     let received = up.received();
     for session in store.sessions().await.unwrap() {

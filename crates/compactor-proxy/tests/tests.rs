@@ -13,6 +13,7 @@ mod support;
 
 mod anthropic_cache;
 mod expand;
+mod expand_rules;
 mod http;
 mod http_responses;
 mod identity;

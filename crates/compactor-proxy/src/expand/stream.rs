@@ -14,8 +14,10 @@
 //! - Messages: the follow-up's `message_start` is dropped and its content block indices
 //!   are shifted past the blocks already relayed;
 //! - Responses: `response.created`/`response.in_progress` are dropped, `output_index`
-//!   is shifted past the items already relayed, `sequence_number` counts on, and the
-//!   final `response.*` event's `output` starts with the items relayed before.
+//!   is shifted past the items already relayed, `sequence_number` counts on, the
+//!   follow-up's response carries the first one's id (the SDKs check that a stream is
+//!   one response), and the final `response.*` event's `output` starts with the items
+//!   relayed before.
 
 use bytes::Bytes;
 use serde_json::{Map, Value};
@@ -334,6 +336,9 @@ pub struct Splicer {
     done_items: Vec<Value>,
     done_before: Vec<Value>,
     sequence: u64,
+    /// Responses: the first response's id, which the follow-ups' lifecycle events carry
+    /// (the SDKs check that a stream is one response).
+    response_id: Option<Value>,
 }
 
 impl Splicer {
@@ -349,6 +354,7 @@ impl Splicer {
             done_items: Vec::new(),
             done_before: Vec::new(),
             sequence: 0,
+            response_id: None,
         }
     }
 
@@ -409,6 +415,16 @@ impl Splicer {
         {
             data["output_index"] = Value::from(index + self.items_before as u64);
             changed = true;
+        }
+        if let Some(id) = data.pointer_mut("/response/id") {
+            match &self.response_id {
+                None => self.response_id = Some(id.clone()),
+                Some(first) if first != id => {
+                    *id = first.clone();
+                    changed = true;
+                }
+                Some(_) => {}
+            }
         }
         if self.stream > 0
             && matches!(
@@ -519,7 +535,9 @@ mod tests {
             |data: Value| events(&format!("event: {}\ndata: {data}\n\n", data["type"].as_str().unwrap())).remove(0);
         let first = json!({"type": "message", "id": "m1"});
         splicer
-            .relay(event(json!({"type": "response.created", "sequence_number": 0})))
+            .relay(event(
+                json!({"type": "response.created", "sequence_number": 0, "response": {"id": "resp_a"}}),
+            ))
             .unwrap();
         splicer
             .relay(event(
@@ -540,11 +558,12 @@ mod tests {
         let second = json!({"type": "message", "id": "m2"});
         let out = splicer
             .relay(event(
-                json!({"type": "response.completed", "sequence_number": 5, "response": {"output": [second]}}),
+                json!({"type": "response.completed", "sequence_number": 5, "response": {"id": "resp_b", "output": [second]}}),
             ))
             .unwrap();
         let data = events(std::str::from_utf8(&out).unwrap()).remove(0).data.unwrap();
         assert_eq!(data["sequence_number"], 3);
         assert_eq!(data["response"]["output"], json!([first, second]));
+        assert_eq!(data["response"]["id"], "resp_a", "the stream stays one response");
     }
 }

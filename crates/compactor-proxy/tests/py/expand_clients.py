@@ -4,7 +4,10 @@ Each of chat completions, Responses and Messages, streamed and not, plays an age
 rounds (a command and its long output each) in a session of its own until the proxy
 compacts and the scripted model (`expander`) reads a replaced output back through
 `compactor_expand`. The SDK must then see one ordinary answer: text only, no tool call,
-one message, as the SDK parses it. Env: PROXY.
+one message, as the SDK parses it. Model `expander-chatty` says a sentence before its
+call: streamed, the client has already received it, and the follow-up's text continues
+the same answer (a second text block or message item, never a call); not streamed, the
+client sees the follow-up's answer alone. Env: PROXY.
 """
 import os
 
@@ -29,9 +32,10 @@ def rounds(make_round, send, check):
     for i in range(40):
         history += make_round(i)
         text, answer = send(history)
-        if text.startswith("read back: === #"):
+        if "read back: === #" in text:
             assert "PROBE-" in text, text
-            check(answer)
+            assert text.startswith("read back: ") or text.startswith("Let me check the earlier output. read back: "), text
+            check(text, answer)
             return
     raise AssertionError("no expansion happened")
 
@@ -46,21 +50,22 @@ def chat_round(i):
 chat_tools = [{"type": "function", "function": {"name": "bash", "parameters": SCHEMA}}]
 
 
-def chat(stream):
-    session = {"x-compactor-session": f"chat-{stream}"}
+def chat(stream, model):
+    session = {"x-compactor-session": f"chat-{stream}-{model}"}
     start = [{"role": "user", "content": "Run the migrations."}]
 
     def send(history):
         if not stream:
-            r = oa.chat.completions.create(model="expander", messages=start + history, tools=chat_tools,
+            r = oa.chat.completions.create(model=model, messages=start + history, tools=chat_tools,
                                            extra_headers=session)
             return r.choices[0].message.content or "", r
-        chunks = list(oa.chat.completions.create(model="expander", messages=start + history, tools=chat_tools,
+        chunks = list(oa.chat.completions.create(model=model, messages=start + history, tools=chat_tools,
                                                  stream=True, extra_headers=session))
         text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
         return text, chunks
 
-    def check(answer):
+    def check(text, answer):
+        assert text.startswith("Let me check") == (stream and model == "expander-chatty"), text
         if not stream:
             assert len(answer.choices) == 1
             message = answer.choices[0].message
@@ -73,7 +78,7 @@ def chat(stream):
         assert EXPAND not in repr(answer)
 
     rounds(chat_round, send, check)
-    print(f"chat stream={stream} ok")
+    print(f"chat stream={stream} {model} ok")
 
 
 def responses_round(i):
@@ -85,12 +90,12 @@ def responses_round(i):
 responses_tools = [{"type": "function", "name": "bash", "parameters": SCHEMA}]
 
 
-def responses(stream):
-    session = {"x-compactor-session": f"responses-{stream}"}
+def responses(stream, model):
+    session = {"x-compactor-session": f"responses-{stream}-{model}"}
     start = [{"role": "user", "content": [{"type": "input_text", "text": "Run the migrations."}]}]
 
     def send(history):
-        kwargs = dict(model="expander", input=start + history, tools=responses_tools, store=False,
+        kwargs = dict(model=model, input=start + history, tools=responses_tools, store=False,
                       extra_headers=session)
         if not stream:
             r = oa.responses.create(**kwargs)
@@ -100,9 +105,10 @@ def responses(stream):
             final = s.get_final_response()
         return final.output_text, (final, events)
 
-    def check(answer):
+    def check(text, answer):
         final = answer if not stream else answer[0]
-        assert [item.type for item in final.output] == ["message"], final.output
+        items = 2 if stream and model == "expander-chatty" else 1
+        assert [item.type for item in final.output] == ["message"] * items, final.output
         if stream:
             events = answer[1]
             assert events.count("response.completed") == 1, events
@@ -111,7 +117,7 @@ def responses(stream):
         assert EXPAND not in repr(answer)
 
     rounds(responses_round, send, check)
-    print(f"responses stream={stream} ok")
+    print(f"responses stream={stream} {model} ok")
 
 
 def messages_round(i):
@@ -123,12 +129,12 @@ def messages_round(i):
 messages_tools = [{"name": "bash", "description": "Run a command", "input_schema": SCHEMA}]
 
 
-def messages(stream):
-    session = {"x-compactor-session": f"messages-{stream}"}
+def messages(stream, model):
+    session = {"x-compactor-session": f"messages-{stream}-{model}"}
     start = [{"role": "user", "content": "Run the migrations."}]
 
     def send(history):
-        kwargs = dict(model="expander", max_tokens=512, messages=start + history, tools=messages_tools,
+        kwargs = dict(model=model, max_tokens=512, messages=start + history, tools=messages_tools,
                       extra_headers=session)
         if not stream:
             r = an.messages.create(**kwargs)
@@ -138,9 +144,10 @@ def messages(stream):
             final = s.get_final_message()
         return "".join(b.text for b in final.content if b.type == "text"), (final, events)
 
-    def check(answer):
+    def check(text, answer):
         final = answer if not stream else answer[0]
-        assert [b.type for b in final.content] == ["text"], final.content
+        blocks = 2 if stream and model == "expander-chatty" else 1
+        assert [b.type for b in final.content] == ["text"] * blocks, final.content
         assert final.stop_reason == "end_turn", final.stop_reason
         if stream:
             events = answer[1]
@@ -149,10 +156,11 @@ def messages(stream):
         assert EXPAND not in repr(answer)
 
     rounds(messages_round, send, check)
-    print(f"messages stream={stream} ok")
+    print(f"messages stream={stream} {model} ok")
 
 
-for stream in (False, True):
-    chat(stream)
-    responses(stream)
-    messages(stream)
+for model in ("expander", "expander-chatty"):
+    for stream in (False, True):
+        chat(stream, model)
+        responses(stream, model)
+        messages(stream, model)

@@ -198,8 +198,8 @@ fn scripted(script: &Script, received: &Received) -> Result<(String, usize, Valu
         return Err(Box::new(response));
     }
     let messages = received.messages();
-    if model == "expander"
-        && let Some(reply) = expander_reply(&received.body, &messages)
+    if model.starts_with("expander")
+        && let Some(reply) = expander_reply(&model, &received.body, &messages)
     {
         return Ok((model, tokens, reply));
     }
@@ -207,7 +207,8 @@ fn scripted(script: &Script, received: &Received) -> Result<(String, usize, Valu
     // goes on as it was.
     if model == "replay"
         && script.replay_expands.load(std::sync::atomic::Ordering::Relaxed)
-        && let Some(reply) = expander_reply(&received.body, &messages).filter(|r| r.get("tool_calls").is_some())
+        && let Some(reply) =
+            expander_reply("expander", &received.body, &messages).filter(|r| r.get("tool_calls").is_some())
     {
         return Ok((model, tokens, reply));
     }
@@ -249,27 +250,48 @@ pub fn wanted_handle(messages: &[Message]) -> Option<String> {
 }
 
 /// Model `expander`: once offered `compactor_expand`, it asks for [`wanted_handle`]; once
-/// answered, it says what it read. `None`: it answers as model `echo` does.
-fn expander_reply(body: &Value, messages: &[Message]) -> Option<Value> {
+/// answered, it says what it read; told `tool_choice` none, it answers in text. `None`:
+/// it answers as model `echo` does. Its variants: `expander-chatty` says a sentence
+/// before its call, `expander-mixed` also calls `bash` in the same turn,
+/// `expander-greedy` asks again after every answer.
+fn expander_reply(model: &str, body: &Value, messages: &[Message]) -> Option<Value> {
+    let greedy = model == "expander-greedy";
     let last = messages.last()?;
-    if last.role == llm_compactor::Role::Tool && last.content.text().starts_with("=== #") {
+    if !greedy && last.role == llm_compactor::Role::Tool && last.content.text().starts_with("=== #") {
         let text = last.content.text();
         let read: String = text.chars().take(400).collect();
         return Some(json!({"role": "assistant", "content": format!("read back: {read}")}));
     }
+    if !offers_expand(body) {
+        return None;
+    }
+    if body["tool_choice"] == "none" || body["tool_choice"]["type"] == "none" {
+        return Some(json!({"role": "assistant", "content": "answered without reading more"}));
+    }
     let read_before = messages
         .iter()
         .any(|m| m.role == llm_compactor::Role::Tool && m.content.text().starts_with("=== #"));
-    let asked = messages
-        .last()
-        .is_some_and(|m| m.role == llm_compactor::Role::User && m.content.text().contains("expand #"));
-    if !offers_expand(body) || (read_before && !asked) {
+    let asked = last.role == llm_compactor::Role::User && last.content.text().contains("expand #");
+    if read_before && !asked && !greedy {
         return None;
     }
     let handle = wanted_handle(messages)?;
     let arguments = json!({"handles": [handle]}).to_string();
-    Some(json!({"role":"assistant","content":null,"tool_calls":[
-        {"id":"call_expand_1","type":"function","function":{"name":EXPAND_TOOL,"arguments":arguments}}]}))
+    let mut calls = vec![json!({"id": "call_expand_1", "type": "function",
+                                "function": {"name": EXPAND_TOOL, "arguments": arguments}})];
+    if model == "expander-mixed" {
+        calls.insert(
+            0,
+            json!({"id": "call_bash_1", "type": "function",
+                               "function": {"name": "bash", "arguments": "{\"cmd\":\"ls\"}"}}),
+        );
+    }
+    let content = if model == "expander-chatty" {
+        json!("Let me check the earlier output. ")
+    } else {
+        Value::Null
+    };
+    Some(json!({"role": "assistant", "content": content, "tool_calls": calls}))
 }
 
 fn next_reply(script: &Script, model: &str, last: &Message) -> Value {
@@ -312,6 +334,9 @@ async fn chat(State(script): State<Arc<Script>>, headers: HeaderMap, axum::Json(
     let mut first = vec![chunk(json!({"role":"assistant","content":""}), Value::Null)];
     let mut second = Vec::new();
     if let Some(calls) = reply.get("tool_calls").and_then(Value::as_array) {
+        if let Some(text) = reply["content"].as_str() {
+            first.push(chunk(json!({"content": text}), Value::Null));
+        }
         for (i, call) in calls.iter().enumerate() {
             let mut call = call.clone();
             call["index"] = json!(i);
@@ -448,21 +473,28 @@ async fn responses(
         Ok(scripted) => scripted,
         Err(response) => return *response,
     };
-    let output = match reply.get("tool_calls").and_then(Value::as_array) {
-        Some(calls) => calls
-            .iter()
-            .map(|call| {
-                json!({"type": "function_call", "id": "fc_1", "call_id": call["id"], "name": call["function"]["name"],
-                       "arguments": call["function"]["arguments"], "status": "completed"})
-            })
-            .collect(),
-        None => vec![
-            json!({"type": "message", "id": "msg_1", "role": "assistant", "status": "completed",
-                            "content": [{"type": "output_text", "text": reply["content"], "annotations": []}]}),
-        ],
-    };
+    // The reply's text as a message item, then each call as a function_call item; ids
+    // unique per response, as the API's are.
+    let n = script.received.lock().unwrap().len();
+    let mut output = Vec::new();
+    if let Some(text) = reply["content"].as_str() {
+        output.push(
+            json!({"type": "message", "id": format!("msg_{n}"), "role": "assistant", "status": "completed",
+                           "content": [{"type": "output_text", "text": text, "annotations": []}]}),
+        );
+    }
+    for (i, call) in reply
+        .get("tool_calls")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .enumerate()
+    {
+        output.push(json!({"type": "function_call", "id": format!("fc_{n}_{}", i + 1), "call_id": call["id"],
+                           "name": call["function"]["name"], "arguments": call["function"]["arguments"], "status": "completed"}));
+    }
     let response = |status: &str, output: Vec<Value>, usage: Value| {
-        json!({"id": "resp_1", "object": "response", "created_at": 1, "status": status, "model": model,
+        json!({"id": format!("resp_{n}"), "object": "response", "created_at": 1, "status": status, "model": model,
                "output": output, "parallel_tool_calls": true, "tool_choice": "auto", "tools": [],
                "usage": usage})
     };
