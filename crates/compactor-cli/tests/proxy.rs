@@ -276,7 +276,7 @@ async fn budget_by_model_and_the_pricing_preset_from_the_command_line() {
 
 #[test]
 fn unworkable_proxy_flags_are_refused_at_start_up() {
-    let cases: [(&[&str], &str); 4] = [
+    let cases: [(&[&str], &str); 6] = [
         (
             &[
                 "--summarizer-key",
@@ -296,6 +296,8 @@ fn unworkable_proxy_flags_are_refused_at_start_up() {
         ),
         (&["--pricing", "cheap"], "--pricing"),
         (&["--format", "openai"], "--format"),
+        (&["--expand-max-calls", "2"], "--expand-tool"),
+        (&["--expand-tool", "--expand-max-calls", "0"], "--expand-max-calls"),
     ];
     for (args, expected) in cases {
         let mut all = vec![

@@ -116,8 +116,9 @@ pub struct CompactOpts {
     /// The token counter.
     #[arg(long, value_enum, default_value_t = CounterChoice::O200k)]
     pub counter: CounterChoice,
-    /// The most tokens the artifact ledger adds to a summary (default 2048); 0 turns the
-    /// ledger and the grounding gate off (the summary is exactly the model's).
+    /// The most tokens the artifact ledger adds to a summary (default 2048; the handles
+    /// `--expand` adds are not counted); 0 turns the ledger and the grounding gate off (the
+    /// summary is exactly the model's).
     #[arg(long, value_name = "N")]
     pub ledger_max_tokens: Option<usize>,
     /// Expansion on: each fact of the summary's ledger names the handle of the message it

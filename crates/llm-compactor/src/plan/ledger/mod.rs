@@ -160,7 +160,9 @@ pub struct LedgerPolicy {
     /// rendered at about three chars a token, and halved until the summary fits).
     /// Default 2048, the default output budget of a model summary: chosen by a sweep
     /// with `compactor eval` on 61 real runs (512: 27% probe recall, 1024: 48%, 2048:
-    /// 80%, uncapped: 99%; see BENCHMARKS.md).
+    /// 80%, uncapped: 99%; see BENCHMARKS.md). The handles the lines name with expansion
+    /// on (`[#0123456789]`, and the originals' range) are not counted: a ledger keeps the
+    /// same facts with or without them, and is that much longer with them.
     pub max_tokens: usize,
     /// The extraction caps.
     pub rules: LedgerRules,

@@ -93,9 +93,10 @@ impl Section {
         self.title.chars().count() + 5 + reserve
     }
 
-    /// Chars of line `i`.
+    /// Chars of line `i`, less the handle it names (see [`handle_chars`]).
     fn cost(&self, i: usize) -> usize {
-        self.lines[i].text.chars().count() + 3
+        let text = &self.lines[i].text;
+        text.chars().count() - handle_chars(text) + 3
     }
 
     fn take(&mut self, i: usize) {
@@ -191,7 +192,8 @@ pub fn history_fits(ledger: &Ledger, max_chars: usize) -> bool {
 
 /// The sections with how many lines of each are kept; `None` when nothing is.
 fn plan(ledger: &Ledger, max_chars: usize) -> Option<[Section; 7]> {
-    let heading = LEDGER_HEADING.chars().count() + originals_line(ledger).chars().count() + 1;
+    // The originals' line is a handle range: like the lines' handles, not counted.
+    let heading = LEDGER_HEADING.chars().count() + 1;
     if ledger.is_empty() || max_chars <= heading {
         return None;
     }
@@ -262,6 +264,29 @@ fn originals_line(ledger: &Ledger) -> String {
         Some((first, last)) => format!("\n{ORIGINALS}{first}..{last}"),
         None => String::new(),
     }
+}
+
+/// Chars of the ` [#0123456789]` a line ends with when it names a handle; 0 when it
+/// names none.
+///
+/// Why handles are not counted against the cap: with expansion on (issue 31) every line
+/// names one, about a tenth of the ledger's room; counted, they pushed facts out and the
+/// summary itself recalled less (76% of the probes against 84% without). Uncounted, a
+/// ledger keeps the same facts whether or not it names handles, and is that much longer
+/// (the pass still proves the whole summary fits its target, and falls back to a smaller
+/// cap when it does not).
+fn handle_chars(text: &str) -> usize {
+    const SUFFIX: usize = " [#0123456789]".len();
+    let Some(start) = text.len().checked_sub(SUFFIX) else {
+        return 0;
+    };
+    let Some(suffix) = text.get(start..) else {
+        return 0;
+    };
+    let hex = |b: u8| b.is_ascii_digit() || (b'a'..=b'f').contains(&b);
+    let named =
+        suffix.starts_with(" [#") && suffix.ends_with(']') && suffix.as_bytes()[3..SUFFIX - 1].iter().all(|b| hex(*b));
+    if named { SUFFIX } else { 0 }
 }
 
 /// `line` with ` [#handle]` when the fact names the message it comes from.

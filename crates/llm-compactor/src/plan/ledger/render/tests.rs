@@ -210,3 +210,36 @@ fn everything_fits_when_room() {
     assert!(text.contains("`pytest tests/test_0.py` ✓"));
     assert!(!text.contains("omitted"));
 }
+
+#[test]
+fn naming_handles_costs_no_fact_the_cap_would_keep_without_them() {
+    let plain = big();
+    let mut named = big();
+    for (i, file) in named.files.iter_mut().enumerate() {
+        file.handle = Some(format!("#{:010x}", 0xa000 + i));
+    }
+    for (i, command) in named.commands.iter_mut().enumerate() {
+        command.handle = Some(format!("#{:010x}", 0xb000 + i));
+    }
+    named.originals = Some(("#00000000aa".into(), "#00000000bb".into()));
+    let strip = |text: &str| -> Vec<String> {
+        text.lines()
+            .filter(|l| !l.starts_with(super::ORIGINALS))
+            .map(|l| {
+                l.strip_suffix(']')
+                    .and_then(|l| l.rsplit_once(" [#"))
+                    .map_or(l, |(line, _)| line)
+                    .to_owned()
+            })
+            .collect()
+    };
+    for cap in [300, 1000, 2000] {
+        let (without, with) = (render(&plain, cap), render(&named, cap));
+        assert!(with.contains(" [#"), "{with}");
+        assert_eq!(strip(&with), strip(&without), "cap {cap}: the same facts");
+    }
+    assert_eq!(handle_chars("- `make` ✓ [#0123456789]"), 14);
+    assert_eq!(handle_chars("- `make` ✓ [#01234567]"), 0);
+    assert_eq!(handle_chars("a [#XYZ4567890]"), 0);
+    assert_eq!(handle_chars("é"), 0);
+}
