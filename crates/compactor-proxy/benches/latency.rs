@@ -17,7 +17,9 @@
 //! conversation as OpenAI Responses `input` items on `/v1/responses`, `store: false`;
 //! `messages`: Anthropic Messages on `/v1/messages`, with no `cache_control`, so the
 //! proxy's `auto` breakpoints are placed on every request), `LATENCY_OTEL=1` (with
-//! `--features otel`: every request traced to OpenTelemetry, exported to a local sink).
+//! `--features otel`: every request traced to OpenTelemetry, exported to a local sink),
+//! `LATENCY_EXPAND_TOOL=1` (`--expand-tool` on and the requests declare a tool: with a
+//! budget that compacts, every rewritten request is offered `compactor_expand`).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -168,6 +170,14 @@ impl Api {
             Api::Messages => json!({"model": "m", "max_tokens": 64, "system": messages[0]["content"],
                 "messages": messages[1..]}),
         };
+        if std::env::var("LATENCY_EXPAND_TOOL").is_ok_and(|v| v == "1") {
+            // A tool of the client's own: what lets `--expand-tool` offer its tool.
+            body["tools"] = match self {
+                Api::Chat => json!([{"type": "function", "function": {"name": "bash", "parameters": {"type": "object"}}}]),
+                Api::Responses => json!([{"type": "function", "name": "bash", "parameters": {"type": "object"}}]),
+                Api::Messages => json!([{"name": "bash", "input_schema": {"type": "object"}}]),
+            };
+        }
         if stream {
             body["stream"] = json!(true);
             if self == Api::Chat {
@@ -247,7 +257,6 @@ fn main() {
         let config = CompactorConfig::builder(budget).build().unwrap();
         let counter = counter_by_name("o200k").unwrap();
         let compactor = Arc::new(Compactor::new(config, counter));
-        #[allow(unused_mut)]
         let mut builder = ProxyConfig::builder(&upstream, compactor, store);
         // LATENCY_OTEL=1 (with `--features otel`): every request traced, exported to a
         // 127.0.0.1 OTLP/HTTP receiver that discards what it gets.
@@ -259,6 +268,13 @@ fn main() {
             tokio::spawn(async move { axum::serve(listener, sink).await });
             builder = builder.telemetry(Some(compactor_proxy::Telemetry::to_endpoint(&url).unwrap()));
             eprintln!("tracing every request to OpenTelemetry ({url})");
+        }
+        // LATENCY_EXPAND_TOOL=1: `--expand-tool` on, and the requests declare a tool, so a
+        // compacted session's requests are offered `compactor_expand` (the bench's
+        // upstream never calls it: the cost of offering it, not of an expansion).
+        if std::env::var("LATENCY_EXPAND_TOOL").is_ok_and(|v| v == "1") {
+            builder = builder.expand_tool(Some(compactor_proxy::ExpandTool::default()));
+            eprintln!("--expand-tool on; requests declare a tool");
         }
         let proxy_config = builder.build().unwrap();
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
