@@ -66,7 +66,7 @@ pub(crate) fn offer(state: &AppState, api: Api, body: &Bytes, compacted: bool) -
     let Ok(Value::Object(mut value)) = serde_json::from_slice::<Value>(body) else {
         return None;
     };
-    if !tool::may_offer(api, &Value::Object(value.clone())) {
+    if !tool::may_offer(api, &value) {
         return None;
     }
     tool::offer(api, &mut value, false);

@@ -20,7 +20,7 @@ use serde_json::{Map, Value, json};
 use crate::api::Api;
 
 /// True when the client's request (`body`, as it sent it) may be offered the tool.
-pub fn may_offer(api: Api, body: &Value) -> bool {
+pub fn may_offer(api: Api, body: &Map<String, Value>) -> bool {
     let Some(tools) = body.get("tools").and_then(Value::as_array) else {
         return false;
     };
@@ -85,6 +85,10 @@ pub fn offer(api: Api, body: &mut Map<String, Value>, last: bool) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn may_offer(api: Api, body: &Value) -> bool {
+        super::may_offer(api, body.as_object().unwrap())
+    }
 
     #[test]
     fn only_requests_with_tools_and_a_free_choice_get_it() {
