@@ -173,7 +173,9 @@ impl Api {
         if std::env::var("LATENCY_EXPAND_TOOL").is_ok_and(|v| v == "1") {
             // A tool of the client's own: what lets `--expand-tool` offer its tool.
             body["tools"] = match self {
-                Api::Chat => json!([{"type": "function", "function": {"name": "bash", "parameters": {"type": "object"}}}]),
+                Api::Chat => {
+                    json!([{"type": "function", "function": {"name": "bash", "parameters": {"type": "object"}}}])
+                }
                 Api::Responses => json!([{"type": "function", "name": "bash", "parameters": {"type": "object"}}]),
                 Api::Messages => json!([{"name": "bash", "input_schema": {"type": "object"}}]),
             };

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use compactor_proxy::{ExpandTool, ProxyConfig};
 use llm_compactor::backend::LedgerSummarizer;
 use llm_compactor::count::HeuristicCounter;
-use llm_compactor::session::{Transcript, expand_in};
+use llm_compactor::session::expand_in;
 use llm_compactor::store::{MemoryStore, SessionStore, export_jsonl};
 use llm_compactor::{Compactor, CompactorConfig, Message, Role};
 use serde_json::{Value, json};
@@ -138,10 +138,7 @@ async fn originals(store: &dyn SessionStore, session: &str) -> Vec<Message> {
         .map(|s| s.session)
         .find(|s| s.starts_with(session))
         .unwrap();
-    let text = export_jsonl(store, &key).await.unwrap();
-    Transcript::parse(std::path::Path::new("s.jsonl"), text.as_bytes())
-        .unwrap()
-        .originals()
+    support::stored_transcript(store, &key).await.originals()
 }
 
 #[tokio::test]
@@ -199,13 +196,7 @@ async fn the_model_reads_back_a_replaced_message_and_the_client_sees_one_ordinar
     // Export + replay is what the upstream last saw; the counters say what happened.
     let sessions = store.sessions().await.unwrap();
     assert_eq!(sessions.len(), 1, "never started over: {sessions:?}");
-    let exported = export_jsonl(store.as_ref(), &sessions[0].session).await.unwrap();
-    let replayed: Vec<Message> = Transcript::parse(std::path::Path::new("s.jsonl"), exported.as_bytes())
-        .unwrap()
-        .messages()
-        .iter()
-        .map(|m| Message { id: None, ..m.clone() })
-        .collect();
+    let replayed = support::replayed(store.as_ref(), &sessions[0].session).await;
     assert_eq!(
         replayed,
         last.messages(),
@@ -306,12 +297,7 @@ async fn the_official_sdks_see_no_trace_of_an_expansion_on_any_route() {
             !exported.contains("sk-test") && !exported.contains("sk-ant"),
             "no credential in the store"
         );
-        let replayed: Vec<Message> = Transcript::parse(std::path::Path::new("s.jsonl"), exported.as_bytes())
-            .unwrap()
-            .messages()
-            .iter()
-            .map(|m| Message { id: None, ..m.clone() })
-            .collect();
+        let replayed = support::replayed(store.as_ref(), &session.session).await;
         // (The proxy does not forward its session header: the transcript is matched
         // against every request the upstream received.)
         assert!(
@@ -408,13 +394,7 @@ async fn a_real_trajectory_expands_a_handle_through_the_proxy() {
         assert!(request.tokens() <= budget, "round {round}: {} tokens", request.tokens());
         crate::sdk::assert_no_orphans(&request.messages(), round);
     }
-    let exported = export_jsonl(store.as_ref(), &sessions[0].session).await.unwrap();
-    let replayed: Vec<Message> = Transcript::parse(std::path::Path::new("s.jsonl"), exported.as_bytes())
-        .unwrap()
-        .messages()
-        .iter()
-        .map(|m| Message { id: None, ..m.clone() })
-        .collect();
+    let replayed = support::replayed(store.as_ref(), &sessions[0].session).await;
     assert_eq!(
         replayed,
         received.last().unwrap().messages(),

@@ -20,7 +20,6 @@ use compactor_proxy::ProxyConfig;
 use llm_compactor::backend::LedgerSummarizer;
 use llm_compactor::count::HeuristicCounter;
 use llm_compactor::message::Role;
-use llm_compactor::session::Transcript;
 use llm_compactor::store::{MemoryStore, SessionStore, export_jsonl};
 use llm_compactor::{Compactor, CompactorConfig, Message};
 use serde_json::{Value, json};
@@ -108,12 +107,7 @@ async fn grows_whole(session: &str, start: Vec<Value>) {
         assert!(problems.is_empty(), "round {i}, after a pass: {problems:?}");
     }
     let exported = export_jsonl(store.as_ref(), session).await.unwrap();
-    let transcript = Transcript::parse(std::path::Path::new("s.jsonl"), exported.as_bytes()).unwrap();
-    let replayed: Vec<Message> = transcript
-        .messages()
-        .iter()
-        .map(|m| Message { id: None, ..m.clone() })
-        .collect();
+    let replayed = support::replayed(store.as_ref(), session).await;
     assert_eq!(
         replayed,
         received.last().unwrap().messages(),

@@ -8,7 +8,6 @@ use std::collections::HashSet;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use llm_compactor::session::Transcript;
 use llm_compactor::store::{MemoryStore, SessionStore, export_jsonl};
 use llm_compactor::{Message, Role};
 use serde_json::{Value, json};
@@ -160,13 +159,7 @@ async fn assert_run_kept_its_promises(
     );
     let sessions = store.sessions().await.unwrap();
     assert_eq!(sessions.len(), 1, "one session, never started over: {sessions:?}");
-    let exported = export_jsonl(store, &sessions[0].session).await.unwrap();
-    let transcript = Transcript::parse(std::path::Path::new("s.jsonl"), exported.as_bytes()).unwrap();
-    let replayed: Vec<Message> = transcript
-        .messages()
-        .iter()
-        .map(|m| Message { id: None, ..m.clone() })
-        .collect();
+    let replayed = support::replayed(store, &sessions[0].session).await;
     assert_eq!(
         replayed,
         received.last().unwrap().messages(),

@@ -700,3 +700,19 @@ pub fn metric(text: &str, name: &str) -> f64 {
         .parse()
         .unwrap_or_else(|e| panic!("{name}: {e}"))
 }
+
+/// The transcript of `session` as the store holds it: exported, and read back.
+pub async fn stored_transcript(store: &dyn SessionStore, session: &str) -> llm_compactor::session::Transcript {
+    let exported = llm_compactor::store::export_jsonl(store, session).await.unwrap();
+    llm_compactor::session::Transcript::parse(std::path::Path::new("s.jsonl"), exported.as_bytes()).unwrap()
+}
+
+/// What replaying `session`'s transcript rebuilds, without ids (as the wire carries it).
+pub async fn replayed(store: &dyn SessionStore, session: &str) -> Vec<Message> {
+    stored_transcript(store, session)
+        .await
+        .messages()
+        .iter()
+        .map(|m| Message { id: None, ..m.clone() })
+        .collect()
+}
