@@ -339,8 +339,6 @@ async fn a_real_trajectory_expands_a_handle_through_the_proxy() {
     let builder = ProxyConfig::builder(&up.url(), expanding_compactor(budget), store.clone())
         .expand_tool(Some(ExpandTool::default()));
     let proxy = support::proxy_with(builder, store.clone()).await;
-    let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("traj.json");
     // The tools the run called, declared as its agent would (the proxy offers
     // `compactor_expand` only beside tools of the client's own).
     let mut names: Vec<&str> = traj
@@ -354,19 +352,7 @@ async fn a_real_trajectory_expands_a_handle_through_the_proxy() {
         .iter()
         .map(|name| json!({"type": "function", "function": {"name": name, "parameters": {"type": "object"}}}))
         .collect();
-    std::fs::write(
-        &file,
-        serde_json::to_vec(&json!({"messages": traj, "tools": tools})).unwrap(),
-    )
-    .unwrap();
-    let out = support::run_python(
-        &python,
-        "trajectory_loop.py",
-        &[file.to_str().unwrap()],
-        &[("PROXY", proxy.url())],
-    )
-    .await;
-    assert!(out.contains(&format!("rounds {}", replies.len())), "{out}");
+    crate::sdk::play_trajectory(&python, &proxy.url(), &traj, &tools, replies.len()).await;
     let received = up.received();
     // The model reads back once per epoch (a later pass may summarize what it read).
     let followups = received.len() - replies.len();

@@ -167,6 +167,26 @@ async fn assert_run_kept_its_promises(
     );
 }
 
+/// Plays `traj` through the proxy at `proxy` with the official `openai` SDK, declaring
+/// `tools` (`tests/py/trajectory_loop.py`), and checks it took `rounds` rounds.
+pub(crate) async fn play_trajectory(python: &PathBuf, proxy: &str, traj: &[Value], tools: &[Value], rounds: usize) {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("traj.json");
+    std::fs::write(
+        &file,
+        serde_json::to_vec(&json!({"messages": traj, "tools": tools})).unwrap(),
+    )
+    .unwrap();
+    let out = run_python(
+        python,
+        "trajectory_loop.py",
+        &[file.to_str().unwrap()],
+        &[("PROXY", proxy.to_owned())],
+    )
+    .await;
+    assert!(out.contains(&format!("rounds {rounds}")), "{out}");
+}
+
 /// Budget of the chat-trajectory replays.
 const REPLAY_BUDGET: usize = 4_000;
 
@@ -187,16 +207,7 @@ async fn replayed_chat(
         .await
         .unwrap();
     let proxy = support::proxy_with(builder(&up.url(), store.clone()), store.clone()).await;
-    let file = dir.path().join("traj.json");
-    std::fs::write(&file, serde_json::to_vec(&json!({"messages": traj})).unwrap()).unwrap();
-    let out = run_python(
-        &python,
-        "trajectory_loop.py",
-        &[file.to_str().unwrap()],
-        &[("PROXY", proxy.url())],
-    )
-    .await;
-    assert!(out.contains(&format!("rounds {}", replies.len())), "{out}");
+    play_trajectory(&python, &proxy.url(), &traj, &[], replies.len()).await;
     let received = up.received();
     assert_eq!(received.len(), replies.len());
     assert_run_kept_its_promises(&proxy.url(), store.as_ref(), &received, REPLAY_BUDGET, "messages").await;
