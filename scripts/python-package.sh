@@ -7,7 +7,8 @@
 #
 # Idempotent: the venv and its PyPI packages are kept; the wheel is rebuilt by cargo's
 # incremental build (fast when nothing changed) and reinstalled.
-# The wheel lands in target/wheels/.
+# The wheel lands in target/wheels/. Fails if the wheel is over 15 MB (issue 32: it was
+# 33.4 MB while the extension linked bpe-openai's embedded encoders).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 VENV="${COMPACTOR_PY_VENV:-target/py-compactor}"
@@ -27,6 +28,16 @@ fi
 rm -f target/wheels/llm_compactor-*.whl
 "$VENV/bin/maturin" build --release --quiet -m crates/llm-compactor-py/Cargo.toml --out target/wheels
 WHEEL=$(ls target/wheels/llm_compactor-*.whl)
+# The size goal: under 15 MB (the wheel's bytes and its extension's, uncompressed).
+"$VENV/bin/python" - "$WHEEL" <<'PY'
+import os, sys, zipfile
+wheel = sys.argv[1]
+size = os.path.getsize(wheel)
+extension = sum(i.file_size for i in zipfile.ZipFile(wheel).infolist() if i.filename.endswith((".so", ".pyd")))
+print(f"python-package: wheel {size / 1e6:.1f} MB ({size} bytes), extension {extension / 1e6:.1f} MB uncompressed")
+if size > 15_000_000:
+    sys.exit("python-package: FAIL: the wheel is over 15 MB (is bpe-openai's encoder linked again? issue 32)")
+PY
 "${PIP[@]}" install --force-reinstall --no-deps "$WHEEL"
 
 # The wheel alone imports in a fresh venv.
@@ -34,5 +45,6 @@ FRESH="${VENV}-fresh"
 rm -rf "$FRESH"
 "$PYTHON" -m venv "$FRESH"
 "$FRESH/bin/python" -m pip --quiet --disable-pip-version-check install --no-index "$WHEEL"
-(cd / && "$OLDPWD/$FRESH/bin/python" -c "import llm_compactor as m; print('python-package: fresh venv imports llm_compactor', m.__version__, 'counts', m.count_tokens([{'role': 'user', 'content': 'hi'}]))")
+FRESH_PYTHON="$(cd "$FRESH" && pwd)/bin/python"
+(cd / && "$FRESH_PYTHON" -c "import llm_compactor as m; print('python-package: fresh venv imports llm_compactor', m.__version__, 'counts', m.count_tokens([{'role': 'user', 'content': 'hi'}]))")
 echo "python-package: $WHEEL ($(du -k "$WHEEL" | cut -f1) KiB) installed in $VENV"

@@ -14,6 +14,9 @@
 //!
 //! The tokens are `bpe-openai`'s own (its token id is the tiktoken rank), so the tables
 //! are the same vocabulary the encoder uses; `tests/count_bpe.rs` checks the counts agree.
+//! `bpe-openai` is a build dependency for this, and its encoders are deserialized here,
+//! at build time only: the counter merges every piece over these tables and never calls
+//! them, so the binaries do not link its 47 MB of MessagePack dictionaries (issue 32).
 
 #[cfg(feature = "bpe")]
 #[allow(dead_code)] // shared with the counter: it reads with the half of this file not used here

@@ -80,3 +80,29 @@ fn help_lists_the_options() {
         assert!(help.contains(option), "{help}");
     }
 }
+
+/// The first 32 bytes of `bpe-openai` 0.3.2's serialized o200k and cl100k encoders (a
+/// MessagePack array header, then the first tokens' bytes; 32 MB and 15 MB embedded with
+/// `include_bytes!` by any binary that calls them). The library's
+/// `count_bpe::a_binary_that_calls_the_encoder_embeds_the_dictionaries_whose_heads_we_look_for`
+/// checks that a binary calling the encoder holds exactly these bytes.
+const DICTIONARY_HEADS: [&[u8]; 2] = [
+    b"\x9a\xdd\x00\x15\x53\xa6!\"#$%&'()*+,-./0123456789:",
+    b"\x9a\xdd\x00\x09\xd2\xf6!\"#$%&'()*+,-./0123456789:",
+];
+
+/// Issue 32: counting merges every piece over the library's own rank tables and never
+/// calls `bpe-openai`'s encoder, so the linker leaves its 47 MB of dictionaries out. A
+/// runtime call to `Encoding::tokenizer()` would bring them back (and the Python wheel
+/// over its 15 MB); this is the check that would see it.
+#[test]
+fn the_binary_does_not_embed_bpe_openais_encoders() {
+    let binary = std::fs::read(env!("CARGO_BIN_EXE_compactor")).expect("the binary reads");
+    for head in DICTIONARY_HEADS {
+        assert!(
+            !binary.windows(head.len()).any(|window| window == head),
+            "the compactor binary embeds a bpe-openai dictionary ({} MB)",
+            binary.len() >> 20
+        );
+    }
+}

@@ -5,7 +5,10 @@
 //! 2. Per-round cost in an agent loop whose conversation has grown to ~1M tokens: one new
 //!    message per round, counted through the memo versus a full recount.
 //! 3. The whole `compactor count` path on the largest trajectory (read, parse, count).
-//! 4. The heuristic counter's view of tool calls: the chars of their compact JSON
+//! 4. Long pieces (over the 256 bytes merged on the stack; pieces over 32 bytes are not
+//!    remembered, so every iteration merges them again): ours against `bpe-openai`'s
+//!    own count, on words of one length, a 100 KB run of one letter and base64.
+//! 5. The heuristic counter's view of tool calls: the chars of their compact JSON
 //!    (`tool_calls_json_chars`) over every call of the corpus, in MB/s of call text.
 //!
 //! Text comes from the real trajectories when `LLM_COMPACTOR_DATA` (or `../shared/data`)
@@ -170,6 +173,57 @@ fn throughput(c: &mut Criterion) {
     group.finish();
 }
 
+/// `count` lower-case letters, deterministic.
+fn letters(count: usize, seed: u64) -> String {
+    let mut state = seed;
+    (0..count)
+        .map(|_| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            char::from(b'a' + (state % 26) as u8)
+        })
+        .collect()
+}
+
+fn long_pieces(c: &mut Criterion) {
+    let ours = BpeCounter::o200k();
+    let alone = bpe_openai::o200k_base();
+    let words = |len: usize| -> String {
+        let text = letters(256 * 1024, 0x9E37_79B9_7F4A_7C15);
+        text.as_bytes()
+            .chunks(len)
+            .map(|word| format!(" {}", std::str::from_utf8(word).unwrap_or_default()))
+            .collect()
+    };
+    let base64: String = {
+        let alphabet = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+        letters(256 * 1024, 0x2545_F491_4F6C_DD1D)
+            .bytes()
+            .enumerate()
+            .map(|(i, b)| char::from(alphabet[(usize::from(b) * 7 + i) % 64]))
+            .collect()
+    };
+    let texts = [
+        ("words_of_48_bytes", words(48)),
+        ("words_of_128_bytes", words(128)),
+        ("words_of_256_bytes", words(256)),
+        ("words_of_1000_bytes", words(1_000)),
+        ("run_of_100k_a", "a".repeat(100_000)),
+        ("base64_256k", base64),
+    ];
+    let mut group = c.benchmark_group("long_pieces_o200k");
+    for (name, text) in &texts {
+        assert_eq!(ours.count_text(text), alone.count(text.as_str()), "{name}");
+        group.throughput(Throughput::Bytes(text.len() as u64));
+        group.bench_function(format!("ours/{name}"), |b| b.iter(|| ours.count_text(black_box(text))));
+        group.bench_function(format!("bpe_openai/{name}"), |b| {
+            b.iter(|| alone.count(black_box(text.as_str())))
+        });
+    }
+    group.finish();
+}
+
 fn per_round(c: &mut Criterion) {
     let (corpus, source) = corpus_messages();
     let conversation = support::conversation_of(&corpus, TARGET_TOKENS);
@@ -279,6 +333,6 @@ fn config() -> Criterion {
 criterion_group! {
     name = benches;
     config = config();
-    targets = throughput, per_round, largest_file, tool_call_chars
+    targets = throughput, long_pieces, per_round, largest_file, tool_call_chars
 }
 criterion_main!(benches);

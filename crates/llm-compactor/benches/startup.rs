@@ -4,9 +4,12 @@
 //! 1. `BpeCounter::o200k()`'s first count of ASCII text: pre-tokenized by the byte scan
 //!    (`count/ascii_pieces.rs`: no regex built), the embedded rank tables probed in place
 //!    (`count/rank_table.rs`), nothing deserialized;
-//! 2. `bpe-openai`'s own first use, which the counter makes only for a piece longer than
-//!    the merge limit: its encoder deserialized from 32 MB of MessagePack (two 200k-entry
-//!    maps, five vectors, three automata). Before the rank tables, every process paid it.
+//! 2. the first count of a text with a piece longer than the 256 bytes merged on the stack
+//!    (a run of one letter): merged on the heap over the same tables (`count/heap_merge.rs`;
+//!    before issue 32 this step woke `bpe-openai`'s encoder);
+//! 3. `bpe-openai`'s own first use, which the counter never makes: its encoder
+//!    deserialized from 32 MB of MessagePack (two 200k-entry maps, five vectors, three
+//!    automata). Before the rank tables, every process paid it.
 //!
 //! Prints one line per step with the process's peak RSS after it; not a criterion bench,
 //! because a first use happens once per process. The whole-process figure (`compactor
@@ -43,6 +46,16 @@ fn main() {
         first.as_secs_f64() * 1e3
     );
 
+    let long = format!("{text} {}", "a".repeat(1_000));
+    let start = Instant::now();
+    let ours_long = BpeCounter::o200k().count_text(black_box(&long));
+    let first = start.elapsed();
+    println!(
+        "BpeCounter::o200k() first count of a 1,000-byte piece ({ours_long} tokens): {:.2} ms, peak RSS now {:.1} MB",
+        first.as_secs_f64() * 1e3,
+        peak_rss_mb()
+    );
+
     let start = Instant::now();
     let theirs = bpe_openai::o200k_base().count(black_box(text));
     let first = start.elapsed();
@@ -52,4 +65,9 @@ fn main() {
         peak_rss_mb()
     );
     assert_eq!(ours, theirs, "the two counts agree");
+    assert_eq!(
+        ours_long,
+        bpe_openai::o200k_base().count(long.as_str()),
+        "the long counts agree"
+    );
 }

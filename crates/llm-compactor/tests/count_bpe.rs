@@ -115,6 +115,152 @@ proptest! {
     }
 }
 
+/// A deterministic generator (xorshift64) for the long-piece texts.
+struct Xorshift(u64);
+
+impl Xorshift {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+
+    fn text(&mut self, alphabet: &[char], chars: usize) -> String {
+        (0..chars)
+            .map(|_| alphabet[self.next() as usize % alphabet.len()])
+            .collect()
+    }
+}
+
+/// Texts whose pieces run past the stack merge's 256 bytes (the heap merge's side of the
+/// line, where the encoder used to be called), `len` bytes or so each: runs of one
+/// character (ASCII, accented, CJK, emoji, punctuation, whitespace), long identifiers,
+/// base64, non-ASCII letter runs, and arbitrary bytes as text (each byte as the char of
+/// its code point, and the bytes read as UTF-8 with replacement).
+fn long_piece_texts(len: usize, random: &mut Xorshift) -> Vec<(&'static str, String)> {
+    let lower: Vec<char> = ('a'..='z').collect();
+    let letters: Vec<char> = ('a'..='z').chain('A'..='Z').collect();
+    let base64: Vec<char> = ('A'..='Z')
+        .chain('a'..='z')
+        .chain('0'..='9')
+        .chain(['+', '/'])
+        .collect();
+    let non_ascii: Vec<char> = "éüößçñåøæœ日本語中文한국어абвгдежзαβγδεζ".chars().collect();
+    let bytes: Vec<u8> = (0..len).map(|_| random.next() as u8).collect();
+    vec![
+        ("a run", "a".repeat(len)),
+        ("an upper-case run", "Z".repeat(len)),
+        ("a run after a space", format!(" {}", "q".repeat(len))),
+        ("a run of é", "é".repeat(len / 2)),
+        ("a run of 的", "的".repeat(len / 3)),
+        ("a run of emoji", "🙂".repeat(len / 4)),
+        ("a run of =", "=".repeat(len)),
+        ("a run of -", format!(" {}\n", "-".repeat(len))),
+        ("a run of spaces", format!("{}x", " ".repeat(len))),
+        ("a run of mixed whitespace", " \t".repeat(len / 2) + "y"),
+        ("a run of newlines", "\n".repeat(len)),
+        ("a lower-case identifier", random.text(&lower, len)),
+        ("a mixed-case identifier", random.text(&letters, len)),
+        ("base64", random.text(&base64, len)),
+        ("non-ASCII letters", random.text(&non_ascii, len / 2)),
+        (
+            "bytes as code points",
+            bytes.iter().map(|&byte| char::from(byte)).collect(),
+        ),
+        ("bytes as UTF-8", String::from_utf8_lossy(&bytes).into_owned()),
+    ]
+}
+
+/// Counts of long pieces, each side of the 256-byte line and far past it, equal
+/// `bpe-openai`'s own encoder (linear: checked up to 100 KB) and tiktoken (quadratic in a
+/// piece's length, unoptimized in tests: checked up to 8 KB).
+#[test]
+fn long_pieces_count_as_the_encoder_and_tiktoken_count_them() {
+    let mut random = Xorshift(0x9E37_79B9_7F4A_7C15);
+    for len in [255, 256, 257, 258, 300, 513, 1_024, 8_000, 100_000] {
+        for (what, text) in long_piece_texts(len, &mut random) {
+            for encoding in ENCODINGS {
+                let ours = BpeCounter::new(encoding).count_text(&text);
+                assert_eq!(
+                    ours,
+                    encoding.tokenizer().count(text.as_str()),
+                    "{encoding:?}, {what} of {len}"
+                );
+                if len <= 8_000 {
+                    assert_eq!(ours, tiktoken_count(encoding, &text), "{encoding:?}, {what} of {len}");
+                }
+            }
+        }
+    }
+}
+
+/// A megabyte in one piece merges in O(n log n) on the heap, without recursion: it
+/// finishes (the quadratic scan would not) and counts as the encoder does.
+#[test]
+fn a_megabyte_piece_counts_as_the_encoder_counts_it() {
+    let mut random = Xorshift(0x2545_F491_4F6C_DD1D);
+    let lower: Vec<char> = ('a'..='z').collect();
+    for text in ["a".repeat(1 << 20), random.text(&lower, 1 << 20)] {
+        for encoding in ENCODINGS {
+            assert_eq!(
+                BpeCounter::new(encoding).count_text(&text),
+                encoding.tokenizer().count(text.as_str()),
+                "{encoding:?}"
+            );
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(32))]
+    /// Single pieces from just under to well past 256 bytes, of few symbols (so that
+    /// merges tie on equal ranks) and of many, and arbitrary bytes as text.
+    #[test]
+    fn long_single_pieces_count_as_the_encoder_and_tiktoken_count_them(
+        few in "[ab]{240,700}",
+        word in "[a-z]{240,700}",
+        mixed in "[a-zA-Zéß日本]{120,400}",
+        spaces in "[ \t]{240,600}",
+        punctuation in "[=*#.!-]{240,600}",
+        bytes in proptest::collection::vec(any::<u8>(), 240..700),
+    ) {
+        let code_points: String = bytes.iter().map(|&byte| char::from(byte)).collect();
+        let lossy = String::from_utf8_lossy(&bytes).into_owned();
+        for text in [few, word, mixed, spaces + "z", punctuation, code_points, lossy] {
+            for encoding in ENCODINGS {
+                let ours = BpeCounter::new(encoding).count_text(&text);
+                prop_assert_eq!(ours, encoding.tokenizer().count(text.as_str()));
+                prop_assert_eq!(ours, tiktoken_count(encoding, &text));
+            }
+        }
+    }
+}
+
+/// The first 32 bytes of `bpe-openai` 0.3.2's serialized o200k and cl100k encoders (a
+/// MessagePack array header, then the first tokens' bytes), which it embeds with
+/// `include_bytes!` (32 MB and 15 MB). `compactor-cli`'s tests look for the same bytes in
+/// the `compactor` binary, which must not link them (issue 32: counting merges over the
+/// library's own tables and never calls the encoder).
+const DICTIONARY_HEADS: [&[u8]; 2] = [
+    b"\x9a\xdd\x00\x15\x53\xa6!\"#$%&'()*+,-./0123456789:",
+    b"\x9a\xdd\x00\x09\xd2\xf6!\"#$%&'()*+,-./0123456789:",
+];
+
+/// The positive control of `compactor-cli`'s check that its binary embeds no encoder:
+/// this test binary calls `Encoding::tokenizer()`, so it must hold both dictionaries'
+/// first bytes. If `bpe-openai` changed its format this fails, and both checks need the
+/// new bytes.
+#[test]
+fn a_binary_that_calls_the_encoder_embeds_the_dictionaries_whose_heads_we_look_for() {
+    assert!(Encoding::O200kBase.tokenizer().count("hi") > 0 && Encoding::Cl100kBase.tokenizer().count("hi") > 0);
+    let binary = std::fs::read(std::env::current_exe().expect("the test binary's path")).expect("it reads");
+    for head in DICTIONARY_HEADS {
+        assert_eq!(head.len(), 32);
+        assert!(memchr::memmem::find(&binary, head).is_some(), "{head:?}");
+    }
+}
+
 /// The framing rule written out by hand, with tiktoken doing the tokenizing.
 fn reference_message(encoding: Encoding, message: &Message) -> usize {
     let count = |t: &str| tiktoken_count(encoding, t);

@@ -3,11 +3,15 @@
 //! The vocabulary, the pre-tokenization patterns and the reference encoder are
 //! `bpe-openai`'s (GitHub's linear-time BPE, whose encodings are tested identical to
 //! tiktoken's). A count goes piece by piece: the counts of short pieces are remembered per
-//! thread (`bpe_pieces.rs`), a new piece is merged over rank tables that `build.rs` writes
-//! from `bpe-openai`'s vocabulary and the binary embeds (`rank_table.rs`: nothing to
-//! deserialize, so a process's first count costs ~5 ms instead of the ~50–130 ms and
-//! ~65 MB of building `bpe-openai`'s encoder), and only a piece too long to merge there
-//! wakes that encoder. Every path is compared with `tiktoken-rs` (`tests/count_bpe.rs`).
+//! thread (`bpe_pieces.rs`), and a new piece, of any length, is merged over rank tables
+//! that `build.rs` writes from `bpe-openai`'s vocabulary and the binary embeds
+//! (`rank_table.rs`; `heap_merge.rs` for pieces over 256 bytes): nothing to deserialize,
+//! so a process's first count costs ~2–5 ms instead of the ~50–130 ms and ~65 MB of
+//! building `bpe-openai`'s encoder. The encoder itself is not linked: counting never calls
+//! it, so its 47 MB of embedded dictionaries stay out of the binaries (issue 32: the
+//! Python wheel). [`Encoding::tokenizer`] still gives it to whoever asks (tests, benches),
+//! and a binary that calls it links them again. Every path is compared with `tiktoken-rs`
+//! (`tests/count_bpe.rs`).
 //! The framing of messages and requests is [`super::framing`]'s rule.
 
 use serde::{Deserialize, Serialize};
@@ -37,7 +41,8 @@ impl Encoding {
     }
 
     /// The `bpe-openai` tokenizer (built on first use, then shared by the process: ~50 ms
-    /// and ~65 MB for o200k; [`BpeCounter`] does not need it for ordinary text).
+    /// and ~65 MB for o200k). [`BpeCounter`] never calls it, and a binary that does embeds
+    /// its dictionaries (32 MB for o200k, 15 MB for cl100k): for tests and comparisons.
     pub fn tokenizer(self) -> &'static bpe_openai::Tokenizer {
         match self {
             Encoding::O200kBase => bpe_openai::o200k_base(),

@@ -1,16 +1,17 @@
 //! Exact BPE counts of text, with the count of each short pre-tokenized piece remembered
 //! per thread.
 //!
-//! Why: `bpe-openai` splits a text into pieces (a word with its leading space, a run of
-//! digits or of punctuation: about four bytes on average) and runs its backtracking
-//! encoder on each piece, which allocates a token vector and a bitfield per piece.
-//! Profiled on `compactor simulate` over 100,000 real messages, allocation and freeing
-//! were half of the whole run, and counting was most of the rest. Yet pieces repeat
-//! endlessly (the words of a language, identifiers, indentation, the lines of a log
-//! printed again), and a piece's count depends on its bytes only. So each thread keeps a
-//! map from short pieces to their counts: a repeated piece costs one hash lookup instead
-//! of an encoder run. The count is the encoder's own, so nothing changes but the time
-//! (`tests/count_bpe.rs` compares it with `Tokenizer::count` on real and arbitrary text).
+//! Why: a text is split into pieces (a word with its leading space, a run of digits or of
+//! punctuation: about four bytes on average) and each piece is merged on its own
+//! (`rank_table.rs`). When that was `bpe-openai`'s backtracking encoder, which allocates a
+//! token vector and a bitfield per piece, profiling `compactor simulate` over 100,000
+//! real messages found allocation and freeing half of the whole run, and counting most of
+//! the rest. Yet pieces repeat endlessly (the words of a language, identifiers,
+//! indentation, the lines of a log printed again), and a piece's count depends on its
+//! bytes only. So each thread keeps a map from short pieces to their counts: a repeated
+//! piece costs one hash lookup instead of a merge. The count is the merge's own, so
+//! nothing changes but the time (`tests/count_bpe.rs` compares it with `bpe-openai`'s
+//! `Tokenizer::count` and with `tiktoken-rs` on real and arbitrary text).
 //!
 //! Bounded: only pieces of at most [`MAX_PIECE_BYTES`] bytes are kept, in two maps (short
 //! pieces packed in an integer key, longer ones boxed), and a map that reaches
@@ -24,7 +25,7 @@ use super::bpe::Encoding;
 use super::pretokenizer;
 use super::rank_table::RankTable;
 
-/// Longer pieces are rare and cost an encoder run anyway.
+/// Longer pieces are rare and cost a merge of their own length anyway.
 const MAX_PIECE_BYTES: usize = 32;
 /// Entries per encoding and thread before the map is cleared.
 const MAX_PIECES: usize = 1 << 16;
@@ -110,16 +111,12 @@ fn slot(encoding: Encoding) -> usize {
 }
 
 /// The token count of `text` in `encoding`: `Tokenizer::count`, piece by piece, with the
-/// counts of short pieces remembered. Pieces are merged over the embedded rank tables
-/// (`rank_table.rs`, no encoder to load); only pieces too long to merge there wake
-/// `bpe-openai`'s encoder.
+/// counts of short pieces remembered. Every piece, of any length, is merged over the
+/// embedded rank tables (`rank_table.rs`): `bpe-openai`'s encoder is never called here,
+/// so binaries that count do not link its embedded dictionaries (issue 32).
 pub(crate) fn count_text(encoding: Encoding, text: &str) -> usize {
     let table = RankTable::of(encoding);
-    let count_piece = |bytes: &[u8]| {
-        table
-            .count_piece(bytes)
-            .unwrap_or_else(|| encoding.tokenizer().bpe.count(bytes))
-    };
+    let count_piece = |bytes: &[u8]| table.count_piece(bytes);
     PIECES.with(|pieces| {
         let Ok(mut pieces) = pieces.try_borrow_mut() else {
             // Re-entered on this thread (not possible today): count without the map.

@@ -172,6 +172,8 @@ mod by_name;
 mod calibrated;
 mod fingerprint;
 pub mod framing;
+#[cfg(feature = "bpe")]
+mod heap_merge;
 mod heuristic;
 mod memo;
 #[cfg(feature = "bpe")]

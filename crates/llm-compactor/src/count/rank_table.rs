@@ -2,30 +2,34 @@
 //! binary: no encoder is deserialized, so the first count of a process costs what it
 //! counts, not the ~130 ms and ~66 MB of rebuilding `bpe-openai`'s encoder.
 //!
-//! Why not only `bpe-openai`: its encoder is the fastest way to count long texts, but it
-//! is built at first use from 32 MB of MessagePack (two 200k-entry hash maps, five
-//! vectors, three Aho-Corasick automata), and every process that counts anything pays for
-//! that: `compactor count` on a one-line file took 150–200 ms and 71 MB. The tables here
-//! are laid out by `build.rs` to be used where they lie (see that file for the layout),
-//! so a count touches a few pages of them.
+//! Why not `bpe-openai`'s encoder: it is built at first use from 32 MB of MessagePack (two
+//! 200k-entry hash maps, five vectors, three Aho-Corasick automata), and every process
+//! that counts anything paid for that: `compactor count` on a one-line file took 150–200
+//! ms and 71 MB. And a binary that calls it embeds those dictionaries (47 MB for o200k and
+//! cl100k together). The tables here are laid out by `build.rs` to be used where they lie
+//! (see that file for the layout), so a count touches a few pages of them; every piece, of
+//! any length, is merged over them, so the counting path never calls the encoder and the
+//! linker leaves its dictionaries out of the binaries (the Python extension, the CLI).
 //!
 //! The count is byte-pair merging as tiktoken defines it: start from single bytes and
-//! repeatedly merge the adjacent pair whose concatenation has the lowest rank, until no
-//! adjacent pair is a token; the count is the parts left. Each step rescans the pair
-//! ranks (kept per part, only the merged part's neighbours are looked up again), so the
-//! work grows with the square of a piece's length: pieces longer than
-//! [`MAX_MERGE_BYTES`] go to `bpe-openai`'s linear encoder instead. Equality with that
-//! encoder is tested on real trajectories and on arbitrary text (`tests/count_bpe.rs`).
+//! repeatedly merge the adjacent pair whose concatenation has the lowest rank (the
+//! leftmost of equal ranks), until no adjacent pair is a token; the count is the parts
+//! left. A piece of up to [`MAX_MERGE_BYTES`] (nearly all) is merged on the stack: each
+//! step rescans the pair ranks kept per part (only the merged part's neighbours are
+//! looked up again), quadratic in the length but without allocating. A longer piece goes
+//! to the heap merge of `heap_merge.rs`, O(n log n). Equality with `bpe-openai`'s encoder
+//! and with `tiktoken-rs` is tested on real trajectories, arbitrary text and long pieces
+//! (`tests/count_bpe.rs`).
 
 use std::sync::LazyLock;
 
 use super::bpe::Encoding;
+use super::heap_merge::{self, NO_RANK};
 use super::rank_hash::{TAG_MASK, slot_rank, slot_tag, slot_token, token_hash};
 
-/// Pieces up to this many bytes are merged here; longer ones (rare: a run of one
-/// character, a long identifier or base64) are counted by `bpe-openai`'s encoder.
-/// 256: a merge of that length is ~30k integer comparisons and ~800 lookups, still
-/// cheaper than waking the encoder in a process that has not loaded it.
+/// Pieces up to this many bytes are merged on the stack by the quadratic scan; longer
+/// ones (rare: a run of one character, a long identifier or base64) by the heap merge
+/// (`heap_merge.rs`), which allocates but grows as n log n.
 pub(crate) const MAX_MERGE_BYTES: usize = 256;
 
 /// One encoding's vocabulary, read in place (see `build.rs` for the layout).
@@ -38,9 +42,6 @@ pub(crate) struct RankTable {
     /// without hashing or probing.
     pairs: &'static [u8],
 }
-
-/// A rank no token has: "this pair is not a token".
-const NO_RANK: u32 = u32::MAX;
 
 static O200K: LazyLock<RankTable> = LazyLock::new(|| {
     RankTable::new(
@@ -111,15 +112,13 @@ impl RankTable {
         }
     }
 
-    /// The token count of one pre-tokenized piece, or `None` for a piece longer than
-    /// [`MAX_MERGE_BYTES`] (the caller's to count with the linear encoder: merging here
-    /// is quadratic in the length).
-    pub(crate) fn count_piece(&self, piece: &[u8]) -> Option<usize> {
+    /// The token count of one pre-tokenized piece, of any length.
+    pub(crate) fn count_piece(&self, piece: &[u8]) -> usize {
         if piece.len() > MAX_MERGE_BYTES {
-            return None;
+            return heap_merge::count(piece, |bytes| self.rank(bytes));
         }
         if piece.len() <= 1 || self.rank(piece) != NO_RANK {
-            return Some(piece.len().min(1));
+            return piece.len().min(1);
         }
         // parts[i] = (where part i starts, rank of part i merged with part i + 1); the
         // entry after the last part is the end of the piece. On the stack: no allocation.
@@ -157,7 +156,7 @@ impl RankTable {
                 parts[at - 1].1 = pair_rank(&parts[..len], at - 1);
             }
         }
-        Some(len - 1)
+        len - 1
     }
 }
 
@@ -202,9 +201,43 @@ mod tests {
         for encoding in [Encoding::O200kBase, Encoding::Cl100kBase] {
             let table = RankTable::of(encoding);
             let bpe = &encoding.tokenizer().bpe;
-            assert_eq!(table.count_piece(&[b'z'; MAX_MERGE_BYTES + 1]), None);
             for piece in pieces {
-                assert_eq!(table.count_piece(piece), Some(bpe.count(piece)), "{piece:?}");
+                assert_eq!(table.count_piece(piece), bpe.count(piece), "{piece:?}");
+            }
+        }
+    }
+
+    /// Both merges on the same pieces: the stack scan up to [`MAX_MERGE_BYTES`], the heap
+    /// merge at every length, and the encoder's count across the line between them.
+    #[test]
+    fn the_heap_merge_counts_as_the_stack_scan_and_the_encoder_do() {
+        let mut state: u64 = 0x2545_F491_4F6C_DD1D;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        for encoding in [Encoding::O200kBase, Encoding::Cl100kBase] {
+            let table = RankTable::of(encoding);
+            let bpe = &encoding.tokenizer().bpe;
+            for len in (0..=40).chain(MAX_MERGE_BYTES - 3..=MAX_MERGE_BYTES + 3) {
+                let alphabets: [&[u8]; 4] = [b"a", b"ab", b" e\t", b"QWERTYqwerty0123456789+/"];
+                for alphabet in alphabets {
+                    let piece: Vec<u8> = (0..len).map(|_| alphabet[next() as usize % alphabet.len()]).collect();
+                    let merged = heap_merge::count(&piece, |bytes| table.rank(bytes));
+                    assert_eq!(
+                        merged,
+                        bpe.count(&piece),
+                        "{encoding:?} {:?}",
+                        String::from_utf8_lossy(&piece)
+                    );
+                    assert_eq!(table.count_piece(&piece), merged);
+                }
+                let bytes: Vec<u8> = (0..len).map(|_| next() as u8).collect();
+                let merged = heap_merge::count(&bytes, |bytes| table.rank(bytes));
+                assert_eq!(merged, bpe.count(&bytes), "{encoding:?} {bytes:?}");
+                assert_eq!(table.count_piece(&bytes), merged);
             }
         }
     }
