@@ -2,7 +2,7 @@
 //! never sees it ask.
 //!
 //! In a compacted session (its requests carry a rewrite) whose client declares tools of
-//! its own and lets the model choose ([`tool::may_offer`]), the proxy appends the
+//! its own and lets the model choose ([`tool::offered_body`]), the proxy appends the
 //! `compactor_expand` tool to the request. When the upstream's answer calls it, the
 //! proxy answers from the session's own transcript in the store (a handle of another
 //! session is "not found": [`llm_compactor::session::expand_in`] looks only at this
@@ -57,21 +57,15 @@ const MIN_ROOM: usize = 64;
 
 /// `body` (the request about to go upstream) with the tool offered, when the proxy
 /// expands and the round may offer it: the session is compacted (`compacted`) and the
-/// client's request allows it ([`tool::may_offer`]). `None`: send `body` as it is.
+/// client's request allows it ([`tool::offered_body`]). `None`: send `body` as it is.
 pub(crate) fn offer(state: &AppState, api: Api, body: &Bytes, compacted: bool) -> Option<Bytes> {
     state.config.expand_tool?;
     if !compacted {
         return None;
     }
-    let Ok(Value::Object(mut value)) = serde_json::from_slice::<Value>(body) else {
-        return None;
-    };
-    if !tool::may_offer(api, &value) {
-        return None;
-    }
-    tool::offer(api, &mut value, false);
+    let offered = tool::offered_body(api, body)?;
     state.metrics.expand_offered.fetch_add(1, Ordering::Relaxed);
-    serde_json::to_vec(&value).ok().map(Bytes::from)
+    Some(Bytes::from(offered))
 }
 
 /// One client request whose upstream answers may call `compactor_expand`.

@@ -15,19 +15,18 @@
 //!   `{"type":"function","name",…,"strict":false}`.
 
 use llm_compactor::session::{EXPAND_TOOL_NAME, expand_tool_definition};
+use serde::Deserialize;
+use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 
 use crate::api::Api;
 
-/// True when the client's request (`body`, as it sent it) may be offered the tool.
-pub fn may_offer(api: Api, body: &Map<String, Value>) -> bool {
-    let Some(tools) = body.get("tools").and_then(Value::as_array) else {
-        return false;
-    };
+/// The rules of the module docs, on the request's `tools` and `tool_choice`.
+fn allowed(api: Api, tools: &[Value], choice: Option<&Value>) -> bool {
     if tools.is_empty() || tools.iter().any(|tool| tool_name(api, tool) == Some(EXPAND_TOOL_NAME)) {
         return false;
     }
-    match body.get("tool_choice") {
+    match choice {
         None | Some(Value::Null) => true,
         Some(Value::String(choice)) => choice == "auto",
         Some(Value::Object(choice)) => {
@@ -35,6 +34,63 @@ pub fn may_offer(api: Api, body: &Map<String, Value>) -> bool {
         }
         Some(_) => false,
     }
+}
+
+/// A request body's top-level fields, in order, each value as its raw JSON text
+/// (borrowed from the body: nothing below the top level is parsed).
+struct Fields<'a>(Vec<(String, &'a RawValue)>);
+
+impl<'de> Deserialize<'de> for Fields<'de> {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visit;
+        impl<'de> serde::de::Visitor<'de> for Visit {
+            type Value = Fields<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a JSON object")
+            }
+            fn visit_map<M: serde::de::MapAccess<'de>>(self, mut map: M) -> Result<Fields<'de>, M::Error> {
+                let mut fields = Vec::new();
+                while let Some(field) = map.next_entry::<String, &'de RawValue>()? {
+                    fields.push(field);
+                }
+                Ok(Fields(fields))
+            }
+        }
+        deserializer.deserialize_map(Visit)
+    }
+}
+
+/// `body` (a request about to go upstream, as bytes) with the tool appended to its
+/// `tools`, when the rules allow it; `None` when they do not (or the body is not a JSON
+/// object). Only `tools` and `tool_choice` are parsed; every other field is copied as
+/// the bytes it was: offering the tool costs a scan of the body, not a parse of the
+/// conversation (a compacted session's every request pays it).
+pub fn offered_body(api: Api, body: &[u8]) -> Option<Vec<u8>> {
+    let Fields(fields) = serde_json::from_slice(body).ok()?;
+    let field = |name: &str| fields.iter().find(|(key, _)| key == name).map(|(_, raw)| raw.get());
+    let mut tools: Vec<Value> = serde_json::from_str(field("tools")?).ok()?;
+    let choice: Option<Value> = match field("tool_choice") {
+        Some(raw) => Some(serde_json::from_str(raw).ok()?),
+        None => None,
+    };
+    if !allowed(api, &tools, choice.as_ref()) {
+        return None;
+    }
+    tools.push(definition(api));
+    let tools = serde_json::to_string(&tools).ok()?;
+    let mut out = Vec::with_capacity(body.len() + tools.len());
+    out.push(b'{');
+    for (i, (key, raw)) in fields.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        serde_json::to_writer(&mut out, key).ok()?;
+        out.push(b':');
+        let value = if key == "tools" { tools.as_str() } else { raw.get() };
+        out.extend_from_slice(value.as_bytes());
+    }
+    out.push(b'}');
+    Some(out)
 }
 
 fn tool_name(api: Api, tool: &Value) -> Option<&str> {
@@ -86,8 +142,13 @@ pub fn offer(api: Api, body: &mut Map<String, Value>, last: bool) {
 mod tests {
     use super::*;
 
+    /// The rules on a whole request body.
     fn may_offer(api: Api, body: &Value) -> bool {
-        super::may_offer(api, body.as_object().unwrap())
+        let tools = body
+            .get("tools")
+            .and_then(Value::as_array)
+            .map_or(&[][..], Vec::as_slice);
+        allowed(api, tools, body.get("tool_choice"))
     }
 
     #[test]
@@ -129,6 +190,33 @@ mod tests {
             Api::Responses,
             &json!({"tools": [{"type": "function", "name": "bash"}]})
         ));
+    }
+
+    #[test]
+    fn offering_in_place_changes_tools_only_and_keeps_every_other_byte() {
+        let body = br#"{"model":"m","messages":[{"role":"user","content":"caf\u00e9 \"q\""}],"tools":[{"type":"function","function":{"name":"bash"}}],"stream":true}"#;
+        let out = offered_body(Api::OpenAi, body).unwrap();
+        let value: Value = serde_json::from_slice(&out).unwrap();
+        let mut expected: Value = serde_json::from_slice(body).unwrap();
+        expected["tools"].as_array_mut().unwrap().push(definition(Api::OpenAi));
+        assert_eq!(value, expected);
+        let text = String::from_utf8(out).unwrap();
+        assert!(
+            text.starts_with(r#"{"model":"m","messages":[{"role":"user","content":"caf\u00e9 \"q\""}],"tools":["#),
+            "{text}"
+        );
+        assert!(text.ends_with(r#"],"stream":true}"#), "{text}");
+        // The rules hold on bytes as on values.
+        assert!(offered_body(Api::OpenAi, br#"{"messages":[]}"#).is_none());
+        assert!(
+            offered_body(
+                Api::OpenAi,
+                br#"{"tools":[{"function":{"name":"x"}}],"tool_choice":"required"}"#
+            )
+            .is_none()
+        );
+        assert!(offered_body(Api::OpenAi, b"[1]").is_none());
+        assert!(offered_body(Api::OpenAi, b"{").is_none());
     }
 
     #[test]
