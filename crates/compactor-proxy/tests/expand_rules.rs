@@ -148,3 +148,63 @@ async fn an_expansion_too_large_for_the_budget_is_cut_and_says_so() {
     }
     panic!("the proxy never offered {EXPAND_TOOL}");
 }
+
+#[tokio::test]
+async fn a_failed_follow_up_is_the_clients_error_and_leaves_the_session_whole() {
+    let up = upstream().await;
+    up.script
+        .fail_follow_ups
+        .store(true, std::sync::atomic::Ordering::Relaxed);
+    let store: Arc<dyn SessionStore> = Arc::new(MemoryStore::new());
+    let proxy = crate::expand::expanding_proxy(&up.url(), store.clone()).await;
+    let mut history = vec![json!({"role": "user", "content": "Run the migrations."})];
+    for i in 0..40 {
+        history.extend(round(i, "PROBE"));
+        let before = up.received().len();
+        let body = json!({"model": "expander", "messages": history, "tools": tools()});
+        let response = post(&proxy.url(), "s", &body).await;
+        if !up.received()[before..].iter().any(|r| offers_expand(&r.body)) {
+            assert_eq!(response.status(), 200);
+            continue;
+        }
+        // Non-streamed: the follow-up's error is the client's answer.
+        assert_eq!(response.status(), 503);
+        let answer: Value = response.json().await.unwrap();
+        assert_eq!(answer["error"]["type"], "overloaded", "{answer}");
+        // Streamed: the stream the client reads breaks off, without a stray call.
+        let mut streamed = body.clone();
+        streamed["stream"] = json!(true);
+        let response = post(&proxy.url(), "s", &streamed).await;
+        assert_eq!(response.status(), 200);
+        let text = response.text().await.unwrap_or_default();
+        assert!(!text.contains(EXPAND_TOOL), "{text}");
+        // The session is whole: the retry goes out with no hidden turn recorded, and
+        // the store replays to what the upstream saw last before the failed follow-ups.
+        up.script
+            .fail_follow_ups
+            .store(false, std::sync::atomic::Ordering::Relaxed);
+        let before = up.received().len();
+        let answer: Value = post(&proxy.url(), "s", &body).await.json().await.unwrap();
+        assert!(
+            answer["choices"][0]["message"]["content"]
+                .as_str()
+                .unwrap()
+                .starts_with("read back: "),
+            "{answer}"
+        );
+        let received = up.received();
+        assert_eq!(received.len(), before + 2, "the request and its follow-up");
+        assert_eq!(
+            received[before].messages(),
+            received[before - 2].messages(),
+            "the retry is the request as before: no turn of the failed exchange was kept"
+        );
+        let text = support::metrics(&proxy.url()).await;
+        assert!(
+            support::metric(&text, "compactor_proxy_upstream_errors_total") >= 2.0,
+            "{text}"
+        );
+        return;
+    }
+    panic!("the proxy never offered {EXPAND_TOOL}");
+}

@@ -292,7 +292,13 @@ impl Exchange {
             &self.headers,
             body,
         )
-        .await?;
+        .await
+        .inspect_err(|_| {
+            metrics.upstream_errors.fetch_add(1, Ordering::Relaxed);
+        })?;
+        if response.status().is_server_error() {
+            metrics.upstream_errors.fetch_add(1, Ordering::Relaxed);
+        }
         Ok((response, turns))
     }
 

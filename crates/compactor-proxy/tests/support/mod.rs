@@ -95,6 +95,8 @@ pub struct Script {
     pub gate: Mutex<Option<oneshot::Receiver<()>>>,
     /// Model `replay` reads back once through `compactor_expand` when offered it.
     pub replay_expands: std::sync::atomic::AtomicBool,
+    /// A request that carries an expansion's result is answered 503 (the follow-up fails).
+    pub fail_follow_ups: std::sync::atomic::AtomicBool,
 }
 
 pub struct Upstream {
@@ -198,6 +200,17 @@ fn scripted(script: &Script, received: &Received) -> Result<(String, usize, Valu
         return Err(Box::new(response));
     }
     let messages = received.messages();
+    if script.fail_follow_ups.load(std::sync::atomic::Ordering::Relaxed)
+        && messages
+            .last()
+            .is_some_and(|m| m.role == llm_compactor::Role::Tool && m.content.text().starts_with("=== #"))
+    {
+        return Err(Box::new(error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "overloaded",
+            "Try again later",
+        )));
+    }
     if model.starts_with("expander")
         && let Some(reply) = expander_reply(&model, &received.body, &messages)
     {
