@@ -219,7 +219,7 @@ async fn compacted(state: Arc<AppState>, api: Api, request: Request) -> Result<R
     );
     let response = send(&state, method.clone(), &path, &headers, prepared.body.clone()).await?;
     let status = response.status();
-    let response = if matches!(status.as_u16(), 400 | 413 | 422) {
+    let (response, prepared, overhead) = if matches!(status.as_u16(), 400 | 413 | 422) {
         let headers_in = upstream::relay_headers(response.headers());
         let error_body = read_bounded(response).await?;
         if !api::is_context_length_error(status.as_u16(), &error_body) {
@@ -255,7 +255,6 @@ async fn compacted(state: Arc<AppState>, api: Api, request: Request) -> Result<R
     } else {
         (response, prepared, overhead)
     };
-    let (response, prepared, overhead) = response;
     let pass = prepared.pass.clone();
     let hook = traced.into_hook();
     let response = if offered && response.status().is_success() {
