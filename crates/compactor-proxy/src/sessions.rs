@@ -30,7 +30,7 @@ use std::sync::atomic::Ordering;
 
 use llm_compactor::compactor::RequestFit;
 use llm_compactor::count::{CalibratedCounter, TokenCounter};
-use llm_compactor::message::{Message, conversation_digest};
+use llm_compactor::message::Message;
 use llm_compactor::session::{Line, Lines, Record, Replayer, Transcript, continued_in, same_but_id};
 use llm_compactor::store::{NewEvent, Rewrite, StoreError};
 use serde_json::{Map, Value};
@@ -44,6 +44,7 @@ pub use llm_compactor::session::CONTINUED;
 
 mod hidden;
 mod prepare;
+mod rewrite;
 mod round;
 mod sync;
 
@@ -193,20 +194,6 @@ impl SessionState {
         self.set_rewrite(rewrite)?;
         self.pointer_due = false;
         self.loaded = true;
-        Ok(())
-    }
-
-    /// Keeps `rewrite` and its decoded replacement.
-    fn set_rewrite(&mut self, rewrite: Option<Rewrite>) -> Result<(), ProxyError> {
-        self.replacement = match &rewrite {
-            Some(r) => Some(Arc::new(
-                serde_json::from_str(&r.replacement).map_err(|e| backend_error(format!("bad rewrite: {e}")))?,
-            )),
-            None => None,
-        };
-        self.rewrite = rewrite;
-        self.removed = None;
-        self.verified = None;
         Ok(())
     }
 
@@ -409,30 +396,6 @@ impl SessionState {
         }))
     }
 
-    /// The rewrite's replacement when the request's leading messages match it.
-    fn matching_replacement(&mut self, client: &[Message]) -> Option<(usize, Arc<Vec<Message>>)> {
-        let rewrite = self.rewrite.as_ref()?;
-        let replacement = self.replacement.clone()?;
-        let len = rewrite.original_len;
-        if client.len() < len {
-            return None;
-        }
-        let prefix = &client[..len];
-        // The digest check below ignores ids, names and extras; so does this one, which
-        // also does not walk the extras (a Responses turn keeps its original items there).
-        let seen = self
-            .verified
-            .as_ref()
-            .is_some_and(|v| v.len() == prefix.len() && v.iter().zip(prefix).all(|(a, b)| a.eq_for_digest(b)));
-        if !seen {
-            if conversation_digest(prefix) != rewrite.original_digest {
-                return None;
-            }
-            self.verified = Some(Arc::new(prefix.to_vec()));
-        }
-        Some((len, replacement))
-    }
-
     fn start_over(&mut self) {
         let suffix = uuid::Uuid::new_v4().simple().to_string();
         self.store_key = format!("{}~{}", self.key, &suffix[..8]);
@@ -521,29 +484,12 @@ impl SessionState {
             tracing::error!(session = %self.key, %problem, "compaction not recorded; request sent uncompacted");
             return Ok(None);
         }
-        let messages = without_ids(self.replayer.messages());
-        let generation = self.rewrite.as_ref().map_or(0, |r| r.generation);
-        let rewrite = Rewrite {
-            original_len: client.len(),
-            original_digest: conversation_digest(client),
-            replacement: serde_json::to_string(&messages)
-                .map_err(|e| ProxyError::BadRequest(format!("cannot encode the rewrite: {e}")))?,
-            generation: generation + 1,
-        };
-        // The transcript lines go first: a rewrite must never name a pass the record lacks.
-        self.append(config, lines).await?;
-        if !config.store.set_rewrite(&self.store_key, generation, &rewrite).await? {
-            tracing::warn!(session = %self.key, "the rewrite changed under us; reloading the session next round");
-            self.loaded = false;
-        }
+        let messages = self.stand_for(config, lines, client).await?;
         let removed = compactor
             .counter()
             .count_messages(client)
             .saturating_sub(compactor.counter().count_messages(&messages));
-        self.replacement = Some(Arc::new(messages.clone()));
-        self.rewrite = Some(rewrite);
         self.removed = Some(removed);
-        self.verified = Some(Arc::new(client.to_vec()));
         if let Some(receipt) = &result.receipt {
             metrics.pass_cost(receipt, compactor.config().cost_policy.summarizer_price);
         }

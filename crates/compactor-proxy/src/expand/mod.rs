@@ -36,9 +36,10 @@ use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use futures_util::StreamExt;
 use llm_compactor::count::{CalibratedCounter, TokenCounter};
-use llm_compactor::session::{EXPAND_TOOL_NAME, Transcript, answer_expand};
+use llm_compactor::session::{EXPAND_TOOL_NAME, Transcript, answer_expand_within};
+use llm_compactor::store::{StoreError, export_jsonl};
 use llm_compactor::{Compactor, Message};
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use crate::api::{Api, Request};
 use crate::error::ProxyError;
@@ -52,9 +53,6 @@ use stream::{Events, Reader, Splicer};
 /// Tokens kept free beside an expansion (the result's framing, the answer to come).
 const RESULT_SLACK: usize = 512;
 
-/// Below this room, an expansion is not attempted: the result says there is no room.
-const MIN_ROOM: usize = 64;
-
 /// `body` (the request about to go upstream) with the tool offered, when the proxy
 /// expands and the round may offer it: the session is compacted (`compacted`) and the
 /// client's request allows it ([`tool::offered_body`]). `None`: send `body` as it is.
@@ -63,7 +61,7 @@ pub(crate) fn offer(state: &AppState, api: Api, body: &Bytes, compacted: bool) -
     if !compacted {
         return None;
     }
-    let offered = tool::offered_body(api, body)?;
+    let offered = tool::offered_body(api, body, false)?;
     state.metrics.expand_offered.fetch_add(1, Ordering::Relaxed);
     Some(Bytes::from(offered))
 }
@@ -279,10 +277,8 @@ impl Exchange {
             Bytes::from(body),
             &self.key,
         );
-        let mut value: Map<String, Value> =
-            serde_json::from_slice(&body).map_err(|e| ProxyError::BadRequest(e.to_string()))?;
-        tool::offer(self.api, &mut value, round + 1 >= self.max_calls());
-        let body = Bytes::from(serde_json::to_vec(&value).map_err(|e| ProxyError::BadRequest(e.to_string()))?);
+        let last = round + 1 >= self.max_calls();
+        let body = tool::offered_body(self.api, &body, last).map_or(body, Bytes::from);
         metrics.expand_followups.fetch_add(1, Ordering::Relaxed);
         let response = upstream::send(
             &self.state.client,
@@ -308,35 +304,15 @@ impl Exchange {
         if call.name != EXPAND_TOOL_NAME {
             return not_run(call);
         }
-        if room < MIN_ROOM {
-            return format!(
-                "[{EXPAND_TOOL_NAME}: no room is left in the context budget for an expansion; go on from the summary]"
-            );
-        }
-        let mut max_chars = usize::MAX;
-        for _ in 0..6 {
-            let text = answer_expand(originals, &call.arguments, max_chars);
-            let tokens = self.counter.count_text(&text);
-            if tokens <= room {
-                return text;
-            }
-            let chars = text.chars().count();
-            max_chars = (chars as u128 * room as u128 * 9 / 10 / tokens.max(1) as u128) as usize;
-        }
-        // A token is at least one char: `room` chars fit `room` tokens.
-        answer_expand(originals, &call.arguments, room / 2)
+        answer_expand_within(originals, &call.arguments, room, self.counter.as_ref())
     }
 
-    /// Every message the session's transcript holds, as recorded.
+    /// Every message the session's transcript holds, as recorded (read as
+    /// `compactor proxy expand` reads it).
     async fn originals(&self) -> Result<Vec<Message>, ProxyError> {
-        let events = self.state.config.store.events(&self.store_key, 0).await?;
-        let mut text = String::new();
-        for event in &events {
-            text.push_str(&event.line);
-            text.push('\n');
-        }
+        let text = export_jsonl(self.state.config.store.as_ref(), &self.store_key).await?;
         let transcript = Transcript::parse(Path::new(&self.store_key), text.as_bytes())
-            .map_err(|e| ProxyError::Store(llm_compactor::store::StoreError::Backend(e.to_string())))?;
+            .map_err(|e| ProxyError::Store(StoreError::Backend(e.to_string())))?;
         Ok(transcript.originals())
     }
 

@@ -17,7 +17,7 @@
 use llm_compactor::session::{EXPAND_TOOL_NAME, expand_tool_definition};
 use serde::Deserialize;
 use serde_json::value::RawValue;
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
 use crate::api::Api;
 
@@ -62,10 +62,12 @@ impl<'de> Deserialize<'de> for Fields<'de> {
 
 /// `body` (a request about to go upstream, as bytes) with the tool appended to its
 /// `tools`, when the rules allow it; `None` when they do not (or the body is not a JSON
-/// object). Only `tools` and `tool_choice` are parsed; every other field is copied as
-/// the bytes it was: offering the tool costs a scan of the body, not a parse of the
-/// conversation (a compacted session's every request pays it).
-pub fn offered_body(api: Api, body: &[u8]) -> Option<Vec<u8>> {
+/// object). With `last`, the model is also told to call no tool (`tool_choice` none: the
+/// last follow-up a client request may cost is answered in text). Only `tools` and
+/// `tool_choice` are parsed; every other field is copied as the bytes it was: offering
+/// the tool costs a scan of the body, not a parse of the conversation (a compacted
+/// session's every request pays it).
+pub fn offered_body(api: Api, body: &[u8], last: bool) -> Option<Vec<u8>> {
     let Fields(fields) = serde_json::from_slice(body).ok()?;
     let field = |name: &str| fields.iter().find(|(key, _)| key == name).map(|(_, raw)| raw.get());
     let mut tools: Vec<Value> = serde_json::from_str(field("tools")?).ok()?;
@@ -78,6 +80,10 @@ pub fn offered_body(api: Api, body: &[u8]) -> Option<Vec<u8>> {
     }
     tools.push(definition(api));
     let tools = serde_json::to_string(&tools).ok()?;
+    let none = match api {
+        Api::Anthropic => r#"{"type":"none"}"#,
+        Api::OpenAi | Api::Responses => r#""none""#,
+    };
     let mut out = Vec::with_capacity(body.len() + tools.len());
     out.push(b'{');
     for (i, (key, raw)) in fields.iter().enumerate() {
@@ -86,8 +92,16 @@ pub fn offered_body(api: Api, body: &[u8]) -> Option<Vec<u8>> {
         }
         serde_json::to_writer(&mut out, key).ok()?;
         out.push(b':');
-        let value = if key == "tools" { tools.as_str() } else { raw.get() };
+        let value = match key.as_str() {
+            "tools" => tools.as_str(),
+            "tool_choice" if last => none,
+            _ => raw.get(),
+        };
         out.extend_from_slice(value.as_bytes());
+    }
+    if last && choice.is_none() {
+        out.extend_from_slice(b",\"tool_choice\":");
+        out.extend_from_slice(none.as_bytes());
     }
     out.push(b'}');
     Some(out)
@@ -119,22 +133,6 @@ pub fn definition(api: Api) -> Value {
             "parameters": function["parameters"],
             "strict": false,
         }),
-    }
-}
-
-/// `body` (an outgoing request) with the tool appended to its `tools`; with `last`, the
-/// model is also told to call no tool (`tool_choice` none: the last follow-up a client
-/// request may cost is answered in text).
-pub fn offer(api: Api, body: &mut Map<String, Value>, last: bool) {
-    if let Some(Value::Array(tools)) = body.get_mut("tools") {
-        tools.push(definition(api));
-    }
-    if last {
-        let none = match api {
-            Api::Anthropic => json!({"type": "none"}),
-            Api::OpenAi | Api::Responses => json!("none"),
-        };
-        body.insert("tool_choice".into(), none);
     }
 }
 
@@ -195,7 +193,7 @@ mod tests {
     #[test]
     fn offering_in_place_changes_tools_only_and_keeps_every_other_byte() {
         let body = br#"{"model":"m","messages":[{"role":"user","content":"caf\u00e9 \"q\""}],"tools":[{"type":"function","function":{"name":"bash"}}],"stream":true}"#;
-        let out = offered_body(Api::OpenAi, body).unwrap();
+        let out = offered_body(Api::OpenAi, body, false).unwrap();
         let value: Value = serde_json::from_slice(&out).unwrap();
         let mut expected: Value = serde_json::from_slice(body).unwrap();
         expected["tools"].as_array_mut().unwrap().push(definition(Api::OpenAi));
@@ -207,34 +205,42 @@ mod tests {
         );
         assert!(text.ends_with(r#"],"stream":true}"#), "{text}");
         // The rules hold on bytes as on values.
-        assert!(offered_body(Api::OpenAi, br#"{"messages":[]}"#).is_none());
+        assert!(offered_body(Api::OpenAi, br#"{"messages":[]}"#, false).is_none());
         assert!(
             offered_body(
                 Api::OpenAi,
-                br#"{"tools":[{"function":{"name":"x"}}],"tool_choice":"required"}"#
+                br#"{"tools":[{"function":{"name":"x"}}],"tool_choice":"required"}"#,
+                false
             )
             .is_none()
         );
-        assert!(offered_body(Api::OpenAi, b"[1]").is_none());
-        assert!(offered_body(Api::OpenAi, b"{").is_none());
+        assert!(offered_body(Api::OpenAi, b"[1]", false).is_none());
+        assert!(offered_body(Api::OpenAi, b"{", false).is_none());
     }
 
     #[test]
     fn the_tool_goes_last_in_each_routes_shape() {
         for api in [Api::OpenAi, Api::Anthropic, Api::Responses] {
-            let mut body = json!({"tools": [{"name": "first"}]}).as_object().cloned().unwrap();
-            offer(api, &mut body, false);
-            let tools = body["tools"].as_array().unwrap();
+            let first = json!({"name": "first", "function": {"name": "first"}});
+            let body = serde_json::to_vec(&json!({"tools": [first]})).unwrap();
+            let offered: Value = serde_json::from_slice(&offered_body(api, &body, false).unwrap()).unwrap();
+            let tools = offered["tools"].as_array().unwrap();
             assert_eq!(tools.len(), 2);
             assert_eq!(tool_name(api, &tools[1]), Some(EXPAND_TOOL_NAME));
-            assert!(body.get("tool_choice").is_none());
-            offer(api, &mut body, true);
+            assert!(offered.get("tool_choice").is_none());
             let none = if api == Api::Anthropic {
                 json!({"type": "none"})
             } else {
                 json!("none")
             };
-            assert_eq!(body["tool_choice"], none);
+            for body in [
+                body.clone(),
+                serde_json::to_vec(&json!({"tools": [first], "tool_choice": "auto"})).unwrap(),
+            ] {
+                let last: Value = serde_json::from_slice(&offered_body(api, &body, true).unwrap()).unwrap();
+                assert_eq!(last["tool_choice"], none, "{api:?}");
+                assert_eq!(last["tools"].as_array().unwrap().len(), 2);
+            }
         }
     }
 }

@@ -8,13 +8,10 @@
 //! upstream with them in place — the model keeps what it read and the prompt cache its
 //! prefix.
 
-use std::sync::Arc;
-
-use llm_compactor::message::{Message, conversation_digest};
+use llm_compactor::message::Message;
 use llm_compactor::session::{Lines, Record};
-use llm_compactor::store::Rewrite;
 
-use super::{SessionState, backend_error, without_ids};
+use super::{SessionState, backend_error};
 use crate::config::ProxyConfig;
 use crate::error::ProxyError;
 
@@ -42,24 +39,7 @@ impl SessionState {
                 .push(&mut self.replayer, Record::Message(message))
                 .map_err(backend_error)?;
         }
-        self.append(config, &mut lines).await?;
-        let messages = without_ids(self.replayer.messages());
-        let generation = self.rewrite.as_ref().map_or(0, |r| r.generation);
-        let rewrite = Rewrite {
-            original_len: client.len(),
-            original_digest: conversation_digest(client),
-            replacement: serde_json::to_string(&messages).map_err(backend_error)?,
-            generation: generation + 1,
-        };
-        if !config.store.set_rewrite(&self.store_key, generation, &rewrite).await? {
-            tracing::warn!(session = %self.key, "the rewrite changed under us; reloading the session next round");
-            self.loaded = false;
-            return Ok(());
-        }
-        self.replacement = Some(Arc::new(messages));
-        self.rewrite = Some(rewrite);
-        self.removed = None;
-        self.verified = Some(Arc::new(client.to_vec()));
+        self.stand_for(config, &mut lines, client).await?;
         Ok(())
     }
 }

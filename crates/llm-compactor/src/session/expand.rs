@@ -19,6 +19,7 @@ use super::load::Transcript;
 use super::log::Session;
 use super::manager::ContextManager;
 use super::record::Record;
+use crate::count::TokenCounter;
 use crate::message::Message;
 use crate::plan::resolve_request;
 use crate::summarize::render_message;
@@ -158,6 +159,47 @@ pub fn answer_expand(originals: &[Message], arguments: &str, max_chars: usize) -
         out = format!("{kept}\n[compactor_expand: {cut} more chars cut to stay within the context budget]");
     }
     out
+}
+
+/// Below this many tokens of room, [`answer_expand_within`] expands nothing: the result
+/// says there is no room.
+pub const MIN_EXPAND_ROOM: usize = 64;
+
+/// [`answer_expand`] cut to at most `room` tokens as `counter` counts them (the cut said
+/// at its end), for a caller that must keep its request within a budget (the proxy's
+/// `--expand-tool`); under [`MIN_EXPAND_ROOM`] tokens, a line saying there is no room.
+///
+/// ```
+/// use llm_compactor::Message;
+/// use llm_compactor::count::HeuristicCounter;
+/// use llm_compactor::plan::handle_of;
+/// use llm_compactor::session::answer_expand_within;
+/// let mut big = Message::tool("call_1", "row\n".repeat(2_000));
+/// big.id = Some("m1".into());
+/// let handle = handle_of(0, &big);
+/// let args = format!(r#"{{"handles":["{handle}"]}}"#);
+/// let answer = answer_expand_within(&[big], &args, 300, &HeuristicCounter);
+/// assert!(answer.ends_with("to stay within the context budget]"));
+/// assert!(answer_expand_within(&[], &args, 10, &HeuristicCounter).contains("no room"));
+/// ```
+pub fn answer_expand_within(originals: &[Message], arguments: &str, room: usize, counter: &dyn TokenCounter) -> String {
+    if room < MIN_EXPAND_ROOM {
+        return format!(
+            "[{EXPAND_TOOL_NAME}: no room is left in the context budget for an expansion; go on from the summary]"
+        );
+    }
+    let mut max_chars = usize::MAX;
+    for _ in 0..6 {
+        let text = answer_expand(originals, arguments, max_chars);
+        let tokens = counter.count_text(&text);
+        if tokens <= room {
+            return text;
+        }
+        let chars = text.chars().count();
+        max_chars = (chars as u128 * room as u128 * 9 / 10 / tokens.max(1) as u128) as usize;
+    }
+    // A token is at least one char: `room / 2` chars (and the cut's note) fit `room`.
+    answer_expand(originals, arguments, room / 2)
 }
 
 impl ContextManager {

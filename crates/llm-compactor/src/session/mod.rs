@@ -43,7 +43,10 @@ mod writer;
 pub use clock::{Clock, FixedClock, IdSource, RandomIds, SequentialIds, SystemClock, format_timestamp};
 pub use envelope::{VERSION, decode_line, encode_line};
 pub use error::SessionError;
-pub use expand::{EXPAND_TOOL_NAME, Expansion, answer_expand, expand_in, expand_tool_definition, requested_handles};
+pub use expand::{
+    EXPAND_TOOL_NAME, Expansion, MIN_EXPAND_ROOM, answer_expand, answer_expand_within, expand_in,
+    expand_tool_definition, requested_handles,
+};
 pub use load::{TornTail, Transcript};
 pub use lock::SESSION_FILE_MODE;
 pub use log::{Durability, OpenReport, Session, SessionOptions};
