@@ -258,14 +258,7 @@ async fn budget_by_model_and_the_pricing_preset_from_the_command_line() {
         seen[0]["messages"].as_array().unwrap().len() < messages.len(),
         "gpt-4's 8,192-token window: compacted"
     );
-    let metrics = client
-        .get(format!("{proxy}/metrics"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let metrics = support::metrics_text(&client, &proxy).await;
     assert!(
         metrics.contains("compactor_proxy_estimated_cost_saved{pricing=\"openai-4o\"}"),
         "{metrics}"

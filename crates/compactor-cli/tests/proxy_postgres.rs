@@ -379,14 +379,7 @@ async fn database_restarted_under_load(
 
 /// The value of one series in a proxy's `/metrics`.
 async fn metric(http: &reqwest::Client, proxy: &str, series: &str) -> f64 {
-    let text = http
-        .get(format!("{proxy}/metrics"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let text = support::metrics_text(http, proxy).await;
     let line = text
         .lines()
         .find(|l| l.starts_with(series))

@@ -108,3 +108,15 @@ pub fn write_json(dir: &Path, name: &str, value: &Value) -> PathBuf {
     std::fs::write(&path, value.to_string()).unwrap();
     path
 }
+
+/// A running proxy's `/metrics` text.
+pub async fn metrics_text(client: &reqwest::Client, proxy: &str) -> String {
+    client
+        .get(format!("{proxy}/metrics"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap()
+}
