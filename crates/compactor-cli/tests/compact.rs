@@ -359,3 +359,42 @@ fn the_report_names_the_range_actually_replaced() {
     );
     assert!(!stderr.contains("messages 0..="), "{stderr}");
 }
+
+/// The README's example (`scripts/first-run.sh`): the report lists only the stubs still
+/// in the output, and says how many the summary then replaced (it listed stubs of
+/// messages the summary had replaced, which the agent never reads).
+#[test]
+fn the_report_lists_only_the_stubs_the_output_keeps() {
+    let example =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/sessions/long-agent-session.json");
+    let dir = tempfile::tempdir().unwrap();
+    let output = dir.path().join("out.json");
+    let out = run(
+        &[
+            "compact",
+            example.to_str().unwrap(),
+            "--budget",
+            "16000",
+            "--summarizer",
+            "ledger",
+            "-o",
+            output.to_str().unwrap(),
+        ],
+        None,
+    );
+    assert!(out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("compactor: 14 tool results stubbed (14 of them then replaced by the summary)"),
+        "{stderr}"
+    );
+    assert!(
+        !stderr.contains("elided #"),
+        "no stub of a replaced message is listed:\n{stderr}"
+    );
+    let compacted = std::fs::read_to_string(&output).unwrap();
+    assert!(
+        !compacted.contains("[elided by the harness"),
+        "and none is in the output"
+    );
+}

@@ -168,19 +168,31 @@ pub fn human_report(
             result.truncations.len()
         ));
     }
+    // Only the stubs still in the output are listed: a stub the same pass then replaced
+    // by the summary is not in what the agent will read.
+    let kept: Vec<_> = result.elisions.iter().filter(|e| result.survived(e)).collect();
+    let replaced = result.elisions.len() - kept.len();
     if !result.elisions.is_empty() && !result.is_elision_only() {
-        out.push_str(&format!("compactor: {} tool results stubbed\n", result.elisions.len()));
+        let then = if replaced > 0 {
+            format!(" ({replaced} of them then replaced by the summary)")
+        } else {
+            String::new()
+        };
+        out.push_str(&format!(
+            "compactor: {} tool results stubbed{then}\n",
+            result.elisions.len()
+        ));
     }
     const SHOWN: usize = 8;
-    for elision in result.elisions.iter().take(SHOWN) {
+    for elision in kept.iter().take(SHOWN) {
         out.push_str(&format!(
             "  elided #{}: {}\n",
             elision.index,
             escape_controls(&elision.stub)
         ));
     }
-    if result.elisions.len() > SHOWN {
-        out.push_str(&format!("  ... and {} more\n", result.elisions.len() - SHOWN));
+    if kept.len() > SHOWN {
+        out.push_str(&format!("  ... and {} more\n", kept.len() - SHOWN));
     }
     if !result.attempts.is_empty() {
         let list: Vec<String> = result
