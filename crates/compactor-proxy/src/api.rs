@@ -12,6 +12,7 @@ use llm_compactor::Message;
 use llm_compactor::format::responses::{ResponsesError, ResponsesRequest};
 use llm_compactor::format::{Document, Format};
 use llm_compactor::message::canonical_json;
+use llm_compactor::plan::breakpoints::strip_marks;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
@@ -125,7 +126,16 @@ pub fn parse(api: Api, body: &[u8], headers: &HeaderMap, session_from: &[Session
     };
     let wire = match api {
         Api::OpenAi => document(value, Format::OpenAi)?,
-        Api::Anthropic => document(value, Format::Anthropic)?,
+        Api::Anthropic => {
+            let mut wire = document(value, Format::Anthropic)?;
+            // Breakpoints are where the client wants its cache this time, not what was
+            // said: a mark that moved must not read as an edited history (see
+            // `strip_marks`). The forwarded request gets the client's current ones back.
+            if let Wire::Document(document) = &mut wire {
+                strip_marks(document.messages_mut());
+            }
+            wire
+        }
         Api::Responses => Wire::Responses(ResponsesRequest::from_value(value, "request").map_err(|e| match e {
             ResponsesError::Unsupported(why) => ParseError::Unsupported(why),
             ResponsesError::Invalid(e) => invalid(e.to_string()),

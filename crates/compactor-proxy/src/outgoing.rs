@@ -13,6 +13,8 @@ use llm_compactor::plan::breakpoints::{BreakpointPolicy, CacheMode, place_breakp
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
+use llm_compactor::format::context_management::Edit;
+
 use crate::api::Api;
 use crate::identity::SessionFrom;
 
@@ -36,7 +38,28 @@ pub struct WireCounters {
     breakpoints_added: AtomicU64,
     breakpoints_moved: AtomicU64,
     cache_keys_set: AtomicU64,
-    pub(crate) server_compaction: AtomicU64,
+    /// Requests forwarded unchanged because the provider compacts them, by edit.
+    server_compaction: [AtomicU64; 3],
+    /// Requests whose `context_management` leaves compaction to us (thinking edits).
+    context_management_kept: AtomicU64,
+}
+
+impl WireCounters {
+    /// Counts a request the proxy stood down for: the provider compacts it with `edit`.
+    pub fn stood_down(&self, edit: Edit) {
+        let slot = match edit {
+            Edit::ClearToolUses => 0,
+            Edit::Compact => 1,
+            Edit::ClearThinking | Edit::Other => 2,
+        };
+        self.server_compaction[slot].fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Counts a request whose `context_management` the proxy compacts under (edits that
+    /// clear only thinking, or nothing).
+    pub fn kept_compacting(&self) {
+        self.context_management_kept.fetch_add(1, Ordering::Relaxed);
+    }
 }
 
 impl WireCounters {
@@ -60,12 +83,23 @@ impl WireCounters {
                 get(&self.cache_keys_set),
             ),
             (
-                "compactor_proxy_server_compaction_total",
-                "Requests that asked the provider to compact (context_management): forwarded unchanged, the proxy standing down.",
-                get(&self.server_compaction),
+                "compactor_proxy_context_management_compacted_total",
+                "Requests with a context_management that leaves the conversation's size to the client (clear_thinking, no edits): compacted as usual.",
+                get(&self.context_management_kept),
             ),
         ] {
             let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} counter\n{name} {value}");
+        }
+        let name = "compactor_proxy_server_compaction_total";
+        let _ = writeln!(
+            out,
+            "# HELP {name} Requests whose context_management makes the provider compact or clear tool results: forwarded unchanged, the proxy standing down (by edit).\n# TYPE {name} counter"
+        );
+        for (edit, counter) in ["clear_tool_uses", "compaction", "other"]
+            .iter()
+            .zip(&self.server_compaction)
+        {
+            let _ = writeln!(out, "{name}{{edit=\"{edit}\"}} {}", get(counter));
         }
     }
 }
@@ -86,7 +120,9 @@ pub fn finish(
     session: &str,
 ) -> Bytes {
     match api {
-        Api::Anthropic if options.anthropic_cache.mode != CacheMode::Off => {
+        // Off still writes the client's own messages back with their current marks (the
+        // recorded history has none) and keeps a request within four.
+        Api::Anthropic if options.anthropic_cache.mode != CacheMode::Off || forwarded != *original => {
             let Ok(client) = serde_json::from_slice::<Value>(original) else {
                 return forwarded;
             };
@@ -125,19 +161,6 @@ pub fn finish(
     }
 }
 
-/// True when a request asks the provider to compact it server-side (Anthropic's and the
-/// Responses API's `context_management`): the proxy stands down for it.
-pub fn asks_server_compaction(body: &[u8]) -> bool {
-    // A cheap look first: most bodies never name the field.
-    if !body.windows(18).any(|w| w == b"context_management") {
-        return false;
-    }
-    serde_json::from_slice::<Value>(body)
-        .ok()
-        .and_then(|v| v.get("context_management").map(|c| !c.is_null()))
-        .unwrap_or(false)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -164,7 +187,5 @@ mod tests {
         let v: Value = serde_json::from_slice(&out).unwrap();
         assert_eq!(v["prompt_cache_key"], cache_key("secret-session"));
         assert!(!String::from_utf8_lossy(&out).contains("secret-session"));
-        assert!(asks_server_compaction(br#"{"context_management":{"edits":[]}}"#));
-        assert!(!asks_server_compaction(br#"{"context_management":null}"#));
     }
 }

@@ -13,6 +13,8 @@ use axum::routing::{get, post};
 use bytes::Bytes;
 use std::sync::atomic::Ordering;
 
+use llm_compactor::format::context_management::{self, Stance};
+
 use crate::api::{self, Api, ParseError};
 use crate::client_key::{key_of, with_client_key};
 use crate::error::ProxyError;
@@ -158,12 +160,21 @@ fn relay(response: reqwest::Response, tap: Option<Tap>) -> Response {
 async fn compacted(state: Arc<AppState>, api: Api, request: Request) -> Result<Response, ProxyError> {
     let (method, path, headers, body) = read_body(&state, request).await?;
     let started = Instant::now();
-    if api != Api::OpenAi && outgoing::asks_server_compaction(&body) {
-        // The client asked the provider to compact: its conversation is the provider's
-        // to shape, so the proxy stands down and forwards it as it came.
-        state.metrics.wire.server_compaction.fetch_add(1, Ordering::Relaxed);
+    let stance = match api {
+        Api::OpenAi => Stance::Absent,
+        _ => context_management::stance_in(&body),
+    };
+    if stance == Stance::LeftToClient {
+        state.metrics.wire.kept_compacting();
+    }
+    if let Stance::Provider(edit) = stance {
+        // The client asked the provider to compact (or to clear old tool results): the
+        // conversation is the provider's to shape, so the proxy stands down and forwards
+        // it as it came. Edits that clear only thinking leave it compacting (below).
+        state.metrics.wire.stood_down(edit);
         tracing::info!(
             route = api.name(),
+            edit = edit.name(),
             "context_management: the provider compacts; forwarded unchanged"
         );
         let overhead = started.elapsed();

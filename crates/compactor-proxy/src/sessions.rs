@@ -298,6 +298,9 @@ impl SessionState {
         let extends =
             recorded.len() <= effective.len() && recorded.iter().zip(&effective).all(|(a, b)| same_but_id(a, b));
         if !extends {
+            // The new branch keeps what the session knows of its bills (tools and framing
+            // the fallback does not count), so its first request is not counted raw.
+            self.counter.rebase(recorded, &effective);
             self.start_over();
             tracing::info!(session = %self.key, store_key = %self.store_key, "history edited: session starts over");
         }

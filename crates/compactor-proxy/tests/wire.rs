@@ -78,8 +78,72 @@ async fn a_request_for_server_side_compaction_is_forwarded_unchanged() {
     assert_eq!(received[0].body, body, "forwarded as it came, over budget and all");
     assert!(store.sessions().await.unwrap().is_empty(), "no session of ours");
     assert_eq!(
-        metric(&metrics(&proxy.url()).await, "compactor_proxy_server_compaction_total"),
+        metric(
+            &metrics(&proxy.url()).await,
+            "compactor_proxy_server_compaction_total{edit=\"compaction\"}"
+        ),
         1.0
+    );
+}
+
+/// Claude Code with thinking on sends `clear_thinking` with `keep: "all"` on every
+/// request: it clears nothing, so the proxy compacts as it would without it (it used to
+/// stand down for any `context_management`, and Claude Code was never compacted).
+#[tokio::test]
+async fn a_thinking_edit_leaves_the_proxy_compacting_and_clear_tool_uses_stands_it_down() {
+    let up = upstream().await;
+    let store: Arc<dyn SessionStore> = Arc::new(MemoryStore::new());
+    let proxy = proxy(&up.url(), 2_000, store.clone()).await;
+    let conversation = |edits: Value| {
+        let mut messages = Vec::new();
+        for i in 0..20 {
+            messages.push(json!({"role":"user","content":format!("question {i}: {}", "words ".repeat(60))}));
+            messages.push(json!({"role":"assistant","content":format!("answer {i}: {}", "more ".repeat(60))}));
+        }
+        messages.push(json!({"role":"user","content":"go on"}));
+        json!({"model":"claude-sonnet-4-5","max_tokens":64,"messages":messages,
+            "context_management":{"edits":edits}})
+    };
+    let post = |session: &'static str, body: Value| {
+        client()
+            .post(format!("{}/v1/messages", proxy.url()))
+            .header("x-compactor-session", session)
+            .json(&body)
+            .send()
+    };
+    let keep_all = conversation(json!([{"type":"clear_thinking_20251015","keep":"all"}]));
+    let response = post("thinking-edit", keep_all.clone()).await.unwrap();
+    assert!(response.status().is_success());
+    assert!(
+        response.headers().get(COMPACTED_HEADER).is_some(),
+        "compacted despite the thinking edit"
+    );
+    let sent = &up.received()[0].body;
+    assert!(
+        sent["messages"].as_array().unwrap().len() < keep_all["messages"].as_array().unwrap().len(),
+        "the upstream got the compacted conversation"
+    );
+    assert_eq!(
+        sent["context_management"], keep_all["context_management"],
+        "the client's edit is forwarded as it came"
+    );
+    let clear = conversation(json!([{"type":"clear_tool_uses_20250919"}]));
+    assert!(post("clearing", clear.clone()).await.unwrap().status().is_success());
+    assert_eq!(up.received()[1].body, clear, "forwarded as it came");
+    let text = metrics(&proxy.url()).await;
+    assert_eq!(
+        metric(
+            &text,
+            "compactor_proxy_server_compaction_total{edit=\"clear_tool_uses\"}"
+        ),
+        1.0
+    );
+    assert_eq!(metric(&text, "compactor_proxy_context_management_compacted_total"), 1.0);
+    let sessions = store.sessions().await.unwrap();
+    assert_eq!(
+        sessions.len(),
+        1,
+        "only the compacted one is a session of ours: {sessions:?}"
     );
 }
 

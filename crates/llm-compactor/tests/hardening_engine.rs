@@ -449,6 +449,42 @@ fn one_huge_recent_result_is_cut_head_and_tail_and_the_pass_fits() {
     assert_pass_replays(&input, &result);
 }
 
+/// Issue 38: the newest tool result is the one the agent has not read yet. A pass at a
+/// 16k budget cut a 10.4 KB result to 4.3 KB to meet the soft cap (half the target)
+/// while the request sat at 71% of its budget; it is now left whole while it fits the
+/// room the budget leaves, and an older, already-read result is cut first.
+#[test]
+fn the_unread_result_is_not_cut_while_the_request_fits_its_budget() {
+    let mut input = engine_support::conversation(10, 2_000);
+    input.pop();
+    input.push(Message::user("read the log"));
+    input.push(ask("older", "cat"));
+    input.push(Message::tool("older", format!("OLD{}END", "y".repeat(9_000))));
+    input.push(ask("newest", "cat"));
+    let newest = format!("HEAD{}TAIL", "z ".repeat(8_000));
+    input.push(Message::tool("newest", newest.clone()));
+    let compactor = Compactor::new(
+        CompactorConfig::builder(16_000).keep_recent(3).build().unwrap(),
+        Arc::new(HeuristicCounter),
+    )
+    .with_summarizer(Scripted::always(reply("S.")));
+    let result = run(&compactor, &input).unwrap();
+    assert_eq!(
+        result.messages.last().unwrap().text(),
+        newest,
+        "the unread result is whole"
+    );
+    assert!(
+        result.truncations.iter().all(|t| t.index != input.len() - 1),
+        "{:?}",
+        result.truncations
+    );
+    assert!(!result.exhausted);
+    assert!(result.tokens_after <= 16_000, "{}", result.tokens_after);
+    provider_valid(&result.messages).unwrap();
+    assert_pass_replays(&input, &result);
+}
+
 /// A recent result that holds media beside its text is never cut: the cut writes the
 /// result as text, which would drop its images without a word (the marker counts the
 /// text's chars only). Its text-only neighbour is cut instead.

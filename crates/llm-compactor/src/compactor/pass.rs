@@ -290,7 +290,18 @@ impl Compactor {
         let goal = options.target.unwrap_or(self.config.target());
         let cap = self.config.recent_cap(goal);
         let mut count_one = |m: &Message| count_one(counter, m);
-        let (layout, truncations) = plan::fit_recent(input, pairs, layout, tokens, cap, &mut count_one);
+        // The room the budget leaves the window: what the unread results may take
+        // before they are cut (the sticky messages and a summary go out beside them).
+        let sticky: usize = input[..layout.recent_start.min(input.len())]
+            .iter()
+            .filter(|m| m.is_sticky())
+            .map(|m| count_one(m))
+            .sum();
+        let unread_cap = self
+            .config
+            .context_budget
+            .saturating_sub(sticky + self.config.summary_max_tokens as usize);
+        let (layout, truncations) = plan::fit_recent(input, pairs, layout, tokens, cap, unread_cap, &mut count_one);
         for t in &truncations {
             tracing::warn!(
                 index = t.index,

@@ -228,6 +228,38 @@ impl CalibratedCounter {
         self.anchor_on(messages.len(), billed, model, Arc::new(fingerprints), joined);
     }
 
+    /// Carries the record over an edit of the conversation: `old` (whose start the record
+    /// anchors) became `new`. What the last bill held beyond the fallback's count of its
+    /// messages (tool declarations, hidden framing, the fallback's own error) is kept as
+    /// a synthetic record of `new`, so a conversation that forked is not counted with the
+    /// fallback alone until its next bill (a request counted that way went out over its
+    /// budget). The next real bill replaces it. Nothing happens without a matching record.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use llm_compactor::count::{CalibratedCounter, TokenCounter};
+    /// use llm_compactor::Message;
+    ///
+    /// let counter = CalibratedCounter::new();
+    /// let old = vec![Message::system("be brief"), Message::user("hi")];
+    /// let raw = counter.count_messages(&old);
+    /// counter.record(&old, "m", Some(raw as u64 + 5_000)); // 5,000 tokens of tools
+    /// let new = vec![Message::system("be brief"), Message::user("hello there")];
+    /// counter.rebase(&old, &new);
+    /// assert_eq!(counter.count_messages(&new), counter.fallback().count_messages(&new) + 5_000);
+    /// ```
+    pub fn rebase(&self, old: &[Message], new: &[Message]) {
+        let Some((n, billed)) = self.anchor(old) else {
+            return;
+        };
+        let Some(model) = self.calibration().map(|r| r.model) else {
+            return;
+        };
+        let overhead = billed as i64 - self.fallback.count_messages(&old[..n]) as i64;
+        let estimate = (self.fallback.count_messages(new) as i64 + overhead).max(0) as u64;
+        self.record(new, &model, Some(estimate));
+    }
+
     /// Makes the bill of `messages` messages the record: its digest is `joined` finalized.
     fn anchor_on(&self, messages: usize, billed: u64, model: &str, fingerprints: Arc<Vec<u64>>, joined: Sha256) {
         let digest = lower_hex(&joined.clone().finalize().into());

@@ -74,6 +74,7 @@
 //! results first in their user turn and no extras.
 
 mod anthropic;
+pub mod context_management;
 mod convert;
 mod detect;
 mod mini_swe_agent;
@@ -267,6 +268,12 @@ impl Document {
     /// The messages.
     pub fn messages(&self) -> &[Message] {
         &self.messages
+    }
+
+    /// The messages, to change in place (their number stays: the document's shape is
+    /// its envelope's).
+    pub fn messages_mut(&mut self) -> &mut [Message] {
+        &mut self.messages
     }
 
     /// The messages, by value.

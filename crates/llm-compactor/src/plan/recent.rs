@@ -9,6 +9,13 @@
 //! characters were cut; the newest user message and pinned messages are never touched.
 //! What still does not fit after that is reported as `exhausted`.
 //!
+//! The results the agent has not read yet (the answers to the last assistant turn, at
+//! the end of the conversation) are spared while they fit the room the budget leaves
+//! (`unread_cap`): cutting them to meet a soft cap cut a 10.4 KB command output to 4.3 KB
+//! before the model ever saw it, in a request at 71% of its budget. They are cut only
+//! down to that room, when the request could not be sent otherwise; the cut is in
+//! `truncations` and the original stays in the transcript.
+//!
 //! A cut result is recorded like an elision (its index and its new whole content), so a
 //! session replays it byte for byte.
 
@@ -58,15 +65,18 @@ pub fn cut_middle(text: &str, keep: usize) -> Option<String> {
 
 /// `layout` with its recent window shrunk to `max_tokens` (by the per-message counts
 /// `tokens`), and the cuts of oversized tool results when even the newest turn is over
-/// it. `count_one` counts one message (for a cut result). The layout is returned as it
-/// was when the window already fits. Only the counts from `layout.recent_start` on are
-/// read (the rest may be 0).
+/// it. The unread results (answers to the last assistant turn, ending the conversation)
+/// are cut only while the window is over `unread_cap` (at least `max_tokens`: the room
+/// the budget leaves it), and only down to it. `count_one` counts one message (for a
+/// cut result). The layout is returned as it was when the window already fits. Only the
+/// counts from `layout.recent_start` on are read (the rest may be 0).
 pub fn fit_recent(
     messages: &[Message],
     pairs: &Pairs,
     layout: Layout,
     tokens: &[usize],
     max_tokens: usize,
+    unread_cap: usize,
     count_one: &mut dyn FnMut(&Message) -> usize,
 ) -> (Layout, Vec<Truncation>) {
     let n = messages.len();
@@ -120,25 +130,66 @@ pub fn fit_recent(
     if excess == 0 {
         return (shrunk, Vec::new());
     }
-    // Cut the biggest tool results of the window until it fits. A cut writes the result
-    // as text: one that holds anything else (an image, a file) is not cut, since its
-    // other parts would go without a word.
-    let mut candidates: Vec<usize> = (shrunk.recent_start..n)
-        .filter(|&i| {
-            messages[i].is_tool_result() && !pins[i] && !is_stub(&messages[i].content) && is_text(&messages[i].content)
-        })
+    // Cut the biggest tool results of the window until it fits: those already read
+    // first, to the soft cap; the unread ones only to the room the budget leaves. A cut
+    // writes the result as text: one that holds anything else (an image, a file) is not
+    // cut, since its other parts would go without a word.
+    let unread = unread_from(messages);
+    let cuttable = |i: &usize| {
+        messages[*i].is_tool_result() && !pins[*i] && !is_stub(&messages[*i].content) && is_text(&messages[*i].content)
+    };
+    let mut read: Vec<usize> = (shrunk.recent_start..unread.max(shrunk.recent_start))
+        .filter(cuttable)
         .collect();
-    candidates.sort_by_key(|&i| (std::cmp::Reverse(tokens[i]), i));
+    read.sort_by_key(|&i| (std::cmp::Reverse(tokens[i]), i));
     let mut truncations = Vec::new();
-    for i in candidates {
-        if excess == 0 {
+    let saved = cut_biggest(messages, tokens, &read, &mut excess, &mut truncations, count_one);
+    let window = suffix[shrunk.recent_start] - saved;
+    let mut unread_excess = window.saturating_sub(unread_cap.max(max_tokens));
+    if unread_excess > 0 {
+        let mut fresh: Vec<usize> = (unread.max(shrunk.recent_start)..n).filter(cuttable).collect();
+        fresh.sort_by_key(|&i| (std::cmp::Reverse(tokens[i]), i));
+        cut_biggest(
+            messages,
+            tokens,
+            &fresh,
+            &mut unread_excess,
+            &mut truncations,
+            count_one,
+        );
+    }
+    truncations.sort_by_key(|t| t.index);
+    (shrunk, truncations)
+}
+
+/// Where the unread results start: the tool results that end the conversation (the
+/// answers to its last assistant turn, not yet seen by the model); `n` when it does not
+/// end with one.
+fn unread_from(messages: &[Message]) -> usize {
+    let trailing = messages.iter().rev().take_while(|m| m.is_tool_result()).count();
+    messages.len() - trailing
+}
+
+/// Cuts the results `candidates` (biggest first) head-and-tail until `excess` tokens
+/// are saved, pushing each cut to `truncations`; the tokens saved.
+fn cut_biggest(
+    messages: &[Message],
+    tokens: &[usize],
+    candidates: &[usize],
+    excess: &mut usize,
+    truncations: &mut Vec<Truncation>,
+    count_one: &mut dyn FnMut(&Message) -> usize,
+) -> usize {
+    let mut saved = 0;
+    for &i in candidates {
+        if *excess == 0 {
             break;
         }
         let text = messages[i].text();
         let chars = text.chars().count();
         let before = tokens[i].max(1);
         // Chars to drop, in proportion to the tokens to drop, then halved until it fits.
-        let wanted = (chars as u128 * excess.min(before) as u128).div_ceil(before as u128) as usize;
+        let wanted = (chars as u128 * (*excess).min(before) as u128).div_ceil(before as u128) as usize;
         let mut keep = chars.saturating_sub(wanted).max(MIN_KEPT_CHARS);
         let mut best: Option<(String, usize, usize)> = None;
         for _ in 0..8 {
@@ -147,7 +198,7 @@ pub fn fit_recent(
             probe.content = Content::Text(content.clone());
             let after = count_one(&probe);
             best = Some((content, after, chars - keep));
-            if before.saturating_sub(after) >= excess || keep == MIN_KEPT_CHARS {
+            if before.saturating_sub(after) >= *excess || keep == MIN_KEPT_CHARS {
                 break;
             }
             keep = (keep / 2).max(MIN_KEPT_CHARS);
@@ -155,16 +206,16 @@ pub fn fit_recent(
         if let Some((content, after, cut_chars)) = best
             && after < before
         {
-            excess = excess.saturating_sub(before - after);
+            *excess = excess.saturating_sub(before - after);
             truncations.push(Truncation {
                 index: i,
                 cut_chars,
                 content,
             });
+            saved += before - after;
         }
     }
-    truncations.sort_by_key(|t| t.index);
-    (shrunk, truncations)
+    saved
 }
 
 /// True when `content` is text only (a string, or text parts), so that a cut of its

@@ -16,15 +16,22 @@
 //! own request already did.
 //!
 //! Which messages the proxy replaced is read from the two requests themselves: the
-//! forwarded messages that end the same as the client's are the client's; those before
-//! them are the replacement, standing for the client's messages before them. Pure: the
-//! same two requests give the same bytes.
+//! forwarded messages that end the same as the client's (compared without their marks:
+//! the proxy records no marks, see [`strip_marks`]) are the client's, and go out exactly
+//! as the client wrote them this time, with its current marks; those before them are
+//! the replacement, standing for the client's messages before them. The same holds for
+//! `system`. Whatever the mode, a forwarded request never carries more than
+//! [`MAX_BREAKPOINTS`]: the oldest marks beyond it are dropped (a client's own request
+//! over the limit would be refused whole). Pure: the same two requests give the same
+//! bytes.
 
 mod blocks;
+mod marks;
 
 use serde_json::{Map, Value};
 
 pub use blocks::{CACHE_CONTROL, MAX_BREAKPOINTS, can_carry, count_breakpoints};
+pub use marks::{eq_but_marks, strip_marks};
 
 /// When the proxy marks breakpoints.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -99,6 +106,7 @@ impl BreakpointPolicy {
 
 /// What [`place_breakpoints`] did.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Placement {
     /// Breakpoints in the client's request.
     pub client: usize,
@@ -110,12 +118,17 @@ pub struct Placement {
     pub added: usize,
     /// Breakpoints in the forwarded request.
     pub total: usize,
+    /// The client's own messages or `system` were written back as the client sent them
+    /// (the recorded conversation carries no marks, or another key order).
+    pub restored: bool,
+    /// Breakpoints dropped to keep the request within [`MAX_BREAKPOINTS`].
+    pub dropped: usize,
 }
 
 impl Placement {
     /// True when the forwarded request was changed.
     pub fn changed(&self) -> bool {
-        self.replaced > 0 || self.added > 0 || self.moved > 0
+        self.replaced > 0 || self.added > 0 || self.moved > 0 || self.restored || self.dropped > 0
     }
 }
 
@@ -127,14 +140,74 @@ fn messages(request: &Value) -> &[Value] {
 }
 
 /// How many messages at the end of `outgoing` are the client's own (equal, in order, to
-/// the end of `client`'s).
+/// the end of `client`'s, marks aside).
 fn kept_suffix(client: &[Value], outgoing: &[Value]) -> usize {
     client
         .iter()
         .rev()
         .zip(outgoing.iter().rev())
-        .take_while(|(a, b)| a == b)
+        .take_while(|(a, b)| eq_but_marks(a, b))
         .count()
+}
+
+/// The client's own messages (the last `kept`) and `system` go out as the client wrote
+/// them in this request: its current marks, its key order. True when anything changed.
+fn restore_client_parts(client: &Value, outgoing: &mut Value, kept: usize) -> bool {
+    let mut changed = false;
+    if let (Some(theirs), Some(ours)) = (client.get("system"), outgoing.get_mut("system"))
+        && theirs != ours
+        && eq_but_marks(theirs, ours)
+    {
+        *ours = theirs.clone();
+        changed = true;
+    }
+    let theirs = messages(client);
+    if let Some(Value::Array(out)) = outgoing.get_mut("messages") {
+        let from = out.len() - kept;
+        for (ours, theirs) in out[from..].iter_mut().zip(&theirs[theirs.len() - kept..]) {
+            if ours != theirs {
+                *ours = theirs.clone();
+                changed = true;
+            }
+        }
+    }
+    changed
+}
+
+/// Drops the oldest breakpoints until at most [`MAX_BREAKPOINTS`] remain: messages first
+/// (the earliest first), then `system` blocks, tools, and the top-level field. How many
+/// were dropped.
+fn enforce_limit(outgoing: &mut Value) -> usize {
+    let mut over = count_breakpoints(outgoing).saturating_sub(MAX_BREAKPOINTS);
+    let dropped = over;
+    let mut unmark = |block: &mut Value| {
+        if over > 0
+            && let Some(object) = block.as_object_mut()
+            && object.shift_remove(CACHE_CONTROL).is_some_and(|c| !c.is_null())
+        {
+            over -= 1;
+        }
+    };
+    if let Some(Value::Array(out)) = outgoing.get_mut("messages") {
+        for message in out.iter_mut() {
+            if let Some(Value::Array(blocks)) = message.get_mut("content") {
+                for block in blocks {
+                    if let Some(Value::Array(inner)) = block.get_mut("content") {
+                        inner.iter_mut().for_each(&mut unmark);
+                    }
+                    unmark(block);
+                }
+            }
+        }
+    }
+    if let Some(Value::Array(system)) = outgoing.get_mut("system") {
+        system.iter_mut().for_each(&mut unmark);
+    }
+    if let Some(Value::Array(tools)) = outgoing.get_mut("tools") {
+        tools.iter_mut().for_each(&mut unmark);
+    }
+    unmark(outgoing);
+    dropped
 }
 
 /// Marks the breakpoints of `outgoing`, the Messages request forwarded for `client`'s
@@ -144,12 +217,17 @@ pub fn place_breakpoints(client: &Value, outgoing: &mut Value, policy: &Breakpoi
         client: count_breakpoints(client),
         ..Placement::default()
     };
-    if policy.mode == CacheMode::Off || !outgoing.is_object() {
-        placement.total = count_breakpoints(outgoing);
+    if !outgoing.is_object() {
         return placement;
     }
     let theirs = messages(client);
     let kept = kept_suffix(theirs, messages(outgoing));
+    placement.restored = restore_client_parts(client, outgoing, kept);
+    if policy.mode == CacheMode::Off {
+        placement.dropped = enforce_limit(outgoing);
+        placement.total = count_breakpoints(outgoing);
+        return placement;
+    }
     let replaced_in = theirs.len() - kept;
     let replaced_marks: Vec<Value> = theirs[..replaced_in]
         .iter()
@@ -188,7 +266,8 @@ pub fn place_breakpoints(client: &Value, outgoing: &mut Value, policy: &Breakpoi
             }
         }
     }
-    placement.total = total;
+    placement.dropped = enforce_limit(outgoing);
+    placement.total = count_breakpoints(outgoing);
     placement
 }
 
@@ -291,6 +370,72 @@ mod tests {
         assert_eq!((placement.replaced, placement.moved, placement.added), (1, 1, 0));
         assert_eq!(out["messages"][1]["content"][0]["cache_control"], mark);
         assert_eq!(out["messages"][2], client["messages"][2]);
+    }
+
+    /// Claude Code marks the last block of the last message and moves the mark every
+    /// request. The proxy records no marks, so its rewrite of an earlier tool result
+    /// carries none; the client's current marks go out where the client put them, and
+    /// never more than four (stale ones used to come back: 5-17 per request).
+    #[test]
+    fn the_clients_current_marks_go_out_and_never_more_than_four() {
+        let mark = json!({"type":"ephemeral"});
+        let turn = |i: usize, marked: bool| {
+            let mut block = json!({"type":"tool_result","tool_use_id":format!("t{i}"),"content":format!("out {i}"),"is_error":false});
+            if marked {
+                block["cache_control"] = mark.clone();
+            }
+            [
+                json!({"role":"assistant","content":[{"type":"tool_use","id":format!("t{i}"),"name":"Bash","input":{}}]}),
+                json!({"role":"user","content":[block]}),
+            ]
+        };
+        let mut theirs = vec![json!({"role":"user","content":"task"})];
+        for i in 0..4 {
+            theirs.extend(turn(i, i == 3));
+        }
+        let client = json!({"system":[{"type":"text","text":"s","cache_control":mark},{"type":"text","text":"t","cache_control":mark}],
+            "tools":[{"name":"Bash","input_schema":{},"cache_control":mark}],"messages":theirs});
+        // What the proxy forwards: a summary for the first turns, then the recorded
+        // (unmarked) turns, the system as recorded (unmarked), and stale marks.
+        let mut ours = vec![json!({"role":"user","content":"summary"})];
+        for i in 1..4 {
+            ours.extend(turn(i, true));
+        }
+        let mut out = json!({"system":[{"type":"text","text":"s"},{"type":"text","text":"t"}],
+            "tools":client["tools"].clone(),"messages":ours});
+        for mode in [CacheMode::Auto, CacheMode::Keep, CacheMode::Off] {
+            let mut out = out.clone();
+            let placement = place_breakpoints(&client, &mut out, &BreakpointPolicy { mode, ..auto() });
+            assert!(count_breakpoints(&out) <= MAX_BREAKPOINTS, "{mode:?}: {out}");
+            assert_eq!(out["system"], client["system"], "{mode:?}");
+            let n = out["messages"].as_array().unwrap().len();
+            assert_eq!(
+                out["messages"][n - 1],
+                client["messages"][8],
+                "{mode:?}: the client's last turn, its mark in place"
+            );
+            assert!(placement.restored, "{mode:?}");
+        }
+        place_breakpoints(&client, &mut out, &auto());
+        assert_eq!(count_breakpoints(&out), 4);
+    }
+
+    #[test]
+    fn a_request_over_the_limit_loses_its_oldest_marks() {
+        let mark = json!({"type":"ephemeral"});
+        let messages: Vec<Value> = (0..6)
+            .map(|i| json!({"role":"user","content":[{"type":"text","text":format!("m{i}"),"cache_control":mark}]}))
+            .collect();
+        let client = json!({"system":[{"type":"text","text":"s","cache_control":mark}],"messages":messages});
+        let mut out = client.clone();
+        let placement = place_breakpoints(&client, &mut out, &auto());
+        assert_eq!((placement.dropped, placement.total), (3, 4));
+        assert!(out["messages"][2]["content"][0].get("cache_control").is_none());
+        assert_eq!(out["messages"][3]["content"][0]["cache_control"], mark);
+        assert_eq!(
+            out["system"][0]["cache_control"], mark,
+            "the static prefix keeps its mark"
+        );
     }
 
     #[test]

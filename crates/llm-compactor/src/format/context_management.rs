@@ -1,0 +1,190 @@
+//! What a request's `context_management` asks the provider to do, and whether that
+//! leaves anything for a client-side compactor to do.
+//!
+//! # Why read it instead of fearing it
+//!
+//! A request may ask the provider to edit its context on the server: Anthropic's
+//! `context_management.edits` (`clear_tool_uses_*`, `clear_thinking_*`, `compact_*`) and
+//! the Responses API's `context_management` list (`{"type": "compaction", ...}`). Where
+//! the provider summarizes or clears old tool results, it shapes the conversation and a
+//! compactor in front of it must stand down: two compactors fighting over one history
+//! would each undo the other's cache. But not every edit does that. Claude Code sends
+//! `{"edits": [{"type": "clear_thinking_20251015", "keep": "all"}]}` on every request
+//! with thinking on: it clears nothing (`keep: "all"`), and clearing thinking alone never
+//! keeps a conversation inside its window. Standing down for it left the most used agent
+//! client with no compaction at all (a 198k-token request against an 80k budget).
+//!
+//! So the edits are classified one by one: [`Edit::ClearThinking`] (and an empty list)
+//! leaves the compactor working; [`Edit::ClearToolUses`] and [`Edit::Compact`] are the
+//! provider doing what we would; an edit this code does not know is treated as the
+//! provider's (standing down is the safe side: a request forwarded as it came is what
+//! the client would have sent without us).
+
+use serde_json::Value;
+
+/// One server-side context edit, by what it does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Edit {
+    /// Anthropic `clear_thinking_*`: drops old thinking blocks (or none, with
+    /// `keep: "all"`). Leaves the conversation's size to the client.
+    ClearThinking,
+    /// Anthropic `clear_tool_uses_*`: clears old tool results on the server.
+    ClearToolUses,
+    /// The provider summarizes: Anthropic `compact_*`, the Responses API's `compaction`.
+    Compact,
+    /// An edit type this code does not know.
+    Other,
+}
+
+impl Edit {
+    /// The edit's name in metrics and logs.
+    pub fn name(self) -> &'static str {
+        match self {
+            Edit::ClearThinking => "clear_thinking",
+            Edit::ClearToolUses => "clear_tool_uses",
+            Edit::Compact => "compaction",
+            Edit::Other => "other",
+        }
+    }
+
+    /// True when the provider itself keeps the conversation small with this edit, so a
+    /// compactor in front of it stands down.
+    pub fn provider_compacts(self) -> bool {
+        !matches!(self, Edit::ClearThinking)
+    }
+
+    fn of(kind: &str) -> Edit {
+        if kind.starts_with("clear_thinking") {
+            Edit::ClearThinking
+        } else if kind.starts_with("clear_tool_uses") {
+            Edit::ClearToolUses
+        } else if kind == "compaction" || kind.starts_with("compact_") || kind == "compact" {
+            Edit::Compact
+        } else {
+            Edit::Other
+        }
+    }
+}
+
+/// The edits a request body's `context_management` asks for, in order (empty when it
+/// has none, or `null`). A `context_management` whose shape is unknown is one
+/// [`Edit::Other`].
+///
+/// ```
+/// use llm_compactor::format::context_management::{Edit, edits, provider_compacts};
+/// let claude_code = serde_json::json!({"context_management": {"edits": [
+///     {"type": "clear_thinking_20251015", "keep": "all"}]}});
+/// assert_eq!(edits(&claude_code), vec![Edit::ClearThinking]);
+/// assert_eq!(provider_compacts(&claude_code), None);
+/// let responses = serde_json::json!({"context_management": [{"type": "compaction", "compact_threshold": 200000}]});
+/// assert_eq!(provider_compacts(&responses), Some(Edit::Compact));
+/// ```
+pub fn edits(request: &Value) -> Vec<Edit> {
+    let kinds = |list: &Vec<Value>| -> Vec<Edit> {
+        list.iter()
+            .map(|edit| edit.get("type").and_then(Value::as_str).map_or(Edit::Other, Edit::of))
+            .collect()
+    };
+    match request.get("context_management") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::Array(list)) => kinds(list),
+        Some(Value::Object(object)) => match object.get("edits") {
+            None | Some(Value::Null) => Vec::new(),
+            Some(Value::Array(list)) => kinds(list),
+            Some(_) => vec![Edit::Other],
+        },
+        Some(_) => vec![Edit::Other],
+    }
+}
+
+/// The first edit with which the provider keeps the conversation small itself (a
+/// compactor in front of it stands down), or `None` when the request leaves that to the
+/// client.
+pub fn provider_compacts(request: &Value) -> Option<Edit> {
+    edits(request).into_iter().find(|e| e.provider_compacts())
+}
+
+/// Who keeps a request's conversation small, by its `context_management`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stance {
+    /// No `context_management` at all.
+    Absent,
+    /// A `context_management` whose edits leave the conversation's size to the client
+    /// (only thinking cleared, or nothing).
+    LeftToClient,
+    /// The provider compacts or clears old tool results itself, with this edit.
+    Provider(Edit),
+}
+
+/// The [`Stance`] of a request body's bytes; bodies that never name the field are not
+/// parsed (most never do). A body that is not JSON is [`Stance::Absent`]: it is not a
+/// request this module can read.
+pub fn stance_in(body: &[u8]) -> Stance {
+    if memchr::memmem::find(body, b"context_management").is_none() {
+        return Stance::Absent;
+    }
+    let Ok(request) = serde_json::from_slice::<Value>(body) else {
+        return Stance::Absent;
+    };
+    if request.get("context_management").is_none_or(Value::is_null) {
+        return Stance::Absent;
+    }
+    match provider_compacts(&request) {
+        Some(edit) => Stance::Provider(edit),
+        None => Stance::LeftToClient,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn edits_are_classified_by_what_they_do() {
+        let cases = [
+            (json!({}), None),
+            (json!({"context_management": null}), None),
+            (json!({"context_management": {"edits": []}}), None),
+            (
+                json!({"context_management": {"edits": [{"type": "clear_thinking_20251015", "keep": "all"}]}}),
+                None,
+            ),
+            (
+                json!({"context_management": {"edits": [{"type": "clear_thinking_20251015", "keep": {"type": "thinking_turns", "value": 1}}]}}),
+                None,
+            ),
+            (
+                json!({"context_management": {"edits": [{"type": "clear_thinking_20251015"}, {"type": "clear_tool_uses_20250919"}]}}),
+                Some(Edit::ClearToolUses),
+            ),
+            (
+                json!({"context_management": {"edits": [{"type": "compact_20260112"}]}}),
+                Some(Edit::Compact),
+            ),
+            (
+                json!({"context_management": [{"type": "compaction", "compact_threshold": 1000}]}),
+                Some(Edit::Compact),
+            ),
+            (
+                json!({"context_management": {"edits": [{"type": "something_new"}]}}),
+                Some(Edit::Other),
+            ),
+            (json!({"context_management": "weird"}), Some(Edit::Other)),
+            (
+                json!({"context_management": {"edits": {"type": "x"}}}),
+                Some(Edit::Other),
+            ),
+        ];
+        for (request, expected) in cases {
+            assert_eq!(provider_compacts(&request), expected, "{request}");
+            let bytes = serde_json::to_vec(&request).unwrap();
+            let stance = match expected {
+                Some(edit) => Stance::Provider(edit),
+                None if request.get("context_management").is_none_or(Value::is_null) => Stance::Absent,
+                None => Stance::LeftToClient,
+            };
+            assert_eq!(stance_in(&bytes), stance, "{request}");
+        }
+    }
+}
