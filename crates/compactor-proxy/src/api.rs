@@ -12,7 +12,7 @@ use llm_compactor::Message;
 use llm_compactor::format::responses::{ResponsesError, ResponsesRequest};
 use llm_compactor::format::{Document, Format};
 use llm_compactor::message::canonical_json;
-use llm_compactor::plan::breakpoints::strip_marks;
+use llm_compactor::plan::breakpoints::{strip_marks, unmarked};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
@@ -173,6 +173,12 @@ fn derived_key(api: Api, model: &str, value: &Value) -> String {
         .and_then(|m| m.get("content").cloned())
         .or_else(|| value.get("input").filter(|input| input.is_string()).cloned())
         .unwrap_or(Value::Null);
+    // A client's cache marks move between requests (the first user message is the last
+    // one, and marked, only in the first round): they are no part of the identity.
+    let (system, first_user) = match api {
+        Api::Anthropic => (unmarked(&system), unmarked(&first_user)),
+        _ => (system, first_user),
+    };
     let mut hasher = Sha256::new();
     for part in [model.to_owned(), canonical_json(&system), canonical_json(&first_user)] {
         hasher.update(part.len().to_le_bytes());
@@ -292,5 +298,27 @@ mod tests {
         assert_eq!(prompt_tokens(Api::Anthropic, &v), Some(100));
         let start = serde_json::json!({"type":"message_start","message":{"usage":{"input_tokens":7}}});
         assert_eq!(prompt_tokens(Api::Anthropic, &start), Some(7));
+    }
+
+    /// A client that marks its last message marks the first user message in the first
+    /// round only (it is the last one then): the derived session key must not change.
+    #[test]
+    fn a_moving_mark_does_not_change_the_derived_session() {
+        let mark = serde_json::json!({"type": "ephemeral"});
+        let first = serde_json::json!({"model": "m", "system": [{"type": "text", "text": "rules", "cache_control": mark}],
+            "messages": [{"role": "user", "content": [{"type": "text", "text": "fix the bug", "cache_control": mark}]}]});
+        let second = serde_json::json!({"model": "m", "system": [{"type": "text", "text": "rules"}],
+            "messages": [{"role": "user", "content": "fix the bug"}, {"role": "assistant", "content": "on it"},
+                {"role": "user", "content": [{"type": "text", "text": "go", "cache_control": mark}]}]});
+        let key = |v: &Value| {
+            let body = serde_json::to_vec(v).unwrap();
+            parse(Api::Anthropic, &body, &HeaderMap::new(), &[])
+                .unwrap()
+                .identity
+                .key
+        };
+        assert_eq!(key(&first), key(&second));
+        let other = serde_json::json!({"model": "m", "system": "rules", "messages": [{"role": "user", "content": "another task"}]});
+        assert_ne!(key(&first), key(&other));
     }
 }

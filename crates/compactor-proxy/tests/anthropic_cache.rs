@@ -63,6 +63,16 @@ fn with_client_marks(request: &mut Value) {
 /// Replays the trajectory through a proxy with `mode` and `budget`; every round sends
 /// the whole history up to the next assistant turn. Returns what the client sent.
 async fn replay(up: &CacheUpstream, mode: CacheMode, budget: usize, client_marks: bool) -> Vec<Value> {
+    replay_into(up, mode, budget, client_marks).await.0
+}
+
+/// [`replay`], and the proxy's store.
+async fn replay_into(
+    up: &CacheUpstream,
+    mode: CacheMode,
+    budget: usize,
+    client_marks: bool,
+) -> (Vec<Value>, std::sync::Arc<dyn llm_compactor::store::SessionStore>) {
     let conversation = trajectory().unwrap();
     let store = llm_compactor::store::open_store("memory:").await.unwrap();
     let wire = WireOptions {
@@ -73,7 +83,7 @@ async fn replay(up: &CacheUpstream, mode: CacheMode, budget: usize, client_marks
         ..WireOptions::default()
     };
     let builder = ProxyConfig::builder(&up.url(), compactor(budget), store.clone()).wire(wire);
-    let proxy = proxy_with(builder, store).await;
+    let proxy = proxy_with(builder, store.clone()).await;
     let messages = conversation["messages"].as_array().unwrap();
     let mut sent = Vec::new();
     for (i, message) in messages.iter().enumerate() {
@@ -102,7 +112,7 @@ async fn replay(up: &CacheUpstream, mode: CacheMode, budget: usize, client_marks
         assert!(status.is_success(), "round {i}: {status} {body}");
         sent.push(request);
     }
-    sent
+    (sent, store)
 }
 
 fn report(name: &str, up: &CacheUpstream) -> f64 {
@@ -175,4 +185,52 @@ async fn compaction_under_auto_keeps_the_cache_and_the_limit() {
     replay(&own, CacheMode::Auto, 6_000, true).await;
     report("client breakpoints, auto, compacting at a 6k budget", &own);
     assert!(own.bills().iter().all(|b| b.breakpoints <= 4));
+}
+
+/// Issue 38: a client that marks the last block of its last message moves the mark
+/// every request (Claude Code does). The move is not a history edit: one transcript for
+/// the session, never more than four marks forwarded, and the cache keeps being read
+/// while the proxy compacts (each mode: auto, keep, off).
+#[tokio::test]
+async fn a_moving_client_mark_neither_forks_the_session_nor_piles_up() {
+    if trajectory().is_none() {
+        return;
+    }
+    for mode in [CacheMode::Auto, CacheMode::Keep, CacheMode::Off] {
+        let up = cache_upstream().await;
+        let (sent, store) = replay_into(&up, mode, 6_000, true).await;
+        let sessions = store.sessions().await.unwrap();
+        assert_eq!(
+            sessions.len(),
+            1,
+            "{mode:?}: the session forked: {:?}",
+            sessions.iter().map(|s| &s.session).collect::<Vec<_>>()
+        );
+        let received = up.state.bodies.lock().unwrap().clone();
+        assert_eq!(received.len(), sent.len());
+        assert!(
+            received.iter().all(|b| count_breakpoints(b) <= 4),
+            "{mode:?}: {:?}",
+            received.iter().map(count_breakpoints).collect::<Vec<_>>()
+        );
+        let compacted = received
+            .iter()
+            .zip(&sent)
+            .filter(|(r, s)| r["messages"].as_array().unwrap().len() < s["messages"].as_array().unwrap().len())
+            .count();
+        assert!(compacted > 0, "{mode:?}: no request was compacted");
+        for (round, (r, s)) in received.iter().zip(&sent).enumerate() {
+            let (theirs, ours) = (s["messages"].as_array().unwrap(), r["messages"].as_array().unwrap());
+            assert_eq!(
+                theirs.last(),
+                ours.last(),
+                "{mode:?} round {round}: the client's last message, its mark in place"
+            );
+            assert_eq!(r["system"], s["system"], "{mode:?} round {round}");
+        }
+        report(
+            &format!("client marks moving every request, {mode:?}, compacting at 6k"),
+            &up,
+        );
+    }
 }

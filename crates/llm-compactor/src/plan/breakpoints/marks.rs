@@ -11,6 +11,11 @@
 //! passes never installed), and the marks it had stored with the messages came back as
 //! stale breakpoints (5 to 17 per request, where Anthropic refuses more than 4).
 //!
+//! A mark also changes a message's shape: a client that marks a string content writes it
+//! as one text block for that request (Anthropic renders both alike), and as the string
+//! again once the mark has moved on. So a content of one plain text block is read as the
+//! string it renders as.
+//!
 //! So a conversation the proxy records carries no `cache_control`: the session's history
 //! is what was said, and where the client wants its cache breakpoints is read from its
 //! current request alone, when the forwarded request is written
@@ -23,7 +28,8 @@ use crate::message::{Content, Message, Part};
 
 /// Removes every `cache_control` from `messages`: their parts (a tool result's own
 /// blocks included), their wire extras (a `tool_result` block's own mark) and their tool
-/// calls (a `tool_use` block's). The number removed.
+/// calls (a `tool_use` block's); then a content of one plain text block (no other field)
+/// becomes that text as a string, the form it renders as. The number of marks removed.
 ///
 /// ```
 /// use llm_compactor::format::{Document, Format};
@@ -34,7 +40,7 @@ use crate::message::{Content, Message, Part};
 /// let mut messages = Document::from_value(request, Some(Format::Anthropic), "r").unwrap().into_messages();
 /// assert_eq!(strip_marks(&mut messages), 1);
 /// let plain = Document::from_value(
-///     serde_json::json!({"messages": [{"role": "user", "content": [{"type": "text", "text": "hi"}]}]}),
+///     serde_json::json!({"messages": [{"role": "user", "content": "hi"}]}),
 ///     Some(Format::Anthropic), "r").unwrap();
 /// assert_eq!(messages, plain.messages());
 /// ```
@@ -46,12 +52,18 @@ pub fn strip_marks(messages: &mut [Message]) -> usize {
             removed += strip_map(&mut call.extras);
         }
         if let Content::Parts(parts) = &mut message.content {
-            for part in parts {
+            for part in parts.iter_mut() {
                 removed += match part {
                     Part::Text { extras, .. } | Part::Thinking { extras, .. } => strip_map(extras),
                     Part::Other(Value::Object(block)) => strip_block(block),
                     Part::Other(_) | Part::ToolUse { .. } => 0,
                 };
+            }
+            if let [Part::Text { text, extras }] = parts.as_mut_slice()
+                && extras.is_empty()
+                && message.tool_calls.is_empty()
+            {
+                message.content = Content::Text(std::mem::take(text));
             }
         }
     }
@@ -76,7 +88,8 @@ fn strip_block(block: &mut Map<String, Value>) -> usize {
 }
 
 /// True when `a` and `b` are equal once every `cache_control` (at any depth) is left
-/// out: the same message whose breakpoint moved.
+/// out, and a content of one plain text block is read as its string: the same message
+/// whose breakpoint moved.
 ///
 /// ```
 /// use llm_compactor::plan::breakpoints::eq_but_marks;
@@ -95,8 +108,47 @@ pub fn eq_but_marks(a: &Value, b: &Value) -> bool {
                     .all(|(k, v)| b.get(k).is_some_and(|w| eq_but_marks(v, w)))
         }
         (Value::Array(a), Value::Array(b)) => a.len() == b.len() && a.iter().zip(b).all(|(v, w)| eq_but_marks(v, w)),
+        (Value::String(text), Value::Array(blocks)) | (Value::Array(blocks), Value::String(text)) => {
+            lone_text(blocks) == Some(text.as_str())
+        }
         _ => a == b,
     }
+}
+
+/// `value` without any `cache_control` (at any depth), a content of one plain text
+/// block read as its string: what [`eq_but_marks`] compares, as a value to digest.
+///
+/// ```
+/// use llm_compactor::plan::breakpoints::unmarked;
+/// let marked = serde_json::json!([{"type": "text", "text": "x", "cache_control": {"type": "ephemeral"}}]);
+/// assert_eq!(unmarked(&marked), serde_json::json!("x"));
+/// ```
+pub fn unmarked(value: &Value) -> Value {
+    match value {
+        Value::Object(object) => Value::Object(
+            object
+                .iter()
+                .filter(|(k, _)| *k != CACHE_CONTROL)
+                .map(|(k, v)| (k.clone(), unmarked(v)))
+                .collect(),
+        ),
+        Value::Array(items) => match lone_text(items) {
+            Some(text) => Value::String(text.to_owned()),
+            None => Value::Array(items.iter().map(unmarked).collect()),
+        },
+        other => other.clone(),
+    }
+}
+
+/// The text of a content that is one text block with no other field than a mark.
+fn lone_text(blocks: &[Value]) -> Option<&str> {
+    let [Value::Object(block)] = blocks else {
+        return None;
+    };
+    let plain = block.keys().all(|k| k == "type" || k == "text" || k == CACHE_CONTROL);
+    (plain && block.get("type").and_then(Value::as_str) == Some("text"))
+        .then(|| block.get("text").and_then(Value::as_str))
+        .flatten()
 }
 
 #[cfg(test)]
@@ -145,11 +197,23 @@ mod tests {
         });
         let mut messages = read(marked.clone());
         assert_eq!(strip_marks(&mut messages), 6);
+        // The same conversation never marked: equal once its lone text blocks are read
+        // as the strings they render as.
+        let mut plain = plain;
+        assert_eq!(strip_marks(&mut plain), 0);
+        assert_eq!(plain[1].content, Content::Text("go".into()));
         assert_eq!(messages, plain);
         assert_eq!(strip_marks(&mut messages), 0, "idempotent");
         assert!(eq_but_marks(&marked, &clean));
         let mut edited = clean.clone();
         edited["messages"][2]["content"][0]["is_error"] = json!(true);
         assert!(!eq_but_marks(&marked, &edited), "a real edit is an edit");
+        let string = json!({"role": "user", "content": "go"});
+        assert!(
+            eq_but_marks(&marked["messages"][0], &string),
+            "a marked block is its string"
+        );
+        let cited = json!({"role": "user", "content": [{"type": "text", "text": "go", "citations": []}]});
+        assert!(!eq_but_marks(&cited, &string), "a block with more than a mark is not");
     }
 }

@@ -31,7 +31,7 @@ mod marks;
 use serde_json::{Map, Value};
 
 pub use blocks::{CACHE_CONTROL, MAX_BREAKPOINTS, can_carry, count_breakpoints};
-pub use marks::{eq_but_marks, strip_marks};
+pub use marks::{eq_but_marks, strip_marks, unmarked};
 
 /// When the proxy marks breakpoints.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
