@@ -61,6 +61,7 @@ pub struct Metrics {
     pub(crate) prepared_discarded: AtomicU64,
     pub(crate) prepared_cancelled: AtomicU64,
     pub(crate) prepared_elsewhere: AtomicU64,
+    pub(crate) prepared_abandoned: AtomicU64,
     latency_buckets: [AtomicU64; BUCKETS.len()],
     latency_count: AtomicU64,
     latency_sum_us: AtomicU64,
@@ -214,7 +215,7 @@ impl Metrics {
         );
         counter(
             "compactor_proxy_prepared_total",
-            "Passes prepared in the background, by fate (started; installed as they were; installed with amended ledger lines; discarded by the check or failed; cancelled).",
+            "Passes prepared in the background, by fate (started; installed as they were; installed with amended ledger lines; discarded by the check or failed; cancelled; done by another instance; abandoned when the client edited its history).",
             &[
                 ("{fate=\"started\"}", get(&self.prepared_started)),
                 ("{fate=\"installed\"}", get(&self.prepared_installed)),
@@ -222,6 +223,7 @@ impl Metrics {
                 ("{fate=\"discarded\"}", get(&self.prepared_discarded)),
                 ("{fate=\"cancelled\"}", get(&self.prepared_cancelled)),
                 ("{fate=\"elsewhere\"}", get(&self.prepared_elsewhere)),
+                ("{fate=\"abandoned\"}", get(&self.prepared_abandoned)),
             ],
         );
         counter(

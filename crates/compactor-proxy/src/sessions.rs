@@ -301,6 +301,10 @@ impl SessionState {
             // The new branch keeps what the session knows of its bills (tools and framing
             // the fallback does not count), so its first request is not counted raw.
             self.counter.rebase(recorded, &effective);
+            if self.preparer.busy() {
+                // The pass prepared for the old history cannot stand for the new one.
+                round.metrics.prepared_abandoned.fetch_add(1, Ordering::Relaxed);
+            }
             self.start_over();
             tracing::info!(session = %self.key, store_key = %self.store_key, "history edited: session starts over");
         }

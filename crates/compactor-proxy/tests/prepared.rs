@@ -229,3 +229,77 @@ async fn with_the_clients_key_the_background_summary_reads_the_agents_request() 
     assert_eq!(summary.authorization.as_deref(), Some("Bearer sk-client-1"));
     assert!(!exported.contains("sk-client"));
 }
+
+/// Issue 38: a history the client really edited goes on in a new transcript, but not as
+/// a stranger. The new branch inherits what the session's bills taught its counter (here
+/// 1,500 tokens of framing the messages do not show): counted raw, the edited request
+/// went out billed over its 4,000 budget.
+#[tokio::test]
+async fn an_edited_history_keeps_the_calibration() {
+    let up = upstream().await;
+    up.script
+        .usage_overhead
+        .store(1_500, std::sync::atomic::Ordering::Relaxed);
+    let store: Arc<dyn SessionStore> = Arc::new(MemoryStore::new());
+    let proxy = support::proxy(&up.url(), 4_000, store.clone()).await;
+    let mut messages = vec![json!({"role": "system", "content": "You are a terse assistant."})];
+    for i in 0..3 {
+        round(&proxy.url(), "edit", None, &mut messages, i).await;
+    }
+    // The client edits its first question and sends a history of 2,600 tokens of
+    // messages at once (a pasted log, say): under the trigger (2,800) counted raw, over
+    // the budget as billed.
+    messages[1] = json!({"role": "user", "content": "question 0, asked again differently"});
+    let mut i = 3;
+    let count = |messages: &[Value]| {
+        let body = json!({"model": "m", "messages": messages});
+        let parsed =
+            llm_compactor::format::Document::from_value(body, Some(llm_compactor::format::Format::OpenAi), "r");
+        llm_compactor::count::TokenCounter::count_messages(&HeuristicCounter, parsed.unwrap().messages())
+    };
+    while count(&messages) < 2_600 {
+        messages.push(json!({"role": "user", "content": format!("note {i}: {}", "n".repeat(300))}));
+        messages.push(json!({"role": "assistant", "content": format!("noted {i}")}));
+        i += 1;
+    }
+    let response = post_chat(&proxy.url(), "edit", None, &json!({"model": "m", "messages": messages})).await;
+    assert_eq!(response.status(), 200);
+    let billed = up.received().last().unwrap().tokens() + 1_500;
+    assert!(
+        billed <= 4_000,
+        "the edited request went out billed at {billed}, over its 4,000 budget"
+    );
+    let sessions = store.sessions().await.unwrap();
+    assert_eq!(sessions.len(), 2, "the session and the branch its edit started");
+}
+
+/// A pass prepared for a history the client then edits cannot stand for the new one:
+/// it is dropped and counted (`fate="abandoned"`).
+#[tokio::test]
+async fn an_edited_history_abandons_the_prepared_pass() {
+    let up = upstream().await;
+    let store: Arc<dyn SessionStore> = Arc::new(MemoryStore::new());
+    let gated = Arc::new(Gated {
+        release: Semaphore::new(0),
+    });
+    let config = CompactorConfig::builder(4_000)
+        .keep_recent(4)
+        .age_observations(false)
+        .build()
+        .unwrap();
+    let compactor = Arc::new(Compactor::new(config, Arc::new(HeuristicCounter)).with_summarizer(gated.clone()));
+    let builder = ProxyConfig::builder(&up.url(), compactor, store.clone()).prepare(prepare());
+    let proxy = proxy_with(builder, store.clone()).await;
+    let mut messages = vec![json!({"role": "system", "content": "You are a terse assistant."})];
+    let mut i = 0;
+    while prepared_total(&metrics(&proxy.url()).await, "started") < 1.0 {
+        round(&proxy.url(), "abandon", None, &mut messages, i).await;
+        i += 1;
+        assert!(i < 40);
+    }
+    messages[1] = json!({"role": "user", "content": "question 0, asked again differently"});
+    round(&proxy.url(), "abandon", None, &mut messages, i).await;
+    let text = metrics(&proxy.url()).await;
+    assert_eq!(prepared_total(&text, "abandoned"), 1.0, "{text}");
+    gated.release.add_permits(100);
+}

@@ -104,7 +104,7 @@ pub(crate) struct Start {
 }
 
 impl Preparer {
-    fn busy(&self) -> bool {
+    pub(super) fn busy(&self) -> bool {
         self.running.is_some() || self.ready.is_some()
     }
 }

@@ -30,6 +30,9 @@ pub struct Script {
     pub replay_expands: std::sync::atomic::AtomicBool,
     /// A request that carries an expansion's result is answered 503 (the follow-up fails).
     pub fail_follow_ups: std::sync::atomic::AtomicBool,
+    /// Tokens every chat completion's usage reports beyond the messages (tool
+    /// declarations, hidden framing: what only the provider's bill shows).
+    pub usage_overhead: std::sync::atomic::AtomicUsize,
 }
 
 pub struct Upstream {
@@ -183,7 +186,8 @@ async fn chat(State(script): State<Arc<Script>>, headers: HeaderMap, axum::Json(
     } else {
         "stop"
     };
-    let usage = json!({"prompt_tokens": tokens, "completion_tokens": 5, "total_tokens": tokens + 5});
+    let billed = tokens + script.usage_overhead.load(std::sync::atomic::Ordering::Relaxed);
+    let usage = json!({"prompt_tokens": billed, "completion_tokens": 5, "total_tokens": billed + 5});
     if body["stream"].as_bool() != Some(true) {
         return axum::Json(json!({
             "id": "chatcmpl-1", "object": "chat.completion", "created": 1, "model": model,
