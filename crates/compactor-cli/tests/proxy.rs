@@ -370,3 +370,38 @@ async fn the_standard_otel_environment_turns_tracing_on() {
     );
     assert!(raw.contains("\"otel-cli\""), "named for its session: {raw}");
 }
+
+/// Issue 44: `--ui` on an address other than loopback needs `--ui-token-env`; a variable
+/// that is not set is a usage error naming it.
+#[test]
+fn the_inspector_off_loopback_needs_a_token() {
+    let base = [
+        "proxy",
+        "--upstream",
+        "http://127.0.0.1:9",
+        "--budget",
+        "10000",
+        "--store",
+        "memory:",
+    ];
+    let exposed = run(&[&base[..], &["--listen", "0.0.0.0:0", "--ui"]].concat(), None);
+    assert!(!exposed.status.success());
+    let said = support::stderr(&exposed);
+    assert!(said.contains("--ui-token-env"), "{said}");
+    let unset = run(
+        &[
+            &base[..],
+            &[
+                "--listen",
+                "0.0.0.0:0",
+                "--ui",
+                "--ui-token-env",
+                "COMPACTOR_TEST_UNSET_TOKEN",
+            ],
+        ]
+        .concat(),
+        None,
+    );
+    assert!(!unset.status.success());
+    assert!(support::stderr(&unset).contains("COMPACTOR_TEST_UNSET_TOKEN"));
+}

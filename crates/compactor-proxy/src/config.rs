@@ -43,6 +43,7 @@ pub struct ProxyConfig {
     #[cfg(feature = "otel")]
     pub(crate) telemetry: Option<std::sync::Arc<crate::telemetry::Telemetry>>,
     pub(crate) ui: bool,
+    pub(crate) ui_token: Option<crate::ui_token::UiToken>,
     pub(crate) wire: WireOptions,
     pub(crate) expand_tool: Option<ExpandTool>,
 }
@@ -97,6 +98,7 @@ impl ProxyConfig {
             #[cfg(feature = "otel")]
             telemetry: None,
             ui: false,
+            ui_token: None,
             wire: WireOptions::default(),
             expand_tool: None,
         }
@@ -154,6 +156,7 @@ pub struct ProxyConfigBuilder {
     #[cfg(feature = "otel")]
     telemetry: Option<std::sync::Arc<crate::telemetry::Telemetry>>,
     ui: bool,
+    ui_token: Option<String>,
     wire: WireOptions,
     expand_tool: Option<ExpandTool>,
 }
@@ -243,6 +246,15 @@ impl ProxyConfigBuilder {
         self
     }
 
+    /// The token the inspector asks for (`Authorization: Bearer TOKEN`, or HTTP Basic
+    /// with TOKEN as the password; compared in constant time; 401 otherwise). Required
+    /// when the inspector is served on an address other than loopback: [`crate::serve`]
+    /// refuses to start without one there.
+    pub fn ui_token(mut self, token: Option<String>) -> Self {
+        self.ui_token = token;
+        self
+    }
+
     /// The largest request body accepted, in bytes (default [`DEFAULT_MAX_BODY_BYTES`]).
     pub fn max_body_bytes(mut self, bytes: usize) -> Self {
         self.max_body_bytes = bytes;
@@ -323,6 +335,13 @@ impl ProxyConfigBuilder {
             #[cfg(feature = "otel")]
             telemetry: self.telemetry,
             ui: self.ui,
+            ui_token: match self.ui_token {
+                Some(token) if token.trim().is_empty() => {
+                    return Err(ProxyError::Config("the inspector's token is empty".to_owned()));
+                }
+                Some(token) => Some(crate::ui_token::UiToken::new(&token)),
+                None => None,
+            },
             wire: self.wire,
             expand_tool: self.expand_tool.map(|e| ExpandTool {
                 max_calls: e.max_calls.max(1),

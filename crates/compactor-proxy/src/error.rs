@@ -28,6 +28,10 @@ pub enum ProxyError {
     /// The session store failed. Clients get 503.
     #[error("session store: {0}")]
     Store(#[from] llm_compactor::store::StoreError),
+    /// The proxy's own failure (a record it could not encode or write, a body it could
+    /// not serialize): never the client's fault. Clients get 500.
+    #[error("internal error: {0}")]
+    Internal(String),
 }
 
 impl ProxyError {
@@ -37,7 +41,7 @@ impl ProxyError {
             ProxyError::TooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
             ProxyError::BadRequest(_) => StatusCode::BAD_REQUEST,
             ProxyError::Store(_) => StatusCode::SERVICE_UNAVAILABLE,
-            ProxyError::Config(_) | ProxyError::Io(_) => StatusCode::INTERNAL_SERVER_ERROR,
+            ProxyError::Config(_) | ProxyError::Io(_) | ProxyError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
 
@@ -47,7 +51,7 @@ impl ProxyError {
             ProxyError::TooLarge { .. } => "request_too_large",
             ProxyError::BadRequest(_) => "invalid_request_error",
             ProxyError::Store(_) => "store_unavailable",
-            ProxyError::Config(_) | ProxyError::Io(_) => "proxy_error",
+            ProxyError::Config(_) | ProxyError::Io(_) | ProxyError::Internal(_) => "proxy_error",
         }
     }
 }

@@ -55,6 +55,7 @@ mod state;
 mod telemetry;
 mod traced;
 mod ui;
+mod ui_token;
 mod upstream;
 
 use std::future::Future;
@@ -87,6 +88,16 @@ pub async fn serve(
     listener: tokio::net::TcpListener,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), ProxyError> {
+    if config.ui
+        && config.ui_token.is_none()
+        && let Ok(addr) = listener.local_addr()
+        && !addr.ip().is_loopback()
+    {
+        return Err(ProxyError::Config(format!(
+            "the inspector (--ui) shows every session's conversation: on {addr}, which is not a loopback \
+             address, it needs a token (--ui-token-env VAR), or listen on 127.0.0.1"
+        )));
+    }
     let client = upstream::client(&config)?;
     let state = Arc::new(state::AppState {
         sessions: sessions::Sessions::new(config.max_sessions),

@@ -316,14 +316,14 @@ impl SessionState {
             crate::identity::record(&request.identity, &mut extra);
             lines
                 .push_meta(&mut self.replayer, extra)
-                .map_err(|e| ProxyError::BadRequest(e.to_string()))?;
+                .map_err(|e| ProxyError::Internal(e.to_string()))?;
             self.opened = true;
         }
         let start = self.replayer.messages().len();
         for message in &effective[start..] {
             lines
                 .push(&mut self.replayer, Record::Message(message.clone()))
-                .map_err(|e| ProxyError::BadRequest(e.to_string()))?;
+                .map_err(|e| ProxyError::Internal(e.to_string()))?;
         }
         // The replayer's conversation is `effective`, counted as its messages arrived:
         // the decision costs this round's new messages.
@@ -382,7 +382,7 @@ impl SessionState {
         } else {
             let (value, messages) = request.wire.to_value(effective);
             effective = messages;
-            bytes::Bytes::from(serde_json::to_vec(&value).map_err(|e| ProxyError::BadRequest(e.to_string()))?)
+            bytes::Bytes::from(serde_json::to_vec(&value).map_err(|e| ProxyError::Internal(e.to_string()))?)
         };
         if !compacted && round.attempt == Attempt::First {
             self.maybe_prepare(round, &body, tokens);

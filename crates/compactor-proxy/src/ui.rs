@@ -5,8 +5,8 @@
 //! (`compactor-report`), built from the store on every load, so it is live.
 //!
 //! Off by default, and then `/ui` answers 404 here rather than being passed upstream. It
-//! shows conversation content, so it belongs on localhost or behind the operator's own
-//! auth. It reads only the store: a request's headers (an API key among them) are never
+//! shows conversation content, so on any address other than loopback it needs a token
+//! (`--ui-token-env VAR`; see `ui_token`), without which the proxy refuses to start. It reads only the store: a request's headers (an API key among them) are never
 //! stored, so no page can show one; the session key is shown, as `compactor proxy
 //! sessions` shows it. Nothing of a conversation is logged here.
 
@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use axum::Router;
 use axum::extract::{Path, State};
-use axum::http::{HeaderValue, StatusCode, header};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use compactor_report::{ReportOptions, SessionRow, render_index, render_with, report_of_jsonl};
@@ -88,9 +88,28 @@ fn jsonl(events: &[StoredEvent]) -> String {
     text
 }
 
-async fn index(State(state): State<Arc<AppState>>) -> Response {
+/// `None` when the request may see the inspector; else the answer (404 when it is
+/// off, 401 when a token is configured and not presented).
+fn refused(state: &AppState, headers: &HeaderMap) -> Option<Response> {
     if !state.config.ui {
-        return not_found();
+        return Some(not_found());
+    }
+    match &state.config.ui_token {
+        Some(token) if !token.admits(headers) => {
+            let mut response = (StatusCode::UNAUTHORIZED, "the inspector needs its token\n").into_response();
+            response.headers_mut().insert(
+                header::WWW_AUTHENTICATE,
+                HeaderValue::from_static("Basic realm=\"compactor inspector\", charset=\"UTF-8\""),
+            );
+            Some(response)
+        }
+        _ => None,
+    }
+}
+
+async fn index(State(state): State<Arc<AppState>>, headers: HeaderMap) -> Response {
+    if let Some(refused) = refused(&state, &headers) {
+        return refused;
     }
     let mut sessions: Vec<SessionInfo> = match state.config.store.sessions().await {
         Ok(sessions) => sessions,
@@ -143,9 +162,9 @@ async fn index(State(state): State<Arc<AppState>>) -> Response {
     )
 }
 
-async fn session(State(state): State<Arc<AppState>>, Path(key): Path<String>) -> Response {
-    if !state.config.ui {
-        return not_found();
+async fn session(State(state): State<Arc<AppState>>, headers: HeaderMap, Path(key): Path<String>) -> Response {
+    if let Some(refused) = refused(&state, &headers) {
+        return refused;
     }
     let events = match state.config.store.events(&key, 0).await {
         Ok(events) if events.is_empty() => return not_found(),

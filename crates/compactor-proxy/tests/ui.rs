@@ -190,3 +190,48 @@ async fn the_live_inspector_in_a_browser() {
         "the list's numbers are the report's"
     );
 }
+
+/// Issue 44: the inspector shows every conversation, so on an address other than
+/// loopback the proxy refuses to serve it without a token; with one, `/ui` answers 401
+/// until the token is presented (as a bearer token or a browser's Basic login).
+#[tokio::test]
+async fn the_inspector_needs_a_token_off_loopback_and_checks_it() {
+    let up = upstream().await;
+    let store: Arc<dyn SessionStore> = Arc::new(MemoryStore::new());
+    let open = ProxyConfig::builder(&up.url(), support::compactor(10_000), store.clone())
+        .ui(true)
+        .build()
+        .unwrap();
+    let exposed = tokio::net::TcpListener::bind("0.0.0.0:0").await.unwrap();
+    let refused = compactor_proxy::serve(open, exposed, std::future::pending()).await;
+    let problem = refused.expect_err("refused to start").to_string();
+    assert!(problem.contains("--ui-token-env"), "{problem}");
+
+    let guarded = ProxyConfig::builder(&up.url(), support::compactor(10_000), store.clone())
+        .ui(true)
+        .ui_token(Some("tok-123".into()));
+    let proxy = proxy_with(guarded, store).await;
+    for path in ["/ui", "/ui/session/x"] {
+        let url = format!("{}{path}", proxy.url());
+        let response = get(&url).await;
+        assert_eq!(response.status(), 401, "{path}");
+        assert!(response.headers().contains_key("www-authenticate"));
+        let wrong = client().get(&url).bearer_auth("tok-12").send().await.unwrap();
+        assert_eq!(wrong.status(), 401, "{path}");
+    }
+    let ok = client()
+        .get(format!("{}/ui", proxy.url()))
+        .bearer_auth("tok-123")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(ok.status(), 200);
+    let basic = client()
+        .get(format!("{}/ui", proxy.url()))
+        .basic_auth("me", Some("tok-123"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(basic.status(), 200);
+    assert!(up.received().is_empty(), "/ui is never passed upstream");
+}

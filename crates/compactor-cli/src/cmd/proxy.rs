@@ -155,6 +155,12 @@ struct ServeArgs {
     /// header), so keep it on localhost or behind your own auth.
     #[arg(long)]
     ui: bool,
+    /// The environment variable holding the inspector's token: `/ui` then answers only
+    /// requests that present it (`Authorization: Bearer TOKEN`, or a browser's login
+    /// prompt with TOKEN as the password). Required with --ui on any address other than
+    /// loopback (the proxy refuses to start without it there).
+    #[arg(long, value_name = "VAR", requires = "ui")]
+    ui_token_env: Option<String>,
     /// Anthropic cache breakpoints: `auto` marks the static prefix, the rewritten prefix
     /// and the last message when a request carries no `cache_control`, and keeps a
     /// client's own; `keep` only keeps the client's; `off` changes nothing.
@@ -320,6 +326,7 @@ async fn build_config(serve: &ServeArgs) -> Result<ProxyConfig, CliError> {
         .max_body_bytes(serve.max_body_bytes)
         .max_sessions(serve.max_sessions)
         .ui(serve.ui)
+        .ui_token(ui_token(serve.ui_token_env.as_deref())?)
         .expand_tool(serve.expand_tool.then_some(compactor_proxy::ExpandTool {
             max_calls: serve.expand_max_calls,
         }))
@@ -362,6 +369,17 @@ async fn build_config(serve: &ServeArgs) -> Result<ProxyConfig, CliError> {
         builder = builder.prepare(Some(prepare));
     }
     builder.build().map_err(|e| CliError::Usage(e.to_string()))
+}
+
+/// The inspector's token from the variable `--ui-token-env` names (never echoed).
+fn ui_token(var: Option<&str>) -> Result<Option<String>, CliError> {
+    let Some(var) = var else { return Ok(None) };
+    match std::env::var(var) {
+        Ok(token) if !token.trim().is_empty() => Ok(Some(token)),
+        _ => Err(CliError::Usage(format!(
+            "--ui-token-env {var}: the variable is not set, or empty"
+        ))),
+    }
 }
 
 async fn serve_until_signal(config: ProxyConfig, listen: &str) -> Result<(), CliError> {

@@ -268,7 +268,7 @@ impl Exchange {
         sent.extend(turns.iter().cloned());
         let (value, sent) = self.request.wire.to_value(sent);
         self.sent = sent;
-        let body = serde_json::to_vec(&value).map_err(|e| ProxyError::BadRequest(e.to_string()))?;
+        let body = serde_json::to_vec(&value).map_err(|e| ProxyError::Internal(e.to_string()))?;
         let body = outgoing::finish(
             self.api,
             &config.wire,

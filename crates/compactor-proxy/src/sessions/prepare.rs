@@ -382,7 +382,7 @@ impl SessionState {
         };
         lines
             .push(&mut self.replayer, record)
-            .map_err(|e| crate::error::ProxyError::BadRequest(e.to_string()))?;
+            .map_err(|e| crate::error::ProxyError::Internal(e.to_string()))?;
         Ok(result)
     }
 

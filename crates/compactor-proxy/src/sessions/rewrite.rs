@@ -67,7 +67,7 @@ impl SessionState {
             original_len: client.len(),
             original_digest: conversation_digest(client),
             replacement: serde_json::to_string(&messages)
-                .map_err(|e| ProxyError::BadRequest(format!("cannot encode the rewrite: {e}")))?,
+                .map_err(|e| ProxyError::Internal(format!("cannot encode the rewrite: {e}")))?,
             generation: generation + 1,
         };
         self.append(config, lines).await?;
