@@ -339,7 +339,10 @@ fn export_turns(messages: &[&Message]) -> Vec<Value> {
             if hint(first).turn.is_some() {
                 export_group(&messages[range])
             } else if first.role == Role::Tool {
-                let tools = messages[range.clone()].iter().take_while(|m| m.role == Role::Tool).count();
+                let tools = messages[range.clone()]
+                    .iter()
+                    .take_while(|m| m.role == Role::Tool)
+                    .count();
                 let mut blocks: Vec<Value> = messages[range.start..range.start + tools]
                     .iter()
                     .map(|m| tool_result_block(m))
@@ -411,8 +414,10 @@ pub(crate) fn wire_turns(messages: &[Message]) -> Vec<Option<usize>> {
 /// `M` of a provider's error path `messages.N.content.M` as a part index.
 pub(crate) fn assistant_block_parts(message: &Message) -> Vec<Option<usize>> {
     let Content::Parts(parts) = &message.content else {
-        let text = usize::from(!matches!(&message.content, Content::Absent | Content::Null)
-            && !matches!(&message.content, Content::Text(t) if t.is_empty()));
+        let text = usize::from(
+            !matches!(&message.content, Content::Absent | Content::Null)
+                && !matches!(&message.content, Content::Text(t) if t.is_empty()),
+        );
         return vec![None; text + message.tool_calls.len()];
     };
     let mut used = vec![false; message.tool_calls.len()];

@@ -347,7 +347,9 @@ fn assistant_turn(items: Vec<Map<String, Value>>) -> Result<Message, String> {
 /// parts instead, in the items' order: each text, and for each such item a
 /// [`Part::Other`] that counters count and the summarizer reads (see
 /// [`context_view`]).
-pub(crate) fn turn_parts<'a>(items: impl IntoIterator<Item = &'a Map<String, Value>>) -> Result<(Content, Vec<ToolCall>), String> {
+pub(crate) fn turn_parts<'a>(
+    items: impl IntoIterator<Item = &'a Map<String, Value>>,
+) -> Result<(Content, Vec<ToolCall>), String> {
     let mut parts = Vec::new();
     let mut in_context = false;
     let mut calls = Vec::new();

@@ -69,7 +69,10 @@ fn without_items(message: &Message, drop: &[usize]) -> Option<Message> {
         return None;
     }
     let maps: Option<Vec<&serde_json::Map<String, Value>>> = kept.iter().map(Value::as_object).collect();
-    let (content, calls) = turn_parts(maps?).ok()?;
+    // Items the codec read are objects with their fields; anything else is left alone.
+    let Some(Ok((content, calls))) = maps.map(turn_parts) else {
+        return Some(message.clone());
+    };
     let mut out = message.clone();
     out.content = content;
     out.tool_calls = calls;
@@ -119,6 +122,9 @@ mod tests {
             Part::from_value(json!({"type": "thinking", "thinking": "t", "signature": "s"})).unwrap(),
             Part::text("ok"),
         ]);
-        assert_eq!(without_parts(&turn, &[0]).unwrap().content, Content::Parts(vec![Part::text("ok")]));
+        assert_eq!(
+            without_parts(&turn, &[0]).unwrap().content,
+            Content::Parts(vec![Part::text("ok")])
+        );
     }
 }

@@ -27,7 +27,7 @@ use serde::{Deserialize, Serialize};
 
 use super::rules::{BindingContext, Outcome, Provider};
 use super::signed::{
-    BlockRef, SignedBlock, SignedKind, is_provider_compaction, message_blocks, parts_of, part_kind, same_on_wire,
+    BlockRef, SignedBlock, SignedKind, is_provider_compaction, message_blocks, part_kind, parts_of, same_on_wire,
     signed_blocks, turn_item,
 };
 use crate::message::{Message, Part, Role};
@@ -165,14 +165,27 @@ pub fn invalidated(before: &[Message], after: &[Message], ctx: &BindingContext) 
     }
     let (k, q) = first_difference(before, after);
     let reason = classify(before, after, k);
-    let index = BlockIndex::build(before);
+    // Where `before`'s blocks are, by their bytes: needed for sealed items and for
+    // blocks after a provider's summary only (not on the common path of a proxy).
+    let needs_index = rules.provider == Provider::OpenAiResponses
+        || (rules.provider_compaction_keeps_later && after[k.min(after.len())..].iter().any(is_provider_compaction));
+    let index = if needs_index {
+        BlockIndex::build(before)
+    } else {
+        BlockIndex { at: HashMap::new() }
+    };
     let mut invalid = Vec::new();
     for block in &blocks {
         if (block.at.message, block.at.part) < (k, q) {
             continue;
         }
         if rules.provider == Provider::OpenAiResponses && !index.sealed_intact(after, block) {
-            invalid.push(Invalid::new(block.at, block.kind, InvalidReason::SealedEdited, Outcome::Rejected));
+            invalid.push(Invalid::new(
+                block.at,
+                block.kind,
+                InvalidReason::SealedEdited,
+                Outcome::Rejected,
+            ));
             continue;
         }
         if block.kind == SignedKind::Compaction || !rules.prefix_bound {
@@ -224,7 +237,11 @@ fn first_difference(before: &[Message], after: &[Message]) -> (usize, usize) {
         return (k, 0);
     }
     let (pa, pb) = (parts_of(a), parts_of(b));
-    let mut q = pa.iter().zip(pb).position(|(x, y)| x != y).unwrap_or(pa.len().min(pb.len()));
+    let mut q = pa
+        .iter()
+        .zip(pb)
+        .position(|(x, y)| x != y)
+        .unwrap_or(pa.len().min(pb.len()));
     if a.tool_calls != b.tool_calls {
         // A call is written where its placeholder stands (or after the parts).
         let call = |m: &Message, id: &str| m.tool_calls.iter().find(|c| c.id == id).cloned();
@@ -364,14 +381,19 @@ fn kept_after_provider_summary(before: &[Message], after: &[Message], block: &Si
     }
     let start = j - kept;
     let run_unchanged = (0..kept).all(|d| same_on_wire(&after[c + 1 + d], &before[start + d]));
-    let own_prefix = parts_of(&after[i]).get(..=p) == parts_of(&before[j]).get(..=p)
-        && after[i].role == before[j].role;
+    let own_prefix = parts_of(&after[i]).get(..=p) == parts_of(&before[j]).get(..=p) && after[i].role == before[j].role;
     // The first kept message is not a mid-conversation system message, and its role
     // differs from the last summarized one's (else the API merges the two).
-    let wire_role = |m: &Message| if m.role == Role::Tool { Role::User } else { m.role.clone() };
-    let first_kept_ok = after.get(c + 1).is_none_or(|m| {
-        !m.role.is_system_prompt() && (start == 0 || wire_role(m) != wire_role(&before[start - 1]))
-    });
+    let wire_role = |m: &Message| {
+        if m.role == Role::Tool {
+            Role::User
+        } else {
+            m.role.clone()
+        }
+    };
+    let first_kept_ok = after
+        .get(c + 1)
+        .is_none_or(|m| !m.role.is_system_prompt() && (start == 0 || wire_role(m) != wire_role(&before[start - 1])));
     run_unchanged && own_prefix && first_kept_ok && system_prompts_unchanged(before, after, c)
 }
 

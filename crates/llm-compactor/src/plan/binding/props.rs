@@ -55,10 +55,14 @@ fn signed(mut messages: Vec<Message>) -> Vec<Message> {
             _ => 0,
         };
         for p in 0..count {
-            let Content::Parts(parts) = &messages[i].content else { unreachable!() };
+            let Content::Parts(parts) = &messages[i].content else {
+                unreachable!()
+            };
             let Some((_, text)) = carried(&parts[p]) else { continue };
             let signature = sign(&messages, i, p, &text);
-            let Content::Parts(parts) = &mut messages[i].content else { unreachable!() };
+            let Content::Parts(parts) = &mut messages[i].content else {
+                unreachable!()
+            };
             match &mut parts[p] {
                 Part::Thinking { extras, .. } => {
                     extras.insert("signature".into(), Value::String(signature));
@@ -75,7 +79,9 @@ fn signed(mut messages: Vec<Message>) -> Vec<Message> {
 fn reference_invalid(messages: &[Message]) -> Vec<BlockRef> {
     let mut out = Vec::new();
     for (i, message) in messages.iter().enumerate() {
-        let Content::Parts(parts) = &message.content else { continue };
+        let Content::Parts(parts) = &message.content else {
+            continue;
+        };
         for (p, part) in parts.iter().enumerate() {
             if let Some((signature, text)) = carried(part)
                 && sign(messages, i, p, &text) != signature
@@ -143,9 +149,13 @@ fn apply(messages: &mut Vec<Message>, (kind, a, b): Edit) {
         }
         // A part left out, or two parts swapped, in an assistant turn.
         3 | 4 => {
-            if let Some(k) = (i..n).chain(0..i).find(|&k| matches!(&messages[k].content, Content::Parts(p) if p.len() > 1))
+            if let Some(k) = (i..n)
+                .chain(0..i)
+                .find(|&k| matches!(&messages[k].content, Content::Parts(p) if p.len() > 1))
             {
-                let Content::Parts(parts) = &mut messages[k].content else { unreachable!() };
+                let Content::Parts(parts) = &mut messages[k].content else {
+                    unreachable!()
+                };
                 let (x, y) = (j % parts.len(), (j + 1) % parts.len());
                 if kind % 7 == 3 {
                     parts.remove(x);

@@ -140,7 +140,9 @@ pub fn recover_from_error(status: u16, body: &str, request: &[Message]) -> Optio
         .filter(|b| b.kind.is_thinking() && b.item.is_none() && b.at >= start)
         .collect();
     let named = blocks.first().filter(|b| b.at == start).map(|b| b.at);
-    let reason = InvalidReason::RejectedByProvider { named: named.or(Some(start)) };
+    let reason = InvalidReason::RejectedByProvider {
+        named: named.or(Some(start)),
+    };
     Some(Recovery {
         cause: RecoveryCause::InvalidSignature {
             wire_message,
@@ -196,7 +198,10 @@ fn encrypted_content(message: &str, request: &[Message]) -> Recovery {
         .split_once("encrypted content ")
         .map(|(_, rest)| rest.split_whitespace().next().unwrap_or(""))
         .and_then(|token| token.split_once("..."));
-    let sealed: Vec<_> = signed_blocks(request).into_iter().filter(|b| b.item.is_some()).collect();
+    let sealed: Vec<_> = signed_blocks(request)
+        .into_iter()
+        .filter(|b| b.item.is_some())
+        .collect();
     let named = quoted.and_then(|(head, tail)| {
         sealed
             .iter()

@@ -117,7 +117,11 @@ pub struct BindingReport {
 impl BindingReport {
     /// The chars of thinking removed (the model re-does it).
     pub fn thinking_chars_dropped(&self) -> usize {
-        self.dropped.iter().filter(|n| n.kind.is_thinking()).map(|n| n.chars).sum()
+        self.dropped
+            .iter()
+            .filter(|n| n.kind.is_thinking())
+            .map(|n| n.chars)
+            .sum()
     }
 
     /// True when nothing was invalid.
@@ -184,7 +188,9 @@ pub fn plan_binding_repair(
         .flatten();
     // The block the loop's last assistant turn starts its thinking with.
     let loop_block = loop_turn.and_then(|a| {
-        let first = parts_of(&after[a]).iter().position(|p| part_kind(p).is_some_and(SignedKind::is_thinking))?;
+        let first = parts_of(&after[a])
+            .iter()
+            .position(|p| part_kind(p).is_some_and(SignedKind::is_thinking))?;
         Some(BlockRef::new(a, first))
     });
     let mut remove: BTreeMap<usize, Vec<usize>> = BTreeMap::new();

@@ -227,10 +227,23 @@ mod tests {
 
     #[test]
     fn model_ids_decide_the_anthropic_rules() {
-        for bound in ["claude-fable-5-1", "claude-mythos-5-2", "claude-opus-5-5", "claude-next-7"] {
-            assert!(BindingRules::for_model(Provider::Anthropic, bound).prefix_bound, "{bound}");
+        for bound in [
+            "claude-fable-5-1",
+            "claude-mythos-5-2",
+            "claude-opus-5-5",
+            "claude-next-7",
+        ] {
+            assert!(
+                BindingRules::for_model(Provider::Anthropic, bound).prefix_bound,
+                "{bound}"
+            );
         }
-        for old in ["claude-3-5-sonnet-20241022", "claude-opus-4-8", "claude-sonnet-5", "claude-opus-5-20260601"] {
+        for old in [
+            "claude-3-5-sonnet-20241022",
+            "claude-opus-4-8",
+            "claude-sonnet-5",
+            "claude-opus-5-20260601",
+        ] {
             assert!(!BindingRules::for_model(Provider::Anthropic, old).prefix_bound, "{old}");
         }
         assert!(!BindingRules::for_model(Provider::Anthropic, "claude-opus-5-5").account_bound);

@@ -154,7 +154,9 @@ pub(super) fn responses_items(message: &Message) -> Option<Vec<(usize, usize, Si
     let Content::Parts(parts) = &message.content else {
         return Some(Vec::new());
     };
-    let views: Vec<usize> = (0..parts.len()).filter(|&p| matches!(parts[p], Part::Other(_))).collect();
+    let views: Vec<usize> = (0..parts.len())
+        .filter(|&p| matches!(parts[p], Part::Other(_)))
+        .collect();
     let mut out = Vec::new();
     let mut view = 0;
     for (i, item) in items.iter().enumerate() {
@@ -166,7 +168,11 @@ pub(super) fn responses_items(message: &Message) -> Option<Vec<(usize, usize, Si
         let part = views.get(view).copied();
         view += 1;
         let sealed = match kind {
-            "reasoning" if object.get("encrypted_content").is_some_and(|v| v.as_str().is_some_and(|s| !s.is_empty())) => {
+            "reasoning"
+                if object
+                    .get("encrypted_content")
+                    .is_some_and(|v| v.as_str().is_some_and(|s| !s.is_empty())) =>
+            {
                 Some(SignedKind::Reasoning)
             }
             COMPACTION_ITEM => Some(SignedKind::Compaction),
@@ -227,7 +233,9 @@ pub(super) fn parts_of(message: &Message) -> &[Part] {
 /// True for a message that holds a summary the provider wrote (a compaction block or
 /// item): what follows it is checked against the history after the summarized part.
 pub(super) fn is_provider_compaction(message: &Message) -> bool {
-    message_blocks(0, message).iter().any(|b| b.kind == SignedKind::Compaction)
+    message_blocks(0, message)
+        .iter()
+        .any(|b| b.kind == SignedKind::Compaction)
 }
 
 #[cfg(test)]

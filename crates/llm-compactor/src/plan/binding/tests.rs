@@ -31,7 +31,9 @@ fn anthropic_loop(rounds: usize, ends_in_loop: bool) -> Vec<Message> {
         turns.push(json!({"role": "user", "content": "thanks"}));
     }
     let doc = json!({"system": "You are careful.", "messages": turns});
-    Document::from_value(doc, Some(Format::Anthropic), "t").unwrap().into_messages()
+    Document::from_value(doc, Some(Format::Anthropic), "t")
+        .unwrap()
+        .into_messages()
 }
 
 fn anthropic() -> BindingContext {
@@ -103,7 +105,9 @@ fn an_unchanged_prefix_keeps_every_block_and_an_append_too() {
 fn a_thinking_block_left_out_or_moved_invalidates_the_blocks_after_it() {
     let before = anthropic_loop(4, true);
     let mut after = before.clone();
-    let Content::Parts(parts) = &mut after[4].content else { panic!() };
+    let Content::Parts(parts) = &mut after[4].content else {
+        panic!()
+    };
     parts.remove(0);
     let invalid = invalidated(&before, &after, &anthropic());
     assert_eq!(blocks(&invalid), [6, 8]);
@@ -111,17 +115,31 @@ fn a_thinking_block_left_out_or_moved_invalidates_the_blocks_after_it() {
 
     // Two thinking blocks of one turn swapped.
     let mut before = anthropic_loop(2, true);
-    let Content::Parts(parts) = &mut before[2].content else { panic!() };
-    parts.insert(1, Part::from_value(json!({"type": "redacted_thinking", "data": "zz"})).unwrap());
+    let Content::Parts(parts) = &mut before[2].content else {
+        panic!()
+    };
+    parts.insert(
+        1,
+        Part::from_value(json!({"type": "redacted_thinking", "data": "zz"})).unwrap(),
+    );
     let mut after = before.clone();
-    let Content::Parts(parts) = &mut after[2].content else { panic!() };
+    let Content::Parts(parts) = &mut after[2].content else {
+        panic!()
+    };
     parts.swap(0, 1);
     let invalid = invalidated(&before, &after, &anthropic());
     assert_eq!(
-        invalid.iter().map(|i| (i.block.message, i.block.part)).collect::<Vec<_>>(),
+        invalid
+            .iter()
+            .map(|i| (i.block.message, i.block.part))
+            .collect::<Vec<_>>(),
         [(2, 0), (2, 1), (4, 0)]
     );
-    assert!(invalid.iter().all(|i| i.reason == InvalidReason::ThinkingMoved { at: 2 }));
+    assert!(
+        invalid
+            .iter()
+            .all(|i| i.reason == InvalidReason::ThinkingMoved { at: 2 })
+    );
 }
 
 #[test]
@@ -150,7 +168,8 @@ fn tools_system_account_and_model_are_facts_of_the_request() {
     assert_eq!(invalid.len(), 4);
     assert!(invalid.iter().all(|i| i.reason == InvalidReason::ToolsChanged));
     // Only Sonnet and Haiku 5.5 bind to the account.
-    let opus = BindingContext::new(BindingRules::for_model(Provider::Anthropic, "claude-opus-5-5")).account_changed(true);
+    let opus =
+        BindingContext::new(BindingRules::for_model(Provider::Anthropic, "claude-opus-5-5")).account_changed(true);
     assert!(invalidated(&before, &before, &opus).is_empty());
     let sonnet =
         BindingContext::new(BindingRules::for_model(Provider::Anthropic, "claude-sonnet-5-5")).account_changed(true);
@@ -195,8 +214,10 @@ fn responses_loop(rounds: usize) -> ResponsesRequest {
     for i in 0..rounds {
         input.push(json!({"type": "reasoning", "id": format!("rs_{i}"), "summary": [],
             "encrypted_content": format!("gAAAA{i}xyz=")}));
-        input.push(json!({"type": "function_call", "id": format!("fc_{i}"), "call_id": format!("c{i}"),
-            "name": "bash", "arguments": format!("{{\"cmd\":\"ls {i}\"}}")}));
+        input.push(
+            json!({"type": "function_call", "id": format!("fc_{i}"), "call_id": format!("c{i}"),
+            "name": "bash", "arguments": format!("{{\"cmd\":\"ls {i}\"}}")}),
+        );
         input.push(json!({"type": "function_call_output", "call_id": format!("c{i}"), "output": format!("out {i}")}));
     }
     let body = json!({"model": "gpt-5", "instructions": "Be careful.", "input": input});
@@ -220,7 +241,12 @@ fn openai_reasoning_after_a_prefix_change_is_dropped_by_the_api_and_kept_whole_b
     assert!(repair.sendable());
     assert_eq!(repair.messages, after, "sealed items are kept whole");
     assert_eq!(repair.report.left_for_provider.len(), 2);
-    let stripped = plan_binding_repair(&after, &invalid, &openai(), &RepairPolicy::default().strip_dropped(true));
+    let stripped = plan_binding_repair(
+        &after,
+        &invalid,
+        &openai(),
+        &RepairPolicy::default().strip_dropped(true),
+    );
     assert_eq!(stripped.report.dropped.len(), 2);
     assert!(signed_blocks(&stripped.messages).iter().all(|b| b.at.message == 2));
 }
@@ -267,7 +293,11 @@ fn an_openai_compaction_item_keeps_later_reasoning_valid_and_is_never_dropped_si
         &RepairPolicy::default().allow_dropping_compaction(true),
     );
     assert!(allowed.sendable());
-    assert_eq!(allowed.report.removed_turns, [1], "a turn of nothing but the compaction");
+    assert_eq!(
+        allowed.report.removed_turns,
+        [1],
+        "a turn of nothing but the compaction"
+    );
 }
 
 #[test]
@@ -304,7 +334,12 @@ fn an_in_progress_tool_loop_whose_last_thinking_is_invalid_needs_a_turn_boundary
     assert!(!repair.sendable());
     assert_eq!(repair.report.needs_turn_boundary.map(|b| b.message), Some(last));
     // The messages are what the drop_block plan sends.
-    let with_drop = plan_binding_repair(&after, &invalid, &anthropic(), &RepairPolicy::default().drop_block(true));
+    let with_drop = plan_binding_repair(
+        &after,
+        &invalid,
+        &anthropic(),
+        &RepairPolicy::default().drop_block(true),
+    );
     assert!(with_drop.sendable());
     assert_eq!(with_drop.messages, repair.messages);
     assert_eq!(thinking_turns(&with_drop.messages), [2, last]);
@@ -346,7 +381,10 @@ fn the_documented_anthropic_error_names_a_block_and_every_later_one_goes() {
     // The tool loop's missing thinking: nothing to drop.
     let missing = "messages.5.content.0.type: Expected `thinking` or `redacted_thinking`, but found `tool_use`. When `thinking` is enabled, a final `assistant` message must start with a thinking block.";
     let loop_error = recover_from_error(400, &anthropic_error(missing), &request).expect("ours");
-    assert_eq!(loop_error.cause, RecoveryCause::ToolLoopNeedsThinking { wire_message: 5 });
+    assert_eq!(
+        loop_error.cause,
+        RecoveryCause::ToolLoopNeedsThinking { wire_message: 5 }
+    );
     assert!(!loop_error.retryable());
     // Not ours.
     for other in [
