@@ -416,3 +416,66 @@ fn invalid_encrypted_content_drops_every_sealed_item_and_names_the_quoted_one() 
     assert!(repair.sendable());
     assert!(signed_blocks(&repair.messages).is_empty());
 }
+
+#[test]
+fn wire_paths_map_back_to_the_messages_the_codec_wrote_them_from() {
+    let doc = json!({"system": [{"type": "text", "text": "rules"}], "messages": [
+        {"role": "user", "content": "go"},
+        {"role": "assistant", "content": [
+            {"type": "thinking", "thinking": "a", "signature": "s1"},
+            {"type": "tool_use", "id": "t1", "name": "ls", "input": {}},
+            {"type": "tool_use", "id": "t2", "name": "ls", "input": {"p": 1}}
+        ]},
+        {"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": "t1", "content": "x"},
+            {"type": "text", "text": "and"},
+            {"type": "tool_result", "tool_use_id": "t2", "content": "y"}
+        ]},
+        {"role": "system", "content": "mid-conversation rules"},
+        {"role": "assistant", "content": [
+            {"type": "redacted_thinking", "data": "zz"},
+            {"type": "thinking", "thinking": "b", "signature": "s2"},
+            {"type": "text", "text": "done"}
+        ]}
+    ]});
+    let document = Document::from_value(doc, Some(Format::Anthropic), "t").unwrap();
+    let messages = document.messages();
+    let written = document.to_value();
+    let wire = written["messages"].as_array().unwrap();
+    let turns = crate::format::anthropic::wire_turns(messages);
+    assert_eq!(turns.iter().flatten().max().copied(), Some(wire.len() - 1));
+    for (i, message) in messages.iter().enumerate() {
+        let Some(n) = turns[i] else {
+            assert!(message.sysprompt);
+            continue;
+        };
+        let role = if message.role == crate::message::Role::Tool {
+            "user"
+        } else {
+            message.role.as_str()
+        };
+        assert_eq!(wire[n]["role"], role, "message {i}");
+        if message.role == crate::message::Role::Assistant {
+            let parts = crate::format::anthropic::assistant_block_parts(message);
+            let Content::Parts(own) = &message.content else {
+                panic!()
+            };
+            for (m, part) in parts.iter().enumerate() {
+                let block = &wire[n]["content"][m];
+                match part.map(|p| &own[p]) {
+                    Some(Part::ToolUse { id }) => assert_eq!(block["id"], id.as_str()),
+                    Some(other) => assert_eq!(block, &other.to_value()),
+                    None => assert_eq!(block["type"], "tool_use"),
+                }
+            }
+        }
+    }
+    // The error's path for the second assistant turn's thinking names part 1 there.
+    let body = anthropic_error(&BOUND.replace("messages.1.content.0", "messages.4.content.1"));
+    let recovery = recover_from_error(400, &body, messages).expect("ours");
+    let last = messages.len() - 1;
+    assert_eq!(
+        recovery.invalid.iter().map(|i| i.block).collect::<Vec<_>>(),
+        [BlockRef::new(last, 1)]
+    );
+}
