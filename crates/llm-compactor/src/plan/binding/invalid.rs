@@ -35,6 +35,7 @@ use crate::message::{Message, Part, Role};
 /// How the history changed at the first message where `after` leaves `before`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "kebab-case")]
+#[non_exhaustive]
 pub enum PrefixChange {
     /// The message there was rewritten (an elision stub, an edited result).
     Edited,
@@ -55,6 +56,7 @@ pub enum PrefixChange {
 /// Why a block is invalid.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "kebab-case")]
+#[non_exhaustive]
 pub enum InvalidReason {
     /// The history before the block changed, first at message `at` of `after`.
     PrefixChanged {

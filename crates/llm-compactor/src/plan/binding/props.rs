@@ -199,6 +199,11 @@ proptest! {
         // The repair leaves nothing the reference refuses, but the tool loop's block
         // (which it keeps and reports).
         let repair = plan_binding_repair(&after, &invalidated(&before, &after, &ctx), &ctx, &RepairPolicy::default());
+        // Only thinking goes: every tool call and every result stays.
+        let calls = |m: &[Message]| m.iter().flat_map(|m| m.tool_calls.iter().map(|c| c.id.clone())).collect::<Vec<_>>();
+        let results = |m: &[Message]| m.iter().filter(|m| m.is_tool_result()).count();
+        prop_assert_eq!(calls(&repair.messages), calls(&after));
+        prop_assert_eq!(results(&repair.messages), results(&after));
         let left = reference_invalid(&repair.messages);
         prop_assert!(left.len() <= 1, "{left:?}");
         prop_assert_eq!(left.is_empty(), repair.report.needs_turn_boundary.is_none());

@@ -14,6 +14,7 @@ use serde::{Deserialize, Serialize};
 /// The provider a conversation is sent to, as far as signed state is concerned.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
+#[non_exhaustive]
 pub enum Provider {
     /// Anthropic Messages: `thinking` / `redacted_thinking` blocks bound to their prefix
     /// (preserved thinking), `compaction` blocks written by the API.

@@ -40,6 +40,7 @@ impl BlockRef {
 /// What kind of signed state a block is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
+#[non_exhaustive]
 pub enum SignedKind {
     /// An Anthropic `thinking` block with its `signature`.
     Thinking,
