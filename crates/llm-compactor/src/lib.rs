@@ -113,7 +113,8 @@
 //! the provider's prompt cache keeps hitting.
 //!
 //! Layout: [`message`] (model, canonical JSON, digest), [`mod@format`] (wire formats),
-//! [`count`] (token counters), [`plan`] (the pure planning core), [`summarize`] (the
+//! [`count`] (token counters), [`plan`] (the pure planning core; [`plan::binding`]: the
+//! provider state an edit invalidates), [`summarize`] (the
 //! summarizer port), [`compactor`] (the async shell), [`backend`] (summarizer backends),
 //! [`session`] (the replayable transcript), [`atomic`] (the temp names of atomic writes), [`simulate`] (the cost simulator), [`store`] (durable, shareable session stores), [`stale`] (sweeping temp files killed processes left).
 

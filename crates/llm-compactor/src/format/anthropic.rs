@@ -332,40 +332,110 @@ fn content_blocks(content: &Content) -> Vec<Value> {
 }
 
 fn export_turns(messages: &[&Message]) -> Vec<Value> {
-    let mut out = Vec::with_capacity(messages.len());
+    turn_ranges(messages)
+        .into_iter()
+        .map(|range| {
+            let first = messages[range.start];
+            if hint(first).turn.is_some() {
+                export_group(&messages[range])
+            } else if first.role == Role::Tool {
+                let tools = messages[range.clone()]
+                    .iter()
+                    .take_while(|m| m.role == Role::Tool)
+                    .count();
+                let mut blocks: Vec<Value> = messages[range.start..range.start + tools]
+                    .iter()
+                    .map(|m| tool_result_block(m))
+                    .collect();
+                if let Some(user) = messages[range].get(tools) {
+                    blocks.extend(content_blocks(&user.content));
+                }
+                let mut turn = Map::new();
+                turn.insert("role".into(), Value::String("user".into()));
+                turn.insert("content".into(), Value::Array(blocks));
+                Value::Object(turn)
+            } else {
+                export_message(first)
+            }
+        })
+        .collect()
+}
+
+/// The wire turns the messages (top-level system prompts left out) are written as: one
+/// range of messages per element of the wire `messages` array. The pieces of one
+/// imported user turn are one turn; so are consecutive tool results without a hint, with
+/// the plain user message that follows them; every other message is a turn of its own.
+fn turn_ranges(messages: &[&Message]) -> Vec<std::ops::Range<usize>> {
+    let mut ranges = Vec::with_capacity(messages.len());
     let mut k = 0;
     while k < messages.len() {
         let first = hint(messages[k]);
-        if let Some(turn) = first.turn {
-            let end = k + messages[k..].iter().take_while(|m| hint(m).turn == Some(turn)).count();
-            out.push(export_group(&messages[k..end]));
-            k = end;
+        let end = if let Some(turn) = first.turn {
+            k + messages[k..].iter().take_while(|m| hint(m).turn == Some(turn)).count()
         } else if messages[k].role == Role::Tool {
             let end = k + messages[k..]
                 .iter()
                 .take_while(|m| m.role == Role::Tool && hint(m).turn.is_none())
                 .count();
-            let mut blocks: Vec<Value> = messages[k..end].iter().map(|m| tool_result_block(m)).collect();
-            let mut next = end;
-            if let Some(user) = messages.get(end)
-                && user.role == Role::User
-                && user.tool_calls.is_empty()
-                && hint(user).turn.is_none()
-            {
-                blocks.extend(content_blocks(&user.content));
-                next += 1;
+            match messages.get(end) {
+                Some(user) if user.role == Role::User && user.tool_calls.is_empty() && hint(user).turn.is_none() => {
+                    end + 1
+                }
+                _ => end,
             }
-            let mut turn = Map::new();
-            turn.insert("role".into(), Value::String("user".into()));
-            turn.insert("content".into(), Value::Array(blocks));
-            out.push(Value::Object(turn));
-            k = next;
         } else {
-            out.push(export_message(messages[k]));
-            k += 1;
+            k + 1
+        };
+        ranges.push(k..end);
+        k = end;
+    }
+    ranges
+}
+
+/// For each message, the index in the exported `messages` array of the wire turn it is
+/// written into (`None` for a system prompt written to the top-level `system`): what a
+/// provider's error path `messages.N.content.M` counts.
+pub(crate) fn wire_turns(messages: &[Message]) -> Vec<Option<usize>> {
+    let mut turns = vec![None; messages.len()];
+    let rest: Vec<usize> = (0..messages.len())
+        .filter(|&i| !is_top_level_system(&messages[i]))
+        .collect();
+    let refs: Vec<&Message> = rest.iter().map(|&i| &messages[i]).collect();
+    for (n, range) in turn_ranges(&refs).into_iter().enumerate() {
+        for k in range {
+            turns[rest[k]] = Some(n);
         }
     }
-    out
+    turns
+}
+
+/// For each content block an assistant message is written with, the index of the part
+/// it comes from (`None` for a call written at the end, without a placeholder): the
+/// `M` of a provider's error path `messages.N.content.M` as a part index.
+pub(crate) fn assistant_block_parts(message: &Message) -> Vec<Option<usize>> {
+    let Content::Parts(parts) = &message.content else {
+        let text = usize::from(
+            !matches!(&message.content, Content::Absent | Content::Null)
+                && !matches!(&message.content, Content::Text(t) if t.is_empty()),
+        );
+        return vec![None; text + message.tool_calls.len()];
+    };
+    let mut used = vec![false; message.tool_calls.len()];
+    let mut blocks = Vec::with_capacity(parts.len());
+    for (p, part) in parts.iter().enumerate() {
+        match part {
+            Part::ToolUse { id } => {
+                let call = (0..used.len()).find(|&i| !used[i] && message.tool_calls[i].id == *id);
+                if let Some(i) = call {
+                    used[i] = true;
+                    blocks.push(Some(p));
+                }
+            }
+            _ => blocks.push(Some(p)),
+        }
+    }
+    blocks.extend(used.iter().filter(|u| !**u).map(|_| None));
+    blocks
 }
 
 /// Rebuilds one user turn from its pieces, in the block order the hints record.

@@ -73,7 +73,7 @@
 //! base64 images, tool use with object inputs and tool results of text, with tool
 //! results first in their user turn and no extras.
 
-mod anthropic;
+pub(crate) mod anthropic;
 pub mod context_management;
 mod convert;
 mod detect;

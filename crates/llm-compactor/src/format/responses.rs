@@ -195,7 +195,7 @@ fn hint(message: &Message) -> Option<&str> {
 }
 
 /// The kind of an input item: its `type`, or `message` for the short `{role, content}`.
-fn item_kind(item: &Map<String, Value>) -> Option<&str> {
+pub(crate) fn item_kind(item: &Map<String, Value>) -> Option<&str> {
     match item.get("type") {
         Some(Value::String(kind)) => Some(kind),
         None if item.contains_key("role") => Some("message"),
@@ -347,7 +347,9 @@ fn assistant_turn(items: Vec<Map<String, Value>>) -> Result<Message, String> {
 /// parts instead, in the items' order: each text, and for each such item a
 /// [`Part::Other`] that counters count and the summarizer reads (see
 /// [`context_view`]).
-fn turn_parts<'a>(items: impl IntoIterator<Item = &'a Map<String, Value>>) -> Result<(Content, Vec<ToolCall>), String> {
+pub(crate) fn turn_parts<'a>(
+    items: impl IntoIterator<Item = &'a Map<String, Value>>,
+) -> Result<(Content, Vec<ToolCall>), String> {
     let mut parts = Vec::new();
     let mut in_context = false;
     let mut calls = Vec::new();
@@ -366,7 +368,7 @@ fn turn_parts<'a>(items: impl IntoIterator<Item = &'a Map<String, Value>>) -> Re
                 }
                 _ => {}
             },
-            Some(kind) if kind == "reasoning" || kind == COMPACTION_ITEM || HOSTED_CALLS.contains(&kind) => {
+            Some(kind) if is_context_kind(kind) => {
                 parts.push(Part::Other(context_view(item)));
                 in_context = true;
             }
@@ -406,6 +408,12 @@ fn turn_parts<'a>(items: impl IntoIterator<Item = &'a Map<String, Value>>) -> Re
         Content::Text(texts.join("\n"))
     };
     Ok((content, calls))
+}
+
+/// The kinds of turn items each read as one [`Part::Other`] of the turn's content (a
+/// view of the item), in the items' order: reasoning, compaction, hosted calls.
+pub(crate) fn is_context_kind(kind: &str) -> bool {
+    kind == "reasoning" || kind == COMPACTION_ITEM || HOSTED_CALLS.contains(&kind)
 }
 
 /// What the model has in context of a reasoning item or a hosted tool's call, as a part
@@ -459,8 +467,9 @@ fn export_items(messages: &[Message]) -> Vec<Value> {
     items
 }
 
-/// The original items of an assistant turn, when the message still says what they say.
-fn message_items(message: &Message) -> Option<&Vec<Value>> {
+/// The original items of an assistant turn, when the message still says what they say
+/// (then, and only then, they are written back verbatim).
+pub(crate) fn message_items(message: &Message) -> Option<&Vec<Value>> {
     let Some(Value::Array(items)) = message.extras.get(RESPONSES_HINT_KEY) else {
         return None;
     };

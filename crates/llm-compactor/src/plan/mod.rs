@@ -1,7 +1,9 @@
 //! The pure planning core: cut, pairs, call identity, elision eligibility, stubs,
 //! assembly, hard-trim planning and validation, the repair of broken input, the pinning
-//! of a sticky turn's answers, the token cap of the recent window, and the cost policy
-//! (when a pass pays).
+//! of a sticky turn's answers, the token cap of the recent window, the cost policy
+//! (when a pass pays), and [`binding`]: which signed and sealed provider state (thinking
+//! signatures, encrypted reasoning, compaction items) an edit invalidates, and the
+//! remedy.
 //!
 //! Every decision a compaction makes is taken here, by functions of their arguments
 //! only: no I/O, no async, no clock, no randomness. That is what lets the async shell in
@@ -10,6 +12,7 @@
 
 mod aging_index;
 mod assemble;
+pub mod binding;
 pub mod breakpoints;
 mod cut;
 mod eligibility;
@@ -33,6 +36,11 @@ mod validate;
 
 pub use aging_index::AgingIndex;
 pub use assemble::{SUMMARY_HEADER, apply_elisions, assemble, summary_content};
+pub use binding::{
+    BindingContext, BindingRepair, BindingReport, BindingRules, BlockNote, BlockRef, Invalid, InvalidReason, Outcome,
+    PrefixChange, Provider, Recovery, RecoveryCause, RepairPolicy, SignedBlock, SignedKind, TurnBoundary,
+    in_progress_tool_loop, invalidated, plan_binding_repair, recover_from_error, same_on_wire, signed_blocks,
+};
 pub(crate) use cut::recent_start;
 pub use cut::{Layout, layout, layout_with};
 pub use eligibility::{AgingRules, Eligible, EligibleReason, eligible, reclaimable_pool};
