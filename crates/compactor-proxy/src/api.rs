@@ -12,6 +12,7 @@ use llm_compactor::Message;
 use llm_compactor::format::responses::{ResponsesError, ResponsesRequest};
 use llm_compactor::format::{Document, Format};
 use llm_compactor::message::canonical_json;
+use llm_compactor::plan::binding;
 use llm_compactor::plan::breakpoints::{strip_marks, unmarked};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
@@ -94,6 +95,11 @@ pub struct Request {
     pub stream: bool,
     /// Which session the request belongs to, and which tier said so.
     pub identity: Identity,
+    /// A Messages request that turns thinking on (its signed blocks are bound to their
+    /// prefix on models with preserved thinking).
+    pub thinking: bool,
+    /// The client itself asked for invalid thinking blocks to be dropped.
+    pub drop_block: bool,
 }
 
 /// Reads a request body of `api`.
@@ -117,6 +123,10 @@ pub fn parse(api: Api, body: &[u8], headers: &HeaderMap, session_from: &[Session
         .unwrap_or_default()
         .to_owned();
     let stream = value.get("stream").and_then(Value::as_bool).unwrap_or(false);
+    let (thinking, drop_block) = match api {
+        Api::Anthropic => (binding::thinking_enabled(&value), binding::asks_drop_block(&value)),
+        _ => (false, false),
+    };
     let derived_key = derived_key(api, &model, &value);
     let identity = identify(headers, &value, session_from, &derived_key);
     let document = |value, format| {
@@ -146,6 +156,8 @@ pub fn parse(api: Api, body: &[u8], headers: &HeaderMap, session_from: &[Session
         model,
         stream,
         identity,
+        thinking,
+        drop_block,
     })
 }
 

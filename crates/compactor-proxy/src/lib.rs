@@ -39,6 +39,7 @@ mod api;
 mod budgets;
 mod client_key;
 mod config;
+mod drop_block;
 mod error;
 mod expand;
 mod identity;

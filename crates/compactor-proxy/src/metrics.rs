@@ -62,6 +62,10 @@ pub struct Metrics {
     pub(crate) prepared_cancelled: AtomicU64,
     pub(crate) prepared_elsewhere: AtomicU64,
     pub(crate) prepared_abandoned: AtomicU64,
+    /// Requests that asked the provider to drop invalidated thinking: because a pass
+    /// moved it onto a new prefix, or after a signature 400 (one retry).
+    pub(crate) drop_block_pass: AtomicU64,
+    pub(crate) drop_block_recovery: AtomicU64,
     latency_buckets: [AtomicU64; BUCKETS.len()],
     latency_count: AtomicU64,
     latency_sum_us: AtomicU64,
@@ -224,6 +228,14 @@ impl Metrics {
                 ("{fate=\"cancelled\"}", get(&self.prepared_cancelled)),
                 ("{fate=\"elsewhere\"}", get(&self.prepared_elsewhere)),
                 ("{fate=\"abandoned\"}", get(&self.prepared_abandoned)),
+            ],
+        );
+        counter(
+            "compactor_proxy_thinking_drop_block_total",
+            "Messages requests that asked the provider to drop thinking blocks bound to a prefix the proxy changed (drop_block), by why: a pass's rewrite carried them, or the retry after a signature 400.",
+            &[
+                ("{why=\"rewrite\"}", get(&self.drop_block_pass)),
+                ("{why=\"recovery\"}", get(&self.drop_block_recovery)),
             ],
         );
         counter(

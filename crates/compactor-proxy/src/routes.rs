@@ -216,6 +216,15 @@ async fn compacted(state: Arc<AppState>, api: Api, request: Request) -> Result<R
         with_client_key(client_key.clone(), pass).await?
     };
     prepared.body = finish(&state, api, &body, prepared.body, &key);
+    // Thinking a pass moved onto a new prefix: the provider drops it instead of a 400.
+    let mut headers = headers;
+    if prepared.needs_drop_block
+        && let Some((body, with_beta)) = crate::drop_block::apply(&prepared.body, &headers)
+    {
+        prepared.body = body;
+        headers = with_beta;
+        state.metrics.drop_block_pass.fetch_add(1, Ordering::Relaxed);
+    }
     let mut offered = offer_expand(&state, api, &mut prepared);
     traced.round(&prepared);
     let overhead = started.elapsed();
@@ -233,6 +242,17 @@ async fn compacted(state: Arc<AppState>, api: Api, request: Request) -> Result<R
     let (response, prepared, overhead) = if matches!(status.as_u16(), 400 | 413 | 422) {
         let headers_in = upstream::relay_headers(response.headers());
         let error_body = read_bounded(response).await?;
+        if api == Api::Anthropic
+            && let Some((retry_body, retry_headers)) = binding_retry(status.as_u16(), &error_body, &prepared, &headers)
+        {
+            // A signature 400 (a client that edited its own history, say): the
+            // documented fix, once. A second refusal goes to the client as it came.
+            tracing::info!(session = %key, "upstream refused a thinking block's signature: retrying once with drop_block");
+            state.metrics.drop_block_recovery.fetch_add(1, Ordering::Relaxed);
+            let response = send(&state, method, &path, &retry_headers, retry_body).await?;
+            let response = relay_tapped(&state, response, api, &parsed.model, prepared, traced.into_hook());
+            return Ok(stamp(response, overhead, None));
+        }
         if !api::is_context_length_error(status.as_u16(), &error_body) {
             return Ok(stamp(
                 buffered(status, headers_in, error_body),
@@ -290,6 +310,23 @@ async fn compacted(state: Arc<AppState>, api: Api, request: Request) -> Result<R
         relay_tapped(&state, response, api, &parsed.model, prepared, hook)
     };
     Ok(stamp(response, overhead, pass.as_deref()))
+}
+
+/// The retry of a request the upstream refused for a thinking block's signature (the
+/// library reads the error): the same body asking for `drop_block`. `None` for any other
+/// error, or a request that asked already.
+fn binding_retry(
+    status: u16,
+    error_body: &[u8],
+    prepared: &crate::sessions::Prepared,
+    headers: &HeaderMap,
+) -> Option<(Bytes, HeaderMap)> {
+    let text = std::str::from_utf8(error_body).ok()?;
+    let recovery = llm_compactor::plan::binding::recover_from_error(status, text, &prepared.messages)?;
+    if !recovery.retryable() {
+        return None;
+    }
+    crate::drop_block::apply(&prepared.body, headers)
 }
 
 /// Offers the `compactor_expand` tool in `prepared`'s body when the proxy expands and

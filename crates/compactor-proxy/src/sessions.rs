@@ -42,6 +42,7 @@ use crate::session_map::BoundedMap;
 /// The line type that points a session at the transcript it continues in.
 pub use llm_compactor::session::CONTINUED;
 
+mod binding;
 mod hidden;
 mod prepare;
 mod rewrite;
@@ -76,6 +77,10 @@ pub struct SessionState {
     seq: u64,
     /// The pass prepared in the background, if any (see [`prepare`]).
     preparer: prepare::Preparer,
+    /// The rewrite's replacement holds signed thinking blocks its pass moved onto a new
+    /// prefix (kept turns after a summary or a stub): a request carrying it asks the
+    /// provider to drop them (see [`binding`]).
+    stale_thinking: bool,
 }
 
 /// The sessions this process holds, by key (bounded: see [`crate::session_map`]); each
@@ -110,6 +115,7 @@ impl Sessions {
                 counter: Arc::new(CalibratedCounter::with_fallback(fallback.clone())),
                 seq: 0,
                 preparer: prepare::Preparer::default(),
+                stale_thinking: false,
             })
         })
     }
@@ -167,6 +173,9 @@ pub struct Prepared {
     /// What the pass this round ran did (none when the round ran none; traced).
     #[cfg_attr(not(feature = "otel"), allow(dead_code))]
     pub done: Option<PassDone>,
+    /// The body carries thinking blocks a pass invalidated, on a model that checks
+    /// them: it must ask the provider to drop them (`drop_block`).
+    pub needs_drop_block: bool,
 }
 
 impl SessionState {
@@ -392,6 +401,9 @@ impl SessionState {
             .as_ref()
             .filter(|_| rewritten || compacted)
             .map(|r| format!("{}/{}", self.store_key, r.generation));
+        let needs_drop_block = (rewritten || compacted)
+            && self.stale_thinking
+            && binding::needs_drop_block(request.thinking, request.drop_block, &request.model);
         Ok(Step::Ready(Prepared {
             pass,
             done,
@@ -400,6 +412,7 @@ impl SessionState {
             counter: self.counter.clone(),
             store_key: self.store_key.clone(),
             removed,
+            needs_drop_block,
         }))
     }
 
@@ -415,6 +428,7 @@ impl SessionState {
         self.pointer_due = true;
         self.seq = 0;
         self.preparer = prepare::Preparer::default();
+        self.stale_thinking = false;
     }
 
     /// Compacts under the session's lease, aiming at the pass's `target` (the compactor's own
@@ -485,6 +499,7 @@ impl SessionState {
             }
             return Ok(None);
         }
+        let stale_thinking = binding::stale_after(self.replayer.messages(), &result.messages);
         // The pass's repair line (an orphan dropped, a lost call answered) comes first, as
         // a `Session` writes it: the rewrite then never carries what the pass repaired.
         if let Err(problem) = lines.push_pass(&mut self.replayer, &result) {
@@ -492,6 +507,7 @@ impl SessionState {
             return Ok(None);
         }
         let messages = self.stand_for(config, lines, client).await?;
+        self.stale_thinking = stale_thinking;
         let removed = compactor
             .counter()
             .count_messages(client)

@@ -25,5 +25,6 @@ mod retry;
 mod sdk;
 #[cfg(feature = "otel")]
 mod telemetry;
+mod thinking;
 mod ui;
 mod wire;

@@ -295,7 +295,7 @@ impl Compactor {
         let sticky: usize = input[..layout.recent_start.min(input.len())]
             .iter()
             .filter(|m| m.is_sticky())
-            .map(|m| count_one(m))
+            .map(&mut count_one)
             .sum();
         let unread_cap = self
             .config

@@ -30,6 +30,7 @@
 //! `plan_binding_repair(&output, &invalid, &ctx, &policy)`; a proxy does the same with
 //! the request it last forwarded as `before`, and `recover_from_error` on a 4xx.
 
+mod drop_block;
 mod edit;
 mod invalid;
 mod recover;
@@ -42,6 +43,7 @@ mod props;
 #[cfg(test)]
 mod tests;
 
+pub use drop_block::{BINDING_BETA, asks_drop_block, thinking_enabled, with_binding_beta, with_drop_block};
 pub use invalid::{Invalid, InvalidReason, PrefixChange, invalidated};
 pub use recover::{Recovery, RecoveryCause, recover_from_error};
 pub use repair::{
