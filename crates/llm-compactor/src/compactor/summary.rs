@@ -95,12 +95,18 @@ impl Compactor {
             usage: calls.usage,
         };
         if let Some(policy) = &policy {
+            let config = &self.config;
             let fit = super::ledger::Fit {
                 aged,
                 layout,
                 aged_count,
                 counter,
-                target: options.target,
+                aims: [
+                    options.target.unwrap_or(config.target()),
+                    options.target.unwrap_or(config.trigger()),
+                    pass.limit,
+                ],
+                limit: pass.limit,
             };
             self.apply_ledger(policy, &mut outcome, &fit, model_free, options.cancel.is_cancelled());
         }
@@ -174,7 +180,7 @@ impl Compactor {
             carry = Some(reply.text.trim().to_owned());
             start = next;
         };
-        let target = options.target;
+        let (target, limit) = (options.target, pass.limit);
         let prove = |text: &str| {
             let content = plan::summary_content(text.trim());
             let (messages, dropped) = plan::assemble(aged, cut, &content);
@@ -190,7 +196,9 @@ impl Compactor {
                 valid,
             )
         };
-        let fits = |tokens: usize| tokens < aged_count && target.is_none_or(|t| tokens <= t);
+        // Under the limit too: a summary that leaves the conversation over the budget
+        // would be `exhausted`, where the ledger or the trim may fit.
+        let fits = |tokens: usize| tokens < aged_count && tokens <= limit;
         let (index, reply) = first;
         let (candidate, valid) = prove(&reply.text);
         if let Err(violation) = &valid {
@@ -208,7 +216,7 @@ impl Compactor {
         calls.mark(
             index,
             AttemptOutcome::Rejected,
-            Some(not_enough(candidate.tokens, aged_count, target)),
+            Some(not_enough(candidate.tokens, aged_count, limit, target.is_some())),
         );
         // The single tighten retry, over the same transcript.
         let limit = transcript.chars().count() / 4;
@@ -238,7 +246,7 @@ impl Compactor {
                 tightened.tokens, candidate.tokens
             )
         } else {
-            not_enough(tightened.tokens, aged_count, target)
+            not_enough(tightened.tokens, aged_count, limit, target.is_some())
         };
         calls.mark(index, AttemptOutcome::Rejected, Some(note));
         Ok(None)
@@ -301,10 +309,12 @@ impl Compactor {
 /// the model (and whoever reads the transcript) sees that it stops short.
 pub const TRUNCATED_MARKER: &str = "[summary truncated]";
 
-fn not_enough(tokens: usize, aged_count: usize, target: Option<usize>) -> String {
-    match target {
-        Some(t) if tokens < aged_count => format!("{tokens} tokens is above the target of {t}"),
-        _ => format!("did not shrink the conversation ({tokens} >= {aged_count} tokens)"),
+fn not_enough(tokens: usize, aged_count: usize, limit: usize, target: bool) -> String {
+    let what = if target { "target" } else { "context budget" };
+    if tokens < aged_count {
+        format!("{tokens} tokens is above the {what} of {limit}")
+    } else {
+        format!("did not shrink the conversation ({tokens} >= {aged_count} tokens)")
     }
 }
 
