@@ -63,6 +63,7 @@ impl Compactor {
                 usage: Usage::default(),
             };
         };
+        let ceiling = ceiling(pass, aged, cut);
         let model_free = summarizer.model_free();
         let policy = self
             .ledger
@@ -84,7 +85,7 @@ impl Compactor {
         let accepted = if model_free {
             None
         } else {
-            self.summarize_inner(&mut calls, summarizer, pass, aged, aged_count, cut)
+            self.summarize_inner(&mut calls, summarizer, pass, (aged, aged_count), cut, ceiling)
                 .await
                 .ok()
                 .flatten()
@@ -104,9 +105,9 @@ impl Compactor {
                 aims: [
                     options.target.unwrap_or(config.target()),
                     options.target.unwrap_or(config.trigger()),
-                    pass.limit,
+                    ceiling,
                 ],
-                limit: pass.limit,
+                limit: ceiling,
             };
             self.apply_ledger(policy, &mut outcome, &fit, model_free, options.cancel.is_cancelled());
         }
@@ -120,9 +121,9 @@ impl Compactor {
         calls: &mut Calls<'_>,
         summarizer: &dyn Summarizer,
         pass: &Pass<'_>,
-        aged: &[Message],
-        aged_count: usize,
+        (aged, aged_count): (&[Message], usize),
         cut: usize,
+        ceiling: usize,
     ) -> Result<Option<Accepted>, GiveUp> {
         let (layout, counter, options) = (pass.layout, pass.counter, pass.options);
         let focus = options.focus.as_deref();
@@ -180,7 +181,7 @@ impl Compactor {
             carry = Some(reply.text.trim().to_owned());
             start = next;
         };
-        let (target, limit) = (options.target, pass.limit);
+        let (target, limit) = (options.target, ceiling);
         let prove = |text: &str| {
             let content = plan::summary_content(text.trim());
             let (messages, dropped) = plan::assemble(aged, cut, &content);
@@ -303,6 +304,17 @@ impl Compactor {
         }
         Ok((index, reply))
     }
+}
+
+/// Over this a summary is not taken: the pass's limit (a result over it would be
+/// `exhausted`, where a smaller summary or the trim may fit), unless even the whole
+/// middle dropped leaves the conversation over it. Then the pass is `exhausted` whatever
+/// it does, and a summary that shrinks the conversation keeps more than the trim would
+/// (the seed's rule: shrinking is enough).
+fn ceiling(pass: &Pass<'_>, aged: &[Message], cut: usize) -> usize {
+    let notice = plan::notice_content(pass.layout.middle.len());
+    let floor = pass.counter.count_messages(&plan::assemble(aged, cut, &notice).0);
+    if floor > pass.limit { usize::MAX } else { pass.limit }
 }
 
 /// Appended to a summary that was still truncated after the doubled-budget retry, so

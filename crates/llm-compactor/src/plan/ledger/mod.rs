@@ -163,7 +163,8 @@ impl Default for LedgerRules {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct LedgerPolicy {
     /// The most tokens the ledger may add to a summary (part of the summary budget;
-    /// rendered at about three chars a token, and halved until the summary fits).
+    /// rendered at about three chars a token, and halved until the summary fits). A pass
+    /// gives it less when its target leaves less room (see [`sized_ledgers`]).
     /// Default 2048, the default output budget of a model summary: chosen by a sweep
     /// with `compactor eval` on 61 real runs (512: 27% probe recall, 1024: 48%, 2048:
     /// 80%, uncapped: 99%; see BENCHMARKS.md). The handles the lines name with expansion
