@@ -17,8 +17,8 @@ use llm_compactor::backend::LedgerSummarizer;
 use llm_compactor::count::{HeuristicCounter, TokenCounter};
 use llm_compactor::format::{Document, Format};
 use llm_compactor::message::{Message, Role, ToolCall};
-use llm_compactor::plan::ledger::{LedgerPolicy, LedgerRules, extract};
 use llm_compactor::plan::SUMMARY_HEADER;
+use llm_compactor::plan::ledger::{LedgerPolicy, LedgerRules, extract};
 use llm_compactor::{CompactOptions, CompactionResult, Compactor, CompactorConfig};
 use proptest::prelude::*;
 
@@ -102,7 +102,11 @@ fn a_chat_session_fits_every_budget() {
                 r.messages.iter().any(|m| m.text().contains("Question 64")),
                 "budget {budget}: the last turn is kept"
             );
-            assert!(r.summary.contains("### Last user request"), "budget {budget}: {}", r.summary);
+            assert!(
+                r.summary.contains("### Last user request"),
+                "budget {budget}: {}",
+                r.summary
+            );
             eprintln!(
                 "budget {budget} (of {size}): {} tokens after, {} messages\n{}",
                 r.tokens_after,
@@ -148,7 +152,11 @@ fn a_small_target_keeps_the_users_words_before_anything_else() {
     messages.push(Message::user("Rule: never push to main. Fix the parser crash."));
     for i in 0..60 {
         let id = format!("c{i}");
-        let call = ToolCall::new(&id, "bash", format!(r#"{{"command":"sed -i 's/a/b/' src/module_{i}.py"}}"#));
+        let call = ToolCall::new(
+            &id,
+            "bash",
+            format!(r#"{{"command":"sed -i 's/a/b/' src/module_{i}.py"}}"#),
+        );
         messages.push(Message::assistant("").with_tool_calls(vec![call]));
         messages.push(Message::tool(&id, "<returncode>0</returncode>"));
     }
@@ -241,7 +249,10 @@ fn check_pass(messages: &[Message], budget: usize, counter: Arc<dyn TokenCounter
     let r = compact(&compactor, messages, CompactOptions::default());
     let before = counter.count_messages(messages);
     if r.tokens_after > before {
-        return Err(format!("budget {budget}: {} tokens after, {before} before", r.tokens_after));
+        return Err(format!(
+            "budget {budget}: {} tokens after, {before} before",
+            r.tokens_after
+        ));
     }
     let floor = floor_bound(messages, counter.as_ref(), compactor.config());
     if floor <= budget && (r.exhausted || r.tokens_after > budget) {

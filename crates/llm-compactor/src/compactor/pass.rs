@@ -403,7 +403,11 @@ fn exhaustion(
     Exhaustion {
         limit,
         tokens_after,
-        sticky_tokens: if sticky.is_empty() { 0 } else { counter.count_messages(&sticky) },
+        sticky_tokens: if sticky.is_empty() {
+            0
+        } else {
+            counter.count_messages(&sticky)
+        },
         recent_tokens: counter.count_messages(&input[start..]),
         recent_messages: input.len() - start,
     }

@@ -32,8 +32,8 @@ mod trim;
 mod validate;
 
 pub use aging_index::AgingIndex;
-pub use assemble::{SUMMARY_HEADER, apply_elisions, assemble, summary_content};
 pub(crate) use assemble::notice_content;
+pub use assemble::{SUMMARY_HEADER, apply_elisions, assemble, summary_content};
 pub(crate) use cut::recent_start;
 pub use cut::{Layout, layout, layout_with};
 pub use eligibility::{AgingRules, Eligible, EligibleReason, eligible, reclaimable_pool};
