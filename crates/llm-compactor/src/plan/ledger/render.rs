@@ -153,16 +153,18 @@ pub fn render(ledger: &Ledger, max_chars: usize) -> String {
 /// room is spent on the instructions before the artifacts, which the agent can re-read.
 ///
 /// ```
-/// use llm_compactor::plan::ledger::{render, render_user_first, Ledger};
+/// use llm_compactor::plan::ledger::{render, render_user_first, FileFact, Ledger};
+/// let file = |i: usize| FileFact { path: format!("src/file_{i}.py"), operations: vec!["edit".into()], last_seen: i, handle: None };
 /// let ledger = Ledger {
 ///     last_user: Some("Keep the budget cap at $956.".into()),
 ///     earlier_users: vec!["Never delete the backups.".into()],
-///     identifiers: (0..40).map(|i| format!("ident_{i}")).collect(),
+///     files: (0..40).map(file).collect(),
 ///     ..Ledger::default()
 /// };
-/// let text = render_user_first(&ledger, 200);
+/// let text = render_user_first(&ledger, 400);
 /// assert!(text.contains("Keep the budget cap at $956.") && text.contains("Never delete the backups."));
-/// assert!(!render(&ledger, 200).contains("Never delete the backups."));
+/// assert!(text.chars().count() <= 400 && text.contains("src/file_39.py"));
+/// assert!(!render(&ledger, 400).contains("Never delete the backups."));
 /// ```
 pub fn render_user_first(ledger: &Ledger, max_chars: usize) -> String {
     render_with(ledger, max_chars, Sharing::UserFirst)

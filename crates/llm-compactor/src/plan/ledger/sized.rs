@@ -51,8 +51,8 @@ pub fn ledger_room(aim: usize, frame: usize, max_tokens: usize) -> usize {
 ///     ..Ledger::default()
 /// };
 /// let roomy = sized_ledgers(&ledger, 2_048, 2_048);
-/// let tight = sized_ledgers(&ledger, 60, 2_048);
-/// assert!(tight[0].chars().count() <= 180 && tight[0].contains("Never email the client directly."));
+/// let tight = sized_ledgers(&ledger, 80, 2_048);
+/// assert!(tight[0].chars().count() <= 240 && tight[0].contains("Never email the client directly."));
 /// assert!(roomy[0].len() > tight[0].len());
 /// assert!(sized_ledgers(&ledger, 10, 2_048).is_empty());
 /// ```
