@@ -505,17 +505,22 @@ async fn a_complete_request_counter_override_is_used_for_every_reported_count() 
 }
 
 #[tokio::test]
-async fn a_trim_that_cannot_shrink_is_exhausted() {
-    // The middle is one short message: the notice is bigger than what it replaces.
+async fn a_trim_that_cannot_shrink_leaves_the_conversation_as_it_is() {
+    // The middle is one short message: the notice is bigger than what it replaces. A
+    // pass never returns more tokens than it was given (issue 41): the conversation
+    // comes back unchanged, exhausted only when it is over the limit.
     let input = vec![Message::system("s"), Message::user("a"), Message::user("recent")];
-    let c = Compactor::new(
-        CompactorConfig::builder(100_000).keep_recent(1).build().unwrap(),
-        Arc::new(HeuristicCounter),
-    );
-    let r = c.compact(&input, CompactOptions::default()).await.unwrap();
-    assert!(r.fallback && r.dropped == 1);
-    assert!(r.tokens_after >= r.tokens_before);
-    assert!(r.exhausted, "after >= before");
+    for (budget, exhausted) in [(100_000, false), (10, true)] {
+        let c = Compactor::new(
+            CompactorConfig::builder(budget).keep_recent(1).build().unwrap(),
+            Arc::new(HeuristicCounter),
+        );
+        let r = c.compact(&input, CompactOptions::default()).await.unwrap();
+        assert_eq!(r.messages, input);
+        assert!(!r.fallback && r.dropped == 0);
+        assert_eq!(r.tokens_after, r.tokens_before);
+        assert_eq!(r.exhausted, exhausted, "budget {budget}");
+    }
 }
 
 #[tokio::test(start_paused = true)]

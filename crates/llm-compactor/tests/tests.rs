@@ -70,6 +70,7 @@ mod http_redaction;
 mod http_redirect;
 mod identity_real;
 mod ledger_rules;
+mod ledger_sized;
 mod local_compact;
 mod local_fetch;
 mod local_model;

@@ -224,10 +224,13 @@ pub fn human_report(
     }
     out.push_str(&format!("compactor: took {:.1} s\n", elapsed.as_secs_f64()));
     if result.exhausted {
-        out.push_str(
-            "compactor: EXHAUSTED: the result still does not fit; the sticky prefix plus the recent window \
-             is too big for the budget\n",
-        );
+        match &result.exhaustion {
+            Some(numbers) => out.push_str(&format!("compactor: EXHAUSTED: {numbers}\n")),
+            None => out.push_str(
+                "compactor: EXHAUSTED: the result still does not fit; the sticky prefix plus the recent window \
+                 is too big for the budget\n",
+            ),
+        }
     }
     out
 }

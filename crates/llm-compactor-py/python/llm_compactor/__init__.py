@@ -101,6 +101,9 @@ class CompactionResult:
     attempts: List[Dict[str, Any]] = field(default_factory=list)
     usage: Dict[str, int] = field(default_factory=dict)
     receipt: Optional[Dict[str, Any]] = None
+    #: When ``exhausted``: why, in numbers (``limit``, ``tokens_after``, ``sticky_tokens``,
+    #: ``recent_tokens``, ``recent_messages``); else ``None``.
+    exhaustion: Optional[Dict[str, Any]] = None
 
     @property
     def noop(self) -> bool:
@@ -127,6 +130,7 @@ class CompactionResult:
             attempts=raw.get("attempts", []),
             usage=raw.get("usage", {}),
             receipt=raw.get("receipt"),
+            exhaustion=raw.get("exhaustion"),
         )
 
 

@@ -15,7 +15,7 @@ use super::summary::{Accepted, SummaryOutcome};
 use crate::count::TokenCounter;
 use crate::message::Message;
 use crate::plan::grounding::ground;
-use crate::plan::ledger::{LedgerPolicy, chars_for_tokens, extract, render, source_text};
+use crate::plan::ledger::{Ledger, LedgerPolicy, extract, ledger_room, sized_ledgers, source_text};
 use crate::plan::{self, Layout, SUMMARY_HEADER};
 use crate::usage::Usage;
 
@@ -23,25 +23,32 @@ use crate::usage::Usage;
 const FALLBACK_INTRO: &str = "The summarizer could not produce a summary (see the pass's attempts); \
      these are the verbatim facts of the replaced messages.";
 
-/// What a summary must fit.
+/// What a summary must fit: the pass's request to the ledger.
 pub(crate) struct Fit<'a> {
     pub(crate) aged: &'a [Message],
     pub(crate) layout: &'a Layout,
     pub(crate) aged_count: usize,
     pub(crate) counter: &'a Arc<dyn TokenCounter>,
-    pub(crate) target: Option<usize>,
+    /// What a ledger aims at, in order: the pass's goal (the per-call target, else the
+    /// configured target), then the trigger (a result under it does not call for
+    /// another pass at once), then the limit (a result under it is not `exhausted`);
+    /// with a per-call target, that target three times.
+    pub(crate) aims: [usize; 3],
+    /// Over this a summary is not taken: it would be `exhausted` (the per-call target,
+    /// else the context budget).
+    pub(crate) limit: usize,
 }
 
 impl Fit<'_> {
-    /// The summary built from `text`, when it is valid and shrinks the conversation
-    /// (and meets the target).
-    fn prove(&self, text: &str) -> Option<Accepted> {
+    /// The summary built from `text`, when it is valid, shrinks the conversation and
+    /// counts at most `ceiling`.
+    fn prove(&self, text: &str, ceiling: usize) -> Option<Accepted> {
         let cut = self.layout.cut?;
         let content = plan::summary_content(text.trim());
         let (messages, dropped) = plan::assemble(self.aged, cut, &content);
         let tokens = self.counter.count_messages(&messages);
         plan::validate(self.aged, &messages, self.layout.recent_start).ok()?;
-        let fits = tokens < self.aged_count && self.target.is_none_or(|t| tokens <= t);
+        let fits = tokens < self.aged_count && tokens <= ceiling;
         fits.then_some(Accepted {
             content,
             messages,
@@ -49,12 +56,35 @@ impl Fit<'_> {
             tokens,
         })
     }
-}
 
-/// The char caps tried for the ledger, largest first.
-fn caps(policy: &LedgerPolicy) -> Vec<usize> {
-    let max = chars_for_tokens(policy.max_tokens);
-    (0..5).map(|k| max >> k).filter(|c| *c >= 120).collect()
+    /// The conversation's tokens with `prefix` as the whole summary: what every ledger
+    /// appended to it is added to.
+    fn frame(&self, prefix: &str) -> usize {
+        let Some(cut) = self.layout.cut else { return usize::MAX };
+        let content = plan::summary_content(prefix.trim());
+        self.counter.count_messages(&plan::assemble(self.aged, cut, &content).0)
+    }
+
+    /// The summary `prefix` + the ledger, the ledger sized to the room each aim leaves
+    /// (see [`sized_ledgers`]): the first that fits its aim, aims in order.
+    fn sized(&self, prefix: &str, ledger: &Ledger, policy: &LedgerPolicy) -> Option<Accepted> {
+        let frame = self.frame(prefix);
+        let mut tried: Option<usize> = None;
+        for aim in self.aims {
+            if tried.is_some_and(|t| t >= aim) {
+                continue;
+            }
+            tried = Some(aim);
+            let room = ledger_room(aim, frame, policy.max_tokens);
+            let found = sized_ledgers(ledger, room, policy.max_tokens)
+                .into_iter()
+                .find_map(|text| self.prove(&format!("{prefix}{text}"), aim));
+            if found.is_some() {
+                return found;
+            }
+        }
+        None
+    }
 }
 
 impl Compactor {
@@ -86,14 +116,11 @@ impl Compactor {
                 .find(|a| a.outcome == AttemptOutcome::Accepted);
             match ground(raw, &source, &policy.grounding) {
                 Ok(grounded) => {
-                    let mut texts: Vec<String> = caps(policy)
-                        .into_iter()
-                        .map(|cap| render(&ledger, cap))
-                        .filter(|l| !l.is_empty())
-                        .map(|l| format!("{}\n\n{l}", grounded.text))
-                        .collect();
-                    texts.push(grounded.text.clone());
-                    if let Some(found) = texts.iter().find_map(|t| fit.prove(t)) {
+                    let prefix = format!("{}\n\n", grounded.text);
+                    let found = fit
+                        .sized(&prefix, &ledger, policy)
+                        .or_else(|| fit.prove(&grounded.text, fit.limit));
+                    if let Some(found) = found {
                         if let (Some(attempt), Some(note)) = (attempt, grounded.note()) {
                             attempt.note = Some(note);
                         }
@@ -118,13 +145,7 @@ impl Compactor {
             return;
         }
         let intro = if model_free { "" } else { FALLBACK_INTRO };
-        let found = caps(policy).into_iter().find_map(|cap| {
-            let text = render(&ledger, cap);
-            if text.is_empty() {
-                return None;
-            }
-            fit.prove(&format!("{intro}\n\n{text}"))
-        });
+        let found = fit.sized(&format!("{intro}\n\n"), &ledger, policy);
         let (outcome_kind, note) = match &found {
             Some(_) if model_free => (AttemptOutcome::Accepted, "the ledger summary (no model)".to_owned()),
             Some(_) => (

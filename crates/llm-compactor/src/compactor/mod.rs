@@ -41,7 +41,7 @@ pub use policy::{
 };
 pub use prepared::PreparedPass;
 pub use report::{NeedReason, PlanReport, TrimPreview};
-pub use result::{Attempt, AttemptKind, AttemptOutcome, CompactionResult, Elision};
+pub use result::{Attempt, AttemptKind, AttemptOutcome, CompactionResult, Elision, Exhaustion};
 pub use summary::TRUNCATED_MARKER;
 
 use crate::count::TokenCounter;

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use tracing::Instrument;
 
 use super::events::CompactionEvent;
-use super::result::{CompactionResult, Elision};
+use super::result::{CompactionResult, Elision, Exhaustion};
 use super::{CompactError, CompactOptions, Compactor};
 use crate::count::TokenCounter;
 use crate::message::Message;
@@ -171,6 +171,9 @@ impl Compactor {
             result = pass.unchanged(Vec::new(), input.to_vec(), before);
             result.usage = usage;
             result.attempts = attempts;
+        }
+        if result.exhausted {
+            result.exhaustion = Some(exhaustion(input, &layout, counter.as_ref(), limit, result.tokens_after));
         }
         if !truncations.is_empty() {
             let mut elisions = truncation_elisions(&truncations);
@@ -351,6 +354,19 @@ impl Compactor {
             .ceiling(aged.tokens)
             .plan(pass.counter.as_ref());
         match trim {
+            // A trim must shrink: one that would not (a notice longer than the little
+            // middle it replaces) leaves the conversation as it is.
+            Some(trim) if trim.tokens >= aged.tokens => {
+                tracing::warn!(tokens = trim.tokens, "no hard trim shrinks the conversation");
+                let messages = if aged.elisions.is_empty() {
+                    pass.input.to_vec()
+                } else {
+                    aged.messages
+                };
+                CompactionResult::unchanged(messages, aged.tokens)
+                    .judged(pass.before, pass.limit)
+                    .with_elisions(aged.elisions)
+            }
             Some(trim) => {
                 tracing::warn!(dropped = trim.dropped, tokens = trim.tokens, "hard trim");
                 let mut result = CompactionResult::replaced(
@@ -381,6 +397,30 @@ impl Compactor {
                 result
             }
         }
+    }
+}
+
+/// The numbers of an exhausted result: the sticky messages before the recent window and
+/// the window itself (as kept), counted by the pass's counter.
+fn exhaustion(
+    input: &[Message],
+    layout: &Layout,
+    counter: &dyn TokenCounter,
+    limit: usize,
+    tokens_after: usize,
+) -> Exhaustion {
+    let start = layout.recent_start.min(input.len());
+    let sticky: Vec<Message> = input[..start].iter().filter(|m| m.is_sticky()).cloned().collect();
+    Exhaustion {
+        limit,
+        tokens_after,
+        sticky_tokens: if sticky.is_empty() {
+            0
+        } else {
+            counter.count_messages(&sticky)
+        },
+        recent_tokens: counter.count_messages(&input[start..]),
+        recent_messages: input.len() - start,
     }
 }
 

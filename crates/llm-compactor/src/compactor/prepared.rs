@@ -111,6 +111,7 @@ impl PreparedPass {
             receipt: None,
             repairs: Vec::new(),
             truncations: self.result.truncations.clone(),
+            exhaustion: None,
         };
         let config = compactor.config();
         let policy = &config.cost_policy;

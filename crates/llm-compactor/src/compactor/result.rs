@@ -122,6 +122,39 @@ pub struct CompactionResult {
     /// content is in `elisions` too).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub truncations: Vec<Truncation>,
+    /// When `exhausted`: the numbers of why (what nothing may shrink, against the limit);
+    /// `None` otherwise (and for a prepared pass installed later).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exhaustion: Option<Exhaustion>,
+}
+
+/// Why a pass is `exhausted`, in numbers: the part of the conversation no pass may
+/// summarize, trim or elide (the sticky messages, and the recent window shrunk as far as
+/// it goes: the last turn, its biggest results cut) is over the limit on its own.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct Exhaustion {
+    /// The limit the result was judged by: the per-call target, else the context budget.
+    pub limit: usize,
+    /// The result's tokens.
+    pub tokens_after: usize,
+    /// Tokens of the sticky messages before the recent window.
+    pub sticky_tokens: usize,
+    /// Tokens of the recent window as kept.
+    pub recent_tokens: usize,
+    /// Messages in the recent window as kept.
+    pub recent_messages: usize,
+}
+
+impl std::fmt::Display for Exhaustion {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} tokens after the pass, over the limit of {}: the sticky messages take {} and the recent \
+             window ({} messages, from the last turn on) {}",
+            self.tokens_after, self.limit, self.sticky_tokens, self.recent_messages, self.recent_tokens
+        )
+    }
 }
 
 impl CompactionResult {
@@ -160,6 +193,7 @@ impl CompactionResult {
             receipt: None,
             repairs: Vec::new(),
             truncations: Vec::new(),
+            exhaustion: None,
         }
     }
 

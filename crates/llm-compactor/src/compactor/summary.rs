@@ -63,6 +63,7 @@ impl Compactor {
                 usage: Usage::default(),
             };
         };
+        let ceiling = ceiling(pass, aged, cut);
         let model_free = summarizer.model_free();
         let policy = self
             .ledger
@@ -84,7 +85,7 @@ impl Compactor {
         let accepted = if model_free {
             None
         } else {
-            self.summarize_inner(&mut calls, summarizer, pass, aged, aged_count, cut)
+            self.summarize_inner(&mut calls, summarizer, pass, (aged, aged_count), cut, ceiling)
                 .await
                 .ok()
                 .flatten()
@@ -95,12 +96,18 @@ impl Compactor {
             usage: calls.usage,
         };
         if let Some(policy) = &policy {
+            let config = &self.config;
             let fit = super::ledger::Fit {
                 aged,
                 layout,
                 aged_count,
                 counter,
-                target: options.target,
+                aims: [
+                    options.target.unwrap_or(config.target()),
+                    options.target.unwrap_or(config.trigger()),
+                    ceiling,
+                ],
+                limit: ceiling,
             };
             self.apply_ledger(policy, &mut outcome, &fit, model_free, options.cancel.is_cancelled());
         }
@@ -114,9 +121,9 @@ impl Compactor {
         calls: &mut Calls<'_>,
         summarizer: &dyn Summarizer,
         pass: &Pass<'_>,
-        aged: &[Message],
-        aged_count: usize,
+        (aged, aged_count): (&[Message], usize),
         cut: usize,
+        ceiling: usize,
     ) -> Result<Option<Accepted>, GiveUp> {
         let (layout, counter, options) = (pass.layout, pass.counter, pass.options);
         let focus = options.focus.as_deref();
@@ -174,7 +181,7 @@ impl Compactor {
             carry = Some(reply.text.trim().to_owned());
             start = next;
         };
-        let target = options.target;
+        let (target, limit) = (options.target, ceiling);
         let prove = |text: &str| {
             let content = plan::summary_content(text.trim());
             let (messages, dropped) = plan::assemble(aged, cut, &content);
@@ -190,7 +197,9 @@ impl Compactor {
                 valid,
             )
         };
-        let fits = |tokens: usize| tokens < aged_count && target.is_none_or(|t| tokens <= t);
+        // Under the limit too: a summary that leaves the conversation over the budget
+        // would be `exhausted`, where the ledger or the trim may fit.
+        let fits = |tokens: usize| tokens < aged_count && tokens <= limit;
         let (index, reply) = first;
         let (candidate, valid) = prove(&reply.text);
         if let Err(violation) = &valid {
@@ -208,7 +217,7 @@ impl Compactor {
         calls.mark(
             index,
             AttemptOutcome::Rejected,
-            Some(not_enough(candidate.tokens, aged_count, target)),
+            Some(not_enough(candidate.tokens, aged_count, limit, target.is_some())),
         );
         // The single tighten retry, over the same transcript.
         let limit = transcript.chars().count() / 4;
@@ -238,7 +247,7 @@ impl Compactor {
                 tightened.tokens, candidate.tokens
             )
         } else {
-            not_enough(tightened.tokens, aged_count, target)
+            not_enough(tightened.tokens, aged_count, limit, target.is_some())
         };
         calls.mark(index, AttemptOutcome::Rejected, Some(note));
         Ok(None)
@@ -297,14 +306,27 @@ impl Compactor {
     }
 }
 
+/// Over this a summary is not taken: the pass's limit (a result over it would be
+/// `exhausted`, where a smaller summary or the trim may fit), unless even the whole
+/// middle dropped leaves the conversation over it. Then the pass is `exhausted` whatever
+/// it does, and a summary that shrinks the conversation keeps more than the trim would
+/// (the seed's rule: shrinking is enough).
+fn ceiling(pass: &Pass<'_>, aged: &[Message], cut: usize) -> usize {
+    let notice = plan::notice_content(pass.layout.middle.len());
+    let floor = pass.counter.count_messages(&plan::assemble(aged, cut, &notice).0);
+    if floor > pass.limit { usize::MAX } else { pass.limit }
+}
+
 /// Appended to a summary that was still truncated after the doubled-budget retry, so
 /// the model (and whoever reads the transcript) sees that it stops short.
 pub const TRUNCATED_MARKER: &str = "[summary truncated]";
 
-fn not_enough(tokens: usize, aged_count: usize, target: Option<usize>) -> String {
-    match target {
-        Some(t) if tokens < aged_count => format!("{tokens} tokens is above the target of {t}"),
-        _ => format!("did not shrink the conversation ({tokens} >= {aged_count} tokens)"),
+fn not_enough(tokens: usize, aged_count: usize, limit: usize, target: bool) -> String {
+    let what = if target { "target" } else { "context budget" };
+    if tokens < aged_count {
+        format!("{tokens} tokens is above the {what} of {limit}")
+    } else {
+        format!("did not shrink the conversation ({tokens} >= {aged_count} tokens)")
     }
 }
 

@@ -35,6 +35,7 @@ mod trim;
 mod validate;
 
 pub use aging_index::AgingIndex;
+pub(crate) use assemble::notice_content;
 pub use assemble::{SUMMARY_HEADER, apply_elisions, assemble, summary_content};
 pub use binding::{
     BindingContext, BindingRepair, BindingReport, BindingRules, BlockNote, BlockRef, Invalid, InvalidReason, Outcome,

@@ -80,6 +80,7 @@ pub fn synthetic_result(
         receipt: None,
         repairs: Vec::new(),
         truncations: Vec::new(),
+        exhaustion: None,
     }
 }
 

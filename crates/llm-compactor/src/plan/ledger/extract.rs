@@ -7,6 +7,7 @@ use serde_json::Value;
 use super::carry::parse_rendered;
 use super::command::{cap_chars, command_head, command_paths, op_of_tool};
 use super::hosted::{Hosted, hosted};
+use super::repeats::push_repeated;
 use super::scan::{self, bash_blocks, code_spans, error_lines, exit_status, is_path, trim_token, urls};
 use super::{CommandFact, ErrorFact, FileFact, Ledger, LedgerRules};
 use crate::message::{Content, Message, Part, Role};
@@ -221,11 +222,14 @@ impl Builder<'_> {
             self.carried_last = Some(last);
         }
         if let Some(previous) = self.ledger.last_user.take() {
-            self.ledger
-                .earlier_users
-                .push(one_line(&previous, self.rules.earlier_user_chars));
+            push_repeated(
+                &mut self.ledger.earlier_users,
+                one_line(&previous, self.rules.earlier_user_chars),
+            );
         }
-        self.ledger.earlier_users.extend(prior.earlier_users);
+        for line in prior.earlier_users {
+            push_repeated(&mut self.ledger.earlier_users, line);
+        }
         if prior.last_user.is_some() {
             self.ledger.last_user = prior.last_user;
         }
@@ -278,9 +282,10 @@ impl Builder<'_> {
             return;
         }
         if let Some(previous) = self.ledger.last_user.take() {
-            self.ledger
-                .earlier_users
-                .push(one_line(&previous, self.rules.earlier_user_chars));
+            push_repeated(
+                &mut self.ledger.earlier_users,
+                one_line(&previous, self.rules.earlier_user_chars),
+            );
         }
         self.ledger.last_user = Some(cap_chars(text.trim(), self.rules.last_user_chars));
     }

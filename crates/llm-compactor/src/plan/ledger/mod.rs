@@ -19,13 +19,17 @@ mod command;
 mod extract;
 mod hosted;
 mod render;
+mod repeats;
 pub(crate) mod scan;
+mod sized;
 
 use serde::{Deserialize, Serialize};
 
 pub use carry::{ImportanceTier, changes_something, parse_rendered};
 pub use extract::extract;
-pub use render::{LEDGER_HEADING, history_fits, render};
+pub use render::{LEDGER_HEADING, history_fits, render, render_user_first};
+pub use repeats::{push_repeated, split_count};
+pub use sized::{ledger_room, sized_ledgers};
 
 /// One file the replaced messages touched.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -82,7 +86,9 @@ pub struct ErrorFact {
 pub struct Ledger {
     /// The user's last message among the replaced ones, verbatim (capped).
     pub last_user: Option<String>,
-    /// The user's earlier messages, one line each (capped), oldest first.
+    /// The user's earlier messages, one line each (capped), oldest first; a message
+    /// said more than once is one line, at its newest position, ending in its count
+    /// (` (×3)`, see [`split_count`]).
     pub earlier_users: Vec<String>,
     /// Files, oldest first.
     pub files: Vec<FileFact>,
@@ -157,7 +163,8 @@ impl Default for LedgerRules {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct LedgerPolicy {
     /// The most tokens the ledger may add to a summary (part of the summary budget;
-    /// rendered at about three chars a token, and halved until the summary fits).
+    /// rendered at about three chars a token, and halved until the summary fits). A pass
+    /// gives it less when its target leaves less room (see [`sized_ledgers`]).
     /// Default 2048, the default output budget of a model summary: chosen by a sweep
     /// with `compactor eval` on 61 real runs (512: 27% probe recall, 1024: 48%, 2048:
     /// 80%, uncapped: 99%; see BENCHMARKS.md). The handles the lines name with expansion

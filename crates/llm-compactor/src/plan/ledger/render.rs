@@ -142,7 +142,46 @@ impl Section {
 /// assert!(render(&ledger, 10).is_empty());
 /// ```
 pub fn render(ledger: &Ledger, max_chars: usize) -> String {
-    let Some(s) = plan(ledger, max_chars) else {
+    render_with(ledger, max_chars, Sharing::Shares)
+}
+
+/// Renders `ledger` in at most `max_chars` chars with the user's own words kept first:
+/// the last request (verbatim, cut only when it alone is over the room), then the
+/// earlier user messages (newest first), then the open errors, then the history by
+/// tier, and the identifiers with what is left. What a pass uses when its target leaves
+/// the ledger less room than its configured cap (see [`super::sized_ledgers`]): a small
+/// room is spent on the instructions before the artifacts, which the agent can re-read.
+///
+/// ```
+/// use llm_compactor::plan::ledger::{render, render_user_first, FileFact, Ledger};
+/// let file = |i: usize| FileFact { path: format!("src/file_{i}.py"), operations: vec!["edit".into()], last_seen: i, handle: None };
+/// let ledger = Ledger {
+///     last_user: Some("Keep the budget cap at $956.".into()),
+///     earlier_users: vec!["Never delete the backups.".into()],
+///     files: (0..40).map(file).collect(),
+///     ..Ledger::default()
+/// };
+/// let text = render_user_first(&ledger, 400);
+/// assert!(text.contains("Keep the budget cap at $956.") && text.contains("Never delete the backups."));
+/// assert!(text.chars().count() <= 400 && text.contains("src/file_39.py"));
+/// assert!(!render(&ledger, 400).contains("Never delete the backups."));
+/// ```
+pub fn render_user_first(ledger: &Ledger, max_chars: usize) -> String {
+    render_with(ledger, max_chars, Sharing::UserFirst)
+}
+
+/// How [`plan`] shares the room among the sections.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Sharing {
+    /// The bounded shares of the state, then the history (the configured cap's sharing,
+    /// the one `compactor eval` tuned).
+    Shares,
+    /// The user's words first, then the open errors, the history, the identifiers.
+    UserFirst,
+}
+
+fn render_with(ledger: &Ledger, max_chars: usize, sharing: Sharing) -> String {
+    let Some(s) = plan(ledger, max_chars, sharing) else {
         return String::new();
     };
     let mut out = String::from(LEDGER_HEADING);
@@ -184,27 +223,37 @@ pub fn render(ledger: &Ledger, max_chars: usize) -> String {
 /// assert!(!history_fits(&ledger, 300));
 /// ```
 pub fn history_fits(ledger: &Ledger, max_chars: usize) -> bool {
-    match plan(ledger, max_chars) {
+    match plan(ledger, max_chars, Sharing::Shares) {
         None => ledger.files.is_empty() && ledger.commands.is_empty() && ledger.errors.is_empty(),
         Some(s) => s[1..5].iter().all(|sec| sec.kept == sec.lines.len()),
     }
 }
 
 /// The sections with how many lines of each are kept; `None` when nothing is.
-fn plan(ledger: &Ledger, max_chars: usize) -> Option<[Section; 7]> {
+fn plan(ledger: &Ledger, max_chars: usize, sharing: Sharing) -> Option<[Section; 7]> {
     // The originals' line is a handle range: like the lines' handles, not counted.
     let heading = LEDGER_HEADING.chars().count() + 1;
     if ledger.is_empty() || max_chars <= heading {
         return None;
     }
     let budget = max_chars - heading;
-    let mut s = sections(ledger, budget);
+    let mut s = sections(ledger, budget, sharing);
     let [request, open, _, _, _, earlier, identifiers] = &mut s;
-    // The state, each part bounded.
-    let mut used = request.fill(budget / 4);
-    used += open.fill((budget / 4).min(budget - used));
-    used += earlier.fill((budget / 16).min(budget - used));
-    used += identifiers.fill((budget / 16).min(budget - used));
+    let mut used = match sharing {
+        // The state, each part bounded.
+        Sharing::Shares => {
+            let mut used = request.fill(budget / 4);
+            used += open.fill((budget / 4).min(budget - used));
+            used += earlier.fill((budget / 16).min(budget - used));
+            used + identifiers.fill((budget / 16).min(budget - used))
+        }
+        // The user's words, whole as far as they go, then the open errors.
+        Sharing::UserFirst => {
+            let mut used = request.fill(budget);
+            used += earlier.fill(budget - used);
+            used + open.fill(budget - used)
+        }
+    };
     // The history: by tier (the artifact trail before what can be re-read), within a
     // tier newest first across files, commands and resolved errors: one cut.
     let mut order: Vec<(ImportanceTier, usize, std::cmp::Reverse<usize>, usize)> = Vec::new();
@@ -377,7 +426,7 @@ pub(crate) fn merged_files(files: &[FileFact]) -> Vec<FileFact> {
     kept
 }
 
-fn sections(ledger: &Ledger, budget: usize) -> [Section; 7] {
+fn sections(ledger: &Ledger, budget: usize, sharing: Sharing) -> [Section; 7] {
     let errors = |open: bool| -> Vec<(String, usize)> {
         let mut lines: Vec<&ErrorFact> = ledger.errors.iter().filter(|e| e.open == open).collect();
         lines.sort_by_key(|e| e.last_seen);
@@ -389,7 +438,11 @@ fn sections(ledger: &Ledger, budget: usize) -> [Section; 7] {
     let ordered =
         |lines: &[String]| -> Vec<(String, usize)> { lines.iter().enumerate().map(|(i, l)| (l.clone(), i)).collect() };
     // The request's verbatim head: at most a quarter of the room, less its frame.
-    let request_cap = (budget / 4).saturating_sub(60).max(40);
+    // With the user's words first, all of the room less its frame.
+    let request_cap = match sharing {
+        Sharing::Shares => (budget / 4).saturating_sub(60).max(40),
+        Sharing::UserFirst => budget.saturating_sub(60).max(40),
+    };
     [
         Section::new(
             "Last user request (verbatim)",
