@@ -1,0 +1,645 @@
+//! Real agent clients through the real proxy: unmodified Claude Code and Codex CLI from
+//! npm (`scripts/agent-clients.sh`), run headless for 50 tool rounds of 3–17 KB outputs
+//! through `compactor proxy` against a scripted model on 127.0.0.1 that enforces what
+//! the providers document (`real_clients/rules.rs`).
+//!
+//! The proxy's first promise is "point your client at it, change nothing else"; the
+//! official SDKs replaying recorded trajectories cannot show it, because the clients
+//! people run add what no trajectory records: Claude Code's moving cache breakpoint,
+//! its thinking blocks and `context_management`, Codex's own session headers. Each run
+//! checks the goals of the real-clients issue and prints one line of figures:
+//!
+//! - the client exits 0 after every round and the final answer;
+//! - every request the model received is within the budget, by the model's count;
+//! - at least one summary pass; no request refused (no client-visible 4xx); at most
+//!   four `cache_control` marks on every request;
+//! - one transcript for the client's session, whose export + replay is what the model
+//!   last saw (byte for byte, modulo the request-only cache marks);
+//! - every break of the prefix lines up with a pass; the proxy's added latency ≤ 5 ms
+//!   mean (`/metrics`, which the model cannot see).
+//!
+//! Direct runs (no proxy) show the scripted model accepts the unmodified clients as
+//! they are: a rule that failed them there would be the harness's fault.
+
+mod anthropic;
+mod clients;
+mod model;
+mod proxy;
+mod responses;
+mod rules;
+
+use std::path::Path;
+
+use llm_compactor::Message;
+use llm_compactor::format::responses::ResponsesRequest;
+use serde_json::Value;
+
+use model::{Options, Received, Turn};
+
+/// Client runs one at a time: they are the heavy tests, and the latency they measure
+/// means nothing when four share two cores.
+static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+/// The most mean added latency the proxy may cost, in ms.
+const MAX_LATENCY_MS: f64 = 5.0;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Client {
+    Claude,
+    Codex,
+}
+
+impl Client {
+    fn name(self) -> &'static str {
+        match self {
+            Client::Claude => "claude-code",
+            Client::Codex => "codex",
+        }
+    }
+
+    /// The model route the client speaks.
+    fn route(self) -> &'static str {
+        match self {
+            Client::Claude => "/v1/messages",
+            Client::Codex => "/v1/responses",
+        }
+    }
+}
+
+/// One run: a client, through the proxy at `budget` (or directly at the model), for
+/// `rounds` rounds.
+struct Run {
+    client: Client,
+    budget: Option<usize>,
+    rounds: usize,
+    enforce_thinking: bool,
+}
+
+/// Runs `run` and checks the goals; panics listing every goal missed.
+async fn check(run: Run) {
+    let Some(clients) = clients::find() else { return };
+    let _one = ONE_AT_A_TIME.lock().await;
+    let dir = tempfile::tempdir().unwrap();
+    let model = model::start(Options {
+        rounds: run.rounds,
+        enforce_thinking: run.enforce_thinking,
+        ..Options::default()
+    })
+    .await;
+    let proxy = run
+        .budget
+        .map(|budget| proxy::start(&model.url(), dir.path(), budget, &[]));
+    let base = proxy.as_ref().map_or_else(|| model.url(), |p| p.url.clone());
+    let client_dir = dir.path().join("client");
+    let output = match run.client {
+        Client::Claude => clients::claude(&clients, &base, &client_dir, run.rounds + 10).await,
+        Client::Codex => clients::codex(&clients, &format!("{base}/v1"), &client_dir).await,
+    };
+    let received: Vec<Received> = model
+        .received()
+        .into_iter()
+        .filter(|r| r.route.starts_with(&format!("POST {}", run.client.route())) && !r.route.contains("count_tokens"))
+        .collect();
+    describe_first(run.client, &model.received());
+    let mut figures = Figures::of(&run, &output, &received);
+    let mut log = Vec::new();
+    if let Some(proxy) = proxy {
+        let metrics = proxy.metrics().await;
+        let store = proxy.store.clone();
+        log = proxy.stop();
+        figures.through_proxy(&run, &metrics, &store, dir.path(), &received, &log);
+    }
+    eprintln!("{}", figures.line(&run));
+    let missed = figures.missed(&run);
+    if !missed.is_empty() {
+        let notable: Vec<&String> = log
+            .iter()
+            .filter(|l| {
+                l.contains("WARN")
+                    || l.contains("ERROR")
+                    || l.contains("starts over")
+                    || l.contains("context_management")
+            })
+            .take(12)
+            .collect();
+        panic!(
+            "{} missed {} goal(s):\n- {}\nproxy log (first notable lines): {notable:#?}\nclient stdout tail: {}\nclient stderr tail: {}",
+            label(&run),
+            missed.len(),
+            missed.join("\n- "),
+            tail(&output.stdout),
+            tail(&output.stderr)
+        );
+    }
+}
+
+fn label(run: &Run) -> String {
+    match run.budget {
+        Some(budget) => format!("{}@{budget}", run.client.name()),
+        None => format!("{} direct", run.client.name()),
+    }
+}
+
+fn tail(bytes: &[u8]) -> String {
+    let text = String::from_utf8_lossy(bytes);
+    let mut start = text.len().saturating_sub(1500);
+    while !text.is_char_boundary(start) {
+        start += 1;
+    }
+    text[start..].to_owned()
+}
+
+/// The first `max` bytes of `text`, cut at a character boundary.
+fn head(text: &str, max: usize) -> &str {
+    let mut end = text.len().min(max);
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    &text[..end]
+}
+
+/// What the client sends, from its first model request: what the proxy must handle.
+fn describe_first(client: Client, all: &[Received]) {
+    let Some(first) = all.iter().find(|r| r.route.starts_with("POST") && r.body.is_object()) else {
+        return;
+    };
+    let session_headers: Vec<&str> = first
+        .headers
+        .iter()
+        .map(|(k, _)| k.as_str())
+        .filter(|k| k.contains("session") || k.contains("thread") || k.contains("window-id"))
+        .collect();
+    let side: Vec<&str> = all
+        .iter()
+        .filter(|r| !r.route.contains(client.route()))
+        .map(|r| r.route.as_str())
+        .collect();
+    eprintln!(
+        "{} sends: {} keys {:?}; anthropic-beta {:?}; session headers {session_headers:?}; thinking {}; context_management {}; {} cache marks; side requests {side:?}",
+        client.name(),
+        first.route,
+        first
+            .body
+            .as_object()
+            .map(|o| o.keys().cloned().collect::<Vec<_>>())
+            .unwrap_or_default(),
+        first.header("anthropic-beta"),
+        first.body["thinking"],
+        first.body["context_management"],
+        first.marks,
+    );
+}
+
+/// The figures of a run.
+#[derive(Default)]
+struct Figures {
+    exit: Option<i32>,
+    rounds_done: usize,
+    finished: bool,
+    lost: usize,
+    requests: usize,
+    max_bytes: usize,
+    max_tokens: usize,
+    over_budget: usize,
+    refused: usize,
+    first_refusal: Option<String>,
+    max_marks: usize,
+    over_marks: usize,
+    thinking: usize,
+    invalid_thinking: usize,
+    requests_with_invalid: usize,
+    unopened_loops: usize,
+    // Through the proxy only.
+    proxied: bool,
+    compactions: u64,
+    elisions: u64,
+    summaries: usize,
+    trims: usize,
+    elision_epochs: usize,
+    transcripts: Vec<String>,
+    replay: Option<String>,
+    breaks: usize,
+    latency_ms: f64,
+    latency_count: u64,
+    starts_over: usize,
+    prepared: Vec<(String, u64)>,
+}
+
+impl Figures {
+    fn of(run: &Run, output: &std::process::Output, received: &[Received]) -> Figures {
+        let budget = run.budget.unwrap_or(usize::MAX);
+        let refusals: Vec<&Received> = received.iter().filter(|r| r.status >= 400).collect();
+        Figures {
+            exit: output.status.code(),
+            rounds_done: received
+                .iter()
+                .filter_map(|r| match r.turn {
+                    Some(Turn::Call(n)) => Some(n - 1),
+                    Some(Turn::Final) => Some(run.rounds),
+                    _ => None,
+                })
+                .max()
+                .unwrap_or(0),
+            finished: received.iter().any(|r| r.turn == Some(Turn::Final))
+                && String::from_utf8_lossy(&output.stdout).contains(model::FINAL),
+            lost: received.iter().filter(|r| r.turn == Some(Turn::Lost)).count(),
+            requests: received.len(),
+            max_bytes: received.iter().map(|r| r.bytes.len()).max().unwrap_or(0),
+            max_tokens: received.iter().map(|r| r.tokens).max().unwrap_or(0),
+            over_budget: received.iter().filter(|r| r.tokens > budget).count(),
+            refused: refusals.len(),
+            first_refusal: refusals.first().and_then(|r| r.error.clone()),
+            max_marks: received.iter().map(|r| r.marks).max().unwrap_or(0),
+            over_marks: received.iter().filter(|r| r.marks > rules::MAX_BREAKPOINTS).count(),
+            thinking: received.iter().map(|r| r.thinking).sum(),
+            invalid_thinking: received.iter().map(|r| r.invalid_thinking).sum(),
+            requests_with_invalid: received.iter().filter(|r| r.invalid_thinking > 0).count(),
+            unopened_loops: received.iter().filter(|r| r.unopened_loop).count(),
+            ..Figures::default()
+        }
+    }
+
+    fn through_proxy(
+        &mut self,
+        run: &Run,
+        metrics: &proxy::Metrics,
+        store: &str,
+        dir: &Path,
+        received: &[Received],
+        log: &[String],
+    ) {
+        self.proxied = true;
+        self.compactions = metrics.compactions;
+        self.elisions = metrics.elisions;
+        self.latency_ms = metrics.latency_mean_ms;
+        self.latency_count = metrics.latency_count;
+        self.prepared = metrics.prepared.clone();
+        self.starts_over = log.iter().filter(|l| l.contains("starts over")).count();
+        self.transcripts = proxy::sessions(store);
+        for (n, session) in self.transcripts.iter().enumerate() {
+            let (summaries, trims, epochs) = proxy::passes(&proxy::export(store, session, dir, n));
+            self.summaries += summaries;
+            self.trims += trims;
+            self.elision_epochs += epochs;
+        }
+        self.breaks = received
+            .windows(2)
+            .filter(|pair| {
+                let (prev, next) = (wire(run.client, &pair[0]), wire(run.client, &pair[1]));
+                next.len() < prev.len() || next[..prev.len()] != prev[..]
+            })
+            .count();
+        let root = self.transcripts.iter().position(|s| !s.contains('~')).unwrap_or(0);
+        if let (Some(session), Some(last)) = (self.transcripts.get(root), received.last()) {
+            let file = proxy::export(store, session, dir, 1000);
+            self.replay = replay_difference(run.client, &file, last);
+        } else {
+            self.replay = Some("no session or no request to compare".to_owned());
+        }
+    }
+
+    /// The goals missed, in words with their figures.
+    fn missed(&self, run: &Run) -> Vec<String> {
+        let mut missed = Vec::new();
+        let mut goal = |ok: bool, what: String| {
+            if !ok {
+                missed.push(what);
+            }
+        };
+        goal(
+            self.exit == Some(0),
+            format!("the client exits 0 (exit {:?})", self.exit),
+        );
+        goal(
+            self.finished && self.rounds_done == run.rounds,
+            format!(
+                "all {} rounds and the final answer ({} rounds done, {} lost counts)",
+                run.rounds, self.rounds_done, self.lost
+            ),
+        );
+        goal(
+            self.refused == 0,
+            format!(
+                "no request refused: {} refused, first: {:?}",
+                self.refused, self.first_refusal
+            ),
+        );
+        goal(
+            self.over_marks == 0,
+            format!(
+                "at most 4 cache marks: {} requests over, max {}",
+                self.over_marks, self.max_marks
+            ),
+        );
+        if run.enforce_thinking {
+            goal(
+                self.invalid_thinking == 0 && self.unopened_loops == 0,
+                format!(
+                    "thinking stays bound: {} invalid blocks in {} requests, {} loops without their thinking",
+                    self.invalid_thinking, self.requests_with_invalid, self.unopened_loops
+                ),
+            );
+        }
+        let Some(budget) = run.budget else { return missed };
+        goal(
+            self.over_budget == 0,
+            format!(
+                "every request within {budget}: {} over, max {}",
+                self.over_budget, self.max_tokens
+            ),
+        );
+        goal(
+            self.summaries >= 1,
+            format!(
+                "at least one summary pass: {} (compactions {})",
+                self.summaries, self.compactions
+            ),
+        );
+        goal(
+            self.transcripts.len() == 1,
+            format!(
+                "one transcript for the session: {} ({} logged starts over)",
+                self.transcripts.len(),
+                self.starts_over
+            ),
+        );
+        goal(
+            self.replay.is_none(),
+            format!(
+                "export + replay is the last request: {}",
+                self.replay.clone().unwrap_or_default()
+            ),
+        );
+        goal(
+            self.breaks as u64 <= self.compactions,
+            format!(
+                "every prefix break lines up with a pass: {} breaks, {} passes",
+                self.breaks, self.compactions
+            ),
+        );
+        goal(
+            self.latency_ms <= MAX_LATENCY_MS,
+            format!(
+                "added latency ≤ {MAX_LATENCY_MS} ms mean: {:.2} ms over {}",
+                self.latency_ms, self.latency_count
+            ),
+        );
+        missed
+    }
+
+    fn line(&self, run: &Run) -> String {
+        let budget = run.budget.map_or_else(|| "no budget".to_owned(), |b| b.to_string());
+        let mut line = format!(
+            "real-client {}: exit {:?}, rounds {}/{}{}, requests {} (largest {} KB), max {} tokens / {budget} ({} over), \
+             marks max {} ({} over 4), refused {}, thinking {} blocks ({} invalid in {} requests, {} unopened loops)",
+            label(run),
+            self.exit,
+            self.rounds_done,
+            run.rounds,
+            if self.finished { " + final" } else { "" },
+            self.requests,
+            self.max_bytes / 1024,
+            self.max_tokens,
+            self.over_budget,
+            self.max_marks,
+            self.over_marks,
+            self.refused,
+            self.thinking,
+            self.invalid_thinking,
+            self.requests_with_invalid,
+            self.unopened_loops,
+        );
+        if self.proxied {
+            line += &format!(
+                ", passes {} (summaries {}, trims {}, elision epochs {}, {} results stubbed), prepared {:?}, transcripts {} ({} starts over), \
+                 replay {}, prefix breaks {}, latency {:.2} ms mean over {}",
+                self.compactions,
+                self.summaries,
+                self.trims,
+                self.elision_epochs,
+                self.elisions,
+                self.prepared.iter().filter(|(_, n)| *n > 0).collect::<Vec<_>>(),
+                self.transcripts.len(),
+                self.starts_over,
+                if self.replay.is_none() { "equal" } else { "DIFFERS" },
+                self.breaks,
+                self.latency_ms,
+                self.latency_count,
+            );
+        }
+        line
+    }
+}
+
+/// A request's conversation as it went on the wire, without the request-only cache marks.
+fn wire(client: Client, received: &Received) -> Vec<Value> {
+    let field = if client == Client::Codex { "input" } else { "messages" };
+    received.body[field]
+        .as_array()
+        .map(|items| items.iter().map(unmarked).collect())
+        .unwrap_or_default()
+}
+
+/// `value` without `cache_control` anywhere.
+fn unmarked(value: &Value) -> Value {
+    match value {
+        Value::Object(map) => Value::Object(
+            map.iter()
+                .filter(|(k, _)| *k != "cache_control")
+                .map(|(k, v)| (k.clone(), unmarked(v)))
+                .collect(),
+        ),
+        Value::Array(items) => Value::Array(items.iter().map(unmarked).collect()),
+        other => other.clone(),
+    }
+}
+
+/// How the replay of `file` differs from what `last` carried (`None`: it does not).
+/// Anthropic: the `messages` byte for byte (compact JSON, key order kept) modulo cache
+/// marks; Responses (no replay format of its own): the library's messages.
+fn replay_difference(client: Client, file: &Path, last: &Received) -> Option<String> {
+    if client == Client::Codex {
+        proxy::replay(file, "openai");
+        let text = std::fs::read(file).unwrap();
+        let transcript = llm_compactor::session::Transcript::parse(file, &text).unwrap();
+        let replayed: Vec<Message> = transcript
+            .messages()
+            .iter()
+            .map(|m| Message { id: None, ..m.clone() })
+            .collect();
+        let sent = ResponsesRequest::from_value(last.body.clone(), "upstream")
+            .unwrap()
+            .into_messages();
+        return (replayed != sent).then(|| format!("{} messages replayed, {} sent", replayed.len(), sent.len()));
+    }
+    let replayed = wire(
+        client,
+        &Received {
+            body: proxy::replay(file, "anthropic"),
+            ..last.clone()
+        },
+    );
+    let sent = wire(client, last);
+    let at = (0..replayed.len().max(sent.len())).find(|&i| {
+        let text = |items: &[Value]| items.get(i).map(|v| serde_json::to_string(v).unwrap());
+        text(&replayed) != text(&sent)
+    })?;
+    let show = |items: &[Value]| {
+        items.get(at).map_or_else(
+            || "(none)".to_owned(),
+            |v| head(&serde_json::to_string(v).unwrap(), 300).to_owned(),
+        )
+    };
+    Some(format!(
+        "{} messages replayed, {} sent; first difference at message {at}: replayed {} / sent {}",
+        replayed.len(),
+        sent.len(),
+        show(&replayed),
+        show(&sent)
+    ))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn claude_code_direct_is_accepted_by_the_scripted_model() {
+    check(Run {
+        client: Client::Claude,
+        budget: None,
+        rounds: 12,
+        enforce_thinking: true,
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn codex_direct_is_accepted_by_the_scripted_model() {
+    check(Run {
+        client: Client::Codex,
+        budget: None,
+        rounds: 12,
+        enforce_thinking: false,
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn claude_code_through_the_proxy_at_80k() {
+    check(Run {
+        client: Client::Claude,
+        budget: Some(80_000),
+        rounds: 50,
+        enforce_thinking: false,
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn claude_code_through_the_proxy_at_40k() {
+    check(Run {
+        client: Client::Claude,
+        budget: Some(40_000),
+        rounds: 50,
+        enforce_thinking: false,
+    })
+    .await;
+}
+
+/// The signed-state issue's goal: with the documented thinking check enforced, Claude
+/// Code's thinking survives every pass.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn claude_code_thinking_stays_bound_through_the_proxy_at_40k() {
+    check(Run {
+        client: Client::Claude,
+        budget: Some(40_000),
+        rounds: 50,
+        enforce_thinking: true,
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn codex_through_the_proxy_at_32k() {
+    check(Run {
+        client: Client::Codex,
+        budget: Some(32_000),
+        rounds: 50,
+        enforce_thinking: false,
+    })
+    .await;
+}
+
+/// The gauges can fail: the scripted model refuses, over HTTP, a fifth breakpoint, an
+/// orphan tool result and a thinking block whose prefix was edited, with Anthropic's
+/// messages.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_scripted_model_refuses_what_the_provider_refuses() {
+    let model = model::start(Options {
+        enforce_thinking: true,
+        ..Options::default()
+    })
+    .await;
+    let client = reqwest::Client::new();
+    let send = |body: Value| client.post(format!("{}/v1/messages", model.url())).json(&body).send();
+    let mark = serde_json::json!({"type": "ephemeral"});
+    let mut body = serde_json::json!({
+        "model": "claude-sonnet-4-5", "max_tokens": 1024, "thinking": {"type": "enabled", "budget_tokens": 1024},
+        "system": [{"type": "text", "text": "You are scripted."}],
+        "tools": [{"name": "Bash", "description": "Run a command", "input_schema": {"type": "object", "properties": {"command": {"type": "string"}}}}],
+        "messages": [{"role": "user", "content": "Go."}]
+    });
+    // A good first request: a signed thinking block and round 1's call.
+    let first: Value = send(body.clone()).await.unwrap().json().await.unwrap();
+    assert_eq!(first["content"][0]["type"], "thinking", "{first}");
+    assert_eq!(first["content"][1]["type"], "tool_use", "{first}");
+    let call = first["content"][1]["id"].clone();
+    body["messages"].as_array_mut().unwrap().extend([
+        serde_json::json!({"role": "assistant", "content": first["content"]}),
+        serde_json::json!({"role": "user", "content": [{"type": "tool_result", "tool_use_id": call, "content": "ROUND 1\nok"}]}),
+    ]);
+    let second = send(body.clone()).await.unwrap();
+    assert_eq!(second.status(), 200);
+    let second: Value = second.json().await.unwrap();
+    assert_eq!(second["content"][1]["input"]["command"], model::command(2), "{second}");
+
+    let refused = |response: reqwest::Response| async move {
+        assert_eq!(response.status(), 400);
+        let error: Value = response.json().await.unwrap();
+        assert_eq!(error["type"], "error");
+        error["error"]["message"].as_str().unwrap().to_owned()
+    };
+    let mut marked = body.clone();
+    marked["system"][0]["cache_control"] = mark.clone();
+    marked["tools"][0]["cache_control"] = mark.clone();
+    marked["messages"][0]["content"] = serde_json::json!([{"type": "text", "text": "Go.", "cache_control": mark}]);
+    marked["messages"][2]["content"][0]["cache_control"] = mark.clone();
+    assert_eq!(
+        send(marked.clone()).await.unwrap().status(),
+        200,
+        "four marks are allowed"
+    );
+    marked["cache_control"] = mark;
+    let message = refused(send(marked).await.unwrap()).await;
+    assert_eq!(
+        message,
+        "A maximum of 4 blocks with cache_control may be provided. Found 5."
+    );
+
+    let mut orphan = body.clone();
+    orphan["messages"].as_array_mut().unwrap().remove(1);
+    assert!(
+        refused(send(orphan).await.unwrap())
+            .await
+            .contains("unexpected `tool_use_id`")
+    );
+
+    let mut edited = body;
+    edited["messages"][0]["content"] = serde_json::json!("[summary of earlier turns] Go.");
+    let message = refused(send(edited).await.unwrap()).await;
+    assert!(
+        message.starts_with(
+            "messages.1.content.0: Invalid signature in thinking block. The block is bound to a different conversation"
+        ),
+        "{message}"
+    );
+    let statuses: Vec<u16> = model.received().iter().map(|r| r.status).collect();
+    assert_eq!(statuses, [200, 200, 200, 400, 400, 400], "every refusal is recorded");
+}
