@@ -73,6 +73,8 @@ struct Run {
     budget: Option<usize>,
     rounds: usize,
     enforce_thinking: bool,
+    /// Claude Code's thinking (its default: on).
+    thinking: bool,
 }
 
 /// Runs `run` and checks the goals; panics listing every goal missed.
@@ -91,8 +93,9 @@ async fn check(run: Run) {
         .map(|budget| proxy::start(&model.url(), dir.path(), budget, &[]));
     let base = proxy.as_ref().map_or_else(|| model.url(), |p| p.url.clone());
     let client_dir = dir.path().join("client");
+    let started = std::time::Instant::now();
     let output = match run.client {
-        Client::Claude => clients::claude(&clients, &base, &client_dir, run.rounds + 10).await,
+        Client::Claude => clients::claude(&clients, &base, &client_dir, run.rounds + 10, run.thinking).await,
         Client::Codex => clients::codex(&clients, &format!("{base}/v1"), &client_dir).await,
     };
     let received: Vec<Received> = model
@@ -102,12 +105,16 @@ async fn check(run: Run) {
         .collect();
     describe_first(run.client, &model.received());
     let mut figures = Figures::of(&run, &output, &received);
+    figures.seconds = started.elapsed().as_secs_f64();
     let mut log = Vec::new();
     if let Some(proxy) = proxy {
         let metrics = proxy.metrics().await;
         let store = proxy.store.clone();
         log = proxy.stop();
         figures.through_proxy(&run, &metrics, &store, dir.path(), &received, &log);
+        keep(&run, &model.received(), &log, &metrics.text, dir.path());
+    } else {
+        keep(&run, &model.received(), &[], "", dir.path());
     }
     eprintln!("{}", figures.line(&run));
     let missed = figures.missed(&run);
@@ -133,8 +140,36 @@ async fn check(run: Run) {
     }
 }
 
+/// With `COMPACTOR_REAL_CLIENTS_OUT=DIR`, keeps what a run saw under `DIR/<label>/`:
+/// every request the model received (`requests/NNN.json`: route, headers, status,
+/// error, body), the proxy's log and `/metrics`, and the exported transcripts.
+fn keep(run: &Run, received: &[Received], log: &[String], metrics: &str, dir: &Path) {
+    let Some(out) = std::env::var_os("COMPACTOR_REAL_CLIENTS_OUT") else {
+        return;
+    };
+    let out = Path::new(&out).join(label(run).replace([' ', '@'], "-"));
+    std::fs::create_dir_all(out.join("requests")).unwrap();
+    for (n, r) in received.iter().enumerate() {
+        let record = serde_json::json!({"route": r.route, "headers": r.headers, "status": r.status,
+            "error": r.error, "tokens": r.tokens, "marks": r.marks, "turn": format!("{:?}", r.turn), "body": r.body});
+        std::fs::write(
+            out.join(format!("requests/{n:03}.json")),
+            serde_json::to_vec_pretty(&record).unwrap(),
+        )
+        .unwrap();
+    }
+    std::fs::write(out.join("proxy.log"), log.join("\n")).unwrap();
+    std::fs::write(out.join("metrics.txt"), metrics).unwrap();
+    for entry in std::fs::read_dir(dir).unwrap().flatten() {
+        if entry.path().extension().is_some_and(|e| e == "jsonl") {
+            std::fs::copy(entry.path(), out.join(entry.file_name())).unwrap();
+        }
+    }
+}
+
 fn label(run: &Run) -> String {
     match run.budget {
+        Some(budget) if !run.thinking => format!("{} without thinking@{budget}", run.client.name()),
         Some(budget) => format!("{}@{budget}", run.client.name()),
         None => format!("{} direct", run.client.name()),
     }
@@ -209,6 +244,8 @@ struct Figures {
     invalid_thinking: usize,
     requests_with_invalid: usize,
     unopened_loops: usize,
+    seconds: f64,
+    model_seconds: f64,
     // Through the proxy only.
     proxied: bool,
     compactions: u64,
@@ -255,6 +292,7 @@ impl Figures {
             invalid_thinking: received.iter().map(|r| r.invalid_thinking).sum(),
             requests_with_invalid: received.iter().filter(|r| r.invalid_thinking > 0).count(),
             unopened_loops: received.iter().filter(|r| r.unopened_loop).count(),
+            model_seconds: received.iter().map(|r| r.judged_in.as_secs_f64()).sum(),
             ..Figures::default()
         }
     }
@@ -390,9 +428,11 @@ impl Figures {
     fn line(&self, run: &Run) -> String {
         let budget = run.budget.map_or_else(|| "no budget".to_owned(), |b| b.to_string());
         let mut line = format!(
-            "real-client {}: exit {:?}, rounds {}/{}{}, requests {} (largest {} KB), max {} tokens / {budget} ({} over), \
+            "real-client {}: {:.0} s (model {:.1} s), exit {:?}, rounds {}/{}{}, requests {} (largest {} KB), max {} tokens / {budget} ({} over), \
              marks max {} ({} over 4), refused {}, thinking {} blocks ({} invalid in {} requests, {} unopened loops)",
             label(run),
+            self.seconds,
+            self.model_seconds,
             self.exit,
             self.rounds_done,
             run.rounds,
@@ -499,48 +539,40 @@ fn replay_difference(client: Client, file: &Path, last: &Received) -> Option<Str
     ))
 }
 
+/// A run of `client` at `budget` (`None`: directly at the model) for `rounds` rounds,
+/// with the client's defaults and the thinking check counted, not enforced.
+fn run(client: Client, budget: Option<usize>, rounds: usize) -> Run {
+    Run {
+        client,
+        budget,
+        rounds,
+        enforce_thinking: false,
+        thinking: true,
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn claude_code_direct_is_accepted_by_the_scripted_model() {
     check(Run {
-        client: Client::Claude,
-        budget: None,
-        rounds: 12,
         enforce_thinking: true,
+        ..run(Client::Claude, None, 10)
     })
     .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn codex_direct_is_accepted_by_the_scripted_model() {
-    check(Run {
-        client: Client::Codex,
-        budget: None,
-        rounds: 12,
-        enforce_thinking: false,
-    })
-    .await;
+    check(run(Client::Codex, None, 10)).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn claude_code_through_the_proxy_at_80k() {
-    check(Run {
-        client: Client::Claude,
-        budget: Some(80_000),
-        rounds: 50,
-        enforce_thinking: false,
-    })
-    .await;
+    check(run(Client::Claude, Some(80_000), 50)).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn claude_code_through_the_proxy_at_40k() {
-    check(Run {
-        client: Client::Claude,
-        budget: Some(40_000),
-        rounds: 50,
-        enforce_thinking: false,
-    })
-    .await;
+    check(run(Client::Claude, Some(40_000), 50)).await;
 }
 
 /// The signed-state issue's goal: with the documented thinking check enforced, Claude
@@ -548,23 +580,26 @@ async fn claude_code_through_the_proxy_at_40k() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn claude_code_thinking_stays_bound_through_the_proxy_at_40k() {
     check(Run {
-        client: Client::Claude,
-        budget: Some(40_000),
-        rounds: 50,
         enforce_thinking: true,
+        ..run(Client::Claude, Some(40_000), 50)
+    })
+    .await;
+}
+
+/// Claude Code with thinking off sends no `context_management`: the proxy's compaction
+/// path under Claude Code's own moving cache breakpoint, whatever the stand-down does.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn claude_code_without_thinking_through_the_proxy_at_40k() {
+    check(Run {
+        thinking: false,
+        ..run(Client::Claude, Some(40_000), 50)
     })
     .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn codex_through_the_proxy_at_32k() {
-    check(Run {
-        client: Client::Codex,
-        budget: Some(32_000),
-        rounds: 50,
-        enforce_thinking: false,
-    })
-    .await;
+    check(run(Client::Codex, Some(32_000), 50)).await;
 }
 
 /// The gauges can fail: the scripted model refuses, over HTTP, a fifth breakpoint, an

@@ -36,7 +36,7 @@ pub async fn messages(
         Err(e) => return refuse(&state, received, format!("invalid request: {e}")),
     };
     let tools = body["tools"].as_array().cloned().unwrap_or_default();
-    received.tokens = model::billed(&conversation, &tools);
+    received.tokens = state.billed(&conversation, &tools);
     received.marks = rules::breakpoints(&body);
     let thinking = rules::check_thinking(&body);
     received.thinking = thinking.blocks;

@@ -72,8 +72,9 @@ async fn finish(mut command: tokio::process::Command, what: &str) -> Output {
 }
 
 /// Claude Code, headless (`claude -p`), against `base_url` (the Anthropic origin), for
-/// up to `turns` agent turns, with its defaults otherwise (thinking included).
-pub async fn claude(clients: &Clients, base_url: &str, dir: &Path, turns: usize) -> Output {
+/// up to `turns` agent turns, with its defaults otherwise: thinking on (and with it its
+/// `context_management` edit), unless `thinking` is false (`CLAUDE_CODE_DISABLE_THINKING`).
+pub async fn claude(clients: &Clients, base_url: &str, dir: &Path, turns: usize, thinking: bool) -> Output {
     let (home, work) = (dir.join("home"), dir.join("work"));
     std::fs::create_dir_all(&home).unwrap();
     std::fs::create_dir_all(&work).unwrap();
@@ -88,6 +89,7 @@ pub async fn claude(clients: &Clients, base_url: &str, dir: &Path, turns: usize)
         // `--dangerously-skip-permissions` is refused as root outside a sandbox; the
         // throwaway HOME and work directory are the sandbox here.
         .env("IS_SANDBOX", "1")
+        .envs((!thinking).then_some(("CLAUDE_CODE_DISABLE_THINKING", "1")))
         .args(["-p", TASK, "--dangerously-skip-permissions", "--output-format", "json"])
         .args(["--max-turns", &turns.to_string(), "--model", "claude-sonnet-4-5"]);
     finish(command, "claude").await

@@ -14,6 +14,7 @@
 //! both the `usage` it reports and the context window it refuses past ("prompt is too
 //! long").
 
+use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 
@@ -23,7 +24,7 @@ use axum::extract::State;
 use axum::http::{HeaderMap, Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
-use llm_compactor::count::{BpeCounter, TokenCounter};
+use llm_compactor::count::{BpeCounter, MemoCounter, TokenCounter};
 use serde_json::{Value, json};
 
 /// The final answer, after the last round.
@@ -75,6 +76,9 @@ pub struct Received {
     pub error: Option<String>,
     /// What was answered.
     pub turn: Option<Turn>,
+    /// When it arrived, and how long the model took to judge and count it.
+    pub at: std::time::Instant,
+    pub judged_in: std::time::Duration,
 }
 
 impl Received {
@@ -107,6 +111,7 @@ pub struct Model {
 pub struct ModelState {
     pub options: Options,
     pub received: Mutex<Vec<Received>>,
+    meter: Meter,
 }
 
 impl Model {
@@ -126,6 +131,7 @@ pub async fn start(options: Options) -> Model {
     let state = Arc::new(ModelState {
         options,
         received: Mutex::new(Vec::new()),
+        meter: Meter::default(),
     });
     let app = Router::new()
         .route("/v1/messages", post(super::anthropic::messages))
@@ -164,22 +170,52 @@ pub fn receive(method: &Method, uri: &Uri, headers: &HeaderMap, bytes: &Bytes) -
         status: 200,
         error: None,
         turn: None,
+        at: std::time::Instant::now(),
+        judged_in: std::time::Duration::ZERO,
     }
 }
 
 impl ModelState {
     /// Records `received` and returns its index.
-    pub fn record(&self, received: Received) -> usize {
+    pub fn record(&self, mut received: Received) -> usize {
+        received.judged_in = received.at.elapsed();
         let mut all = self.received.lock().unwrap();
         all.push(received);
         all.len() - 1
     }
 }
 
-/// The whole request in o200k tokens: its conversation, system prompt and tool
-/// declarations (`conversation`: the library's reading of the body).
-pub fn billed(conversation: &[llm_compactor::Message], tools: &[Value]) -> usize {
-    BpeCounter::o200k().count_request(conversation, tools, "")
+/// The model's bill: o200k over the whole request. Each message's count and each tool
+/// list's are remembered (a run resends its history every round; recounting it would be
+/// quadratic), which changes no count: o200k is additive.
+struct Meter {
+    messages: MemoCounter<BpeCounter>,
+    tools: Mutex<HashMap<String, usize>>,
+}
+
+impl Default for Meter {
+    fn default() -> Self {
+        Meter {
+            messages: MemoCounter::keeping_all(BpeCounter::o200k()),
+            tools: Mutex::default(),
+        }
+    }
+}
+
+impl ModelState {
+    /// The whole request in o200k tokens: its conversation (the library's reading of the
+    /// body, system prompt included) and its tool declarations.
+    pub fn billed(&self, conversation: &[llm_compactor::Message], tools: &[Value]) -> usize {
+        let key = serde_json::to_string(tools).unwrap_or_default();
+        let overhead = *self
+            .meter
+            .tools
+            .lock()
+            .unwrap()
+            .entry(key)
+            .or_insert_with(|| BpeCounter::o200k().count_request_overhead(tools, ""));
+        self.meter.messages.count_messages(conversation) + overhead
+    }
 }
 
 /// The round marker a tool result starts with (Codex prefixes its own header lines, so
@@ -249,7 +285,7 @@ async fn count_tokens(
     .map(llm_compactor::format::Document::into_messages)
     .unwrap_or_default();
     let tools = received.body["tools"].as_array().cloned().unwrap_or_default();
-    received.tokens = billed(&conversation, &tools);
+    received.tokens = state.billed(&conversation, &tools);
     let tokens = received.tokens;
     state.record(received);
     axum::Json(json!({"input_tokens": tokens})).into_response()

@@ -76,6 +76,8 @@ pub struct Metrics {
     pub latency_mean_ms: f64,
     pub latency_count: u64,
     pub prepared: Vec<(String, u64)>,
+    /// The whole exposition text.
+    pub text: String,
 }
 
 fn series(text: &str, name: &str) -> f64 {
@@ -107,6 +109,7 @@ impl Proxy {
             },
             latency_count: count as u64,
             prepared,
+            text,
         }
     }
 

@@ -34,7 +34,7 @@ pub async fn responses(
         Err(e) => return refuse(&state, received, format!("invalid request: {e}")),
     };
     let tools = body["tools"].as_array().cloned().unwrap_or_default();
-    received.tokens = model::billed(&conversation, &tools);
+    received.tokens = state.billed(&conversation, &tools);
     let window = state.options.window;
     let refused = rules::check_responses_pairing(&body).err().or_else(|| {
         (received.tokens > window).then(|| {

@@ -155,21 +155,53 @@ fn bare(value: &Value) -> Value {
     }
 }
 
+/// The signed prefix of a request, message by message: the SHA-256 over the canonical
+/// JSON (request-only annotations left out) of `system`, `tools`, then each message in
+/// turn. A running hasher, so that checking every block of a long conversation costs one
+/// pass over it, not one per block.
+#[derive(Clone)]
+pub struct Prefix(Sha256);
+
+impl Prefix {
+    /// The prefix before the first message.
+    pub fn new(body: &Value) -> Prefix {
+        let mut hasher = Sha256::new();
+        hasher.update(llm_compactor::message::canonical_json(&bare(&Value::Array(blocks(
+            &body["system"],
+        )))));
+        hasher.update(b"\n");
+        hasher.update(llm_compactor::message::canonical_json(&bare(&body["tools"])));
+        Prefix(hasher)
+    }
+
+    /// The prefix extended by `message`.
+    pub fn push(&mut self, message: &Value) {
+        let normalized = json!({"role": message["role"], "content": blocks(&message["content"])});
+        self.0.update(b"\n");
+        self.0
+            .update(llm_compactor::message::canonical_json(&bare(&normalized)));
+    }
+
+    /// The signature of a block after this prefix and `before`, the blocks before it in
+    /// its own turn.
+    pub fn sign(&self, before: &[Value]) -> String {
+        let mut hasher = self.0.clone();
+        hasher.update(b"\n#");
+        hasher.update(llm_compactor::message::canonical_json(&bare(&Value::Array(
+            before.to_vec(),
+        ))));
+        hasher.finalize().iter().map(|b| format!("{b:02x}")).collect()
+    }
+}
+
 /// The signature a thinking block gets when it is produced after `messages` (and, in
-/// its own turn, after `before` blocks): the SHA-256 of its prefix.
+/// its own turn, after `before` blocks).
 pub fn signature(body: &Value, messages: &[Value], before: &[Value]) -> String {
-    let normalized: Vec<Value> = messages
-        .iter()
-        .map(|m| json!({"role": m["role"], "content": blocks(&m["content"])}))
-        .collect();
-    let prefix = json!({
-        "system": blocks(&body["system"]),
-        "tools": body["tools"].as_array().cloned().unwrap_or_default(),
-        "messages": normalized,
-        "before": before,
-    });
-    let digest = Sha256::digest(llm_compactor::message::canonical_json(&bare(&prefix)).as_bytes());
-    digest.iter().map(|b| format!("{b:02x}")).collect()
+    let mut prefix = Prefix::new(body);
+    for message in messages {
+        prefix.push(message);
+    }
+    prefix.sign(before)
 }
 
 /// What the thinking check found in one request.
@@ -209,6 +241,7 @@ pub fn thinking_enabled(body: &Value) -> bool {
 pub fn check_thinking(body: &Value) -> Thinking {
     let messages = body["messages"].as_array().map(Vec::as_slice).unwrap_or_default();
     let mut found = Thinking::default();
+    let mut prefix = Prefix::new(body);
     for (i, message) in messages.iter().enumerate() {
         let content = blocks(&message["content"]);
         for (j, block) in content.iter().enumerate() {
@@ -220,10 +253,11 @@ pub fn check_thinking(body: &Value) -> Thinking {
                 .as_str()
                 .or(block["data"].as_str())
                 .unwrap_or_default();
-            if signed != signature(body, &messages[..i], &content[..j]) {
+            if signed != prefix.sign(&content[..j]) {
                 found.invalid.push((i, j));
             }
         }
+        prefix.push(message);
     }
     let in_loop = messages
         .last()
