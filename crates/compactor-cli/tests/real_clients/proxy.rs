@@ -22,11 +22,33 @@ pub struct Proxy {
     log: Arc<Mutex<Vec<String>>>,
 }
 
+/// The binary serving the proxy: `$COMPACTOR_PROXY_BIN` (an optimized build, whose
+/// added latency means something), else the one this test was built with.
+fn proxy_bin() -> std::process::Command {
+    match std::env::var_os("COMPACTOR_PROXY_BIN") {
+        Some(path) => {
+            let mut command = std::process::Command::new(path);
+            command
+                .env_remove("OPENAI_API_KEY")
+                .env_remove("ANTHROPIC_API_KEY")
+                .env("LLM_COMPACTOR_MODEL_DIR", "/nonexistent/llm-compactor-models");
+            command
+        }
+        None => bin(),
+    }
+}
+
+/// True when the proxy runs optimized: `$COMPACTOR_PROXY_BIN`, or this test built in
+/// release. An unoptimized proxy's latency is reported, not judged.
+pub fn optimized() -> bool {
+    std::env::var_os("COMPACTOR_PROXY_BIN").is_some() || !cfg!(debug_assertions)
+}
+
 /// Starts `compactor proxy --upstream UPSTREAM --budget BUDGET --summarizer ledger
 /// --store sqlite:DIR/sessions.db` with `extra` flags.
 pub fn start(upstream: &str, dir: &Path, budget: usize, extra: &[&str]) -> Proxy {
     let store = format!("sqlite:{}", dir.join("sessions.db").display());
-    let mut child = bin()
+    let mut child = proxy_bin()
         .args([
             "proxy",
             "--listen",
@@ -184,4 +206,16 @@ pub fn passes(file: &Path) -> (usize, usize, usize) {
         }
     }
     counts
+}
+
+/// The sessions an exported transcript says it continued in (`proxy-continued` lines),
+/// oldest first.
+pub fn continued(file: &Path) -> Vec<String> {
+    std::fs::read_to_string(file)
+        .unwrap()
+        .lines()
+        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+        .filter(|line| line["type"] == "proxy-continued")
+        .filter_map(|line| line["payload"]["store_key"].as_str().map(str::to_owned))
+        .collect()
 }
