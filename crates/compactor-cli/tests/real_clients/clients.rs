@@ -1,6 +1,6 @@
 //! The unmodified agent CLIs, as `scripts/agent-clients.sh` installs them from npm
 //! (`$COMPACTOR_AGENT_CLIENTS`, default `target/agent-clients`: `bin/claude`,
-//! `bin/codex`), and how a user runs each headless against a base URL.
+//! `bin/codex`, `bin/opencode`), and how a user runs each headless against a base URL.
 //!
 //! Each run is hermetic: a cleared environment with a throwaway HOME (and CODEX_HOME),
 //! a dummy key, and everything that would phone home turned off; the network beyond
@@ -15,6 +15,7 @@ use std::time::Duration;
 pub struct Clients {
     pub claude: PathBuf,
     pub codex: PathBuf,
+    pub opencode: PathBuf,
 }
 
 /// The clients, or `None` after a notice (a panic under `CI=true`).
@@ -25,8 +26,9 @@ pub fn find() -> Option<Clients> {
     let clients = Clients {
         claude: dir.join("bin/claude"),
         codex: dir.join("bin/codex"),
+        opencode: dir.join("bin/opencode"),
     };
-    if clients.claude.exists() && clients.codex.exists() {
+    if clients.claude.exists() && clients.codex.exists() && clients.opencode.exists() {
         return Some(clients);
     }
     let notice = format!(
@@ -118,4 +120,37 @@ pub async fn codex(clients: &Clients, base_url: &str, dir: &Path) -> Output {
             TASK,
         ]);
     finish(command, "codex").await
+}
+
+/// opencode, headless (`opencode run`), with its Anthropic provider (`@ai-sdk/anthropic`)
+/// pointed at `base_url` (`…/v1`) and its shell allowed.
+pub async fn opencode(clients: &Clients, base_url: &str, dir: &Path) -> Output {
+    let (home, work) = (dir.join("home"), dir.join("work"));
+    std::fs::create_dir_all(&home).unwrap();
+    std::fs::create_dir_all(&work).unwrap();
+    let config = serde_json::json!({
+        "$schema": "https://opencode.ai/config.json",
+        "model": "anthropic/claude-sonnet-4-5",
+        "small_model": "anthropic/claude-sonnet-4-5",
+        "autoupdate": false,
+        "share": "disabled",
+        "permission": {"bash": "allow", "edit": "allow"},
+        "provider": {"anthropic": {"options": {"baseURL": base_url, "apiKey": "sk-ant-scripted-dummy"}}}
+    });
+    let file = home.join("opencode.json");
+    std::fs::write(&file, config.to_string()).unwrap();
+    let mut command = hermetic(&clients.opencode, &home, &work);
+    command
+        .env("OPENCODE_CONFIG", &file)
+        .env("OPENCODE_DISABLE_AUTOUPDATE", "1")
+        .env("OPENCODE_DISABLE_MODELS_FETCH", "1")
+        .env("OPENCODE_DISABLE_LSP_DOWNLOAD", "1")
+        .env("OPENCODE_DISABLE_SHARE", "1")
+        // It installs its plugin package from npm at start-up: no plugins, and npm offline
+        // (the install fails at once instead of reaching for the registry).
+        .env("OPENCODE_DISABLE_DEFAULT_PLUGINS", "1")
+        .env("OPENCODE_PURE", "1")
+        .env("npm_config_offline", "true")
+        .args(["run", TASK]);
+    finish(command, "opencode").await
 }
