@@ -102,21 +102,33 @@ impl Figures {
         self.prepared = metrics.prepared.clone();
         self.starts_over = log.iter().filter(|l| l.contains("starts over")).count();
         self.transcripts = proxy::sessions(store);
+        // The client's session: the root transcript (not a `~` continuation) with the most
+        // lines (a side request, such as a title, makes a session of its own).
+        let mut root = (0, 0);
         for (n, session) in self.transcripts.iter().enumerate() {
-            let (summaries, trims, epochs) = proxy::passes(&proxy::export(store, session, dir, n));
+            let file = proxy::export(store, session, dir, n);
+            let (summaries, trims, epochs) = proxy::passes(&file);
             self.summaries += summaries;
             self.trims += trims;
             self.elision_epochs += epochs;
+            let lines = std::fs::read_to_string(&file).unwrap().lines().count();
+            if !session.contains('~') && lines > root.1 {
+                root = (n, lines);
+            }
         }
-        self.breaks = received
+        // The agent's own requests: those with tools (side requests are other conversations).
+        let agent: Vec<&Received> = received
+            .iter()
+            .filter(|r| r.body["tools"].as_array().is_some_and(|t| !t.is_empty()))
+            .collect();
+        self.breaks = agent
             .windows(2)
             .filter(|pair| {
-                let (prev, next) = (wire(run.client, &pair[0]), wire(run.client, &pair[1]));
+                let (prev, next) = (wire(run.client, pair[0]), wire(run.client, pair[1]));
                 next.len() < prev.len() || next[..prev.len()] != prev[..]
             })
             .count();
-        let root = self.transcripts.iter().position(|s| !s.contains('~')).unwrap_or(0);
-        if let (Some(session), Some(last)) = (self.transcripts.get(root), received.last()) {
+        if let (Some(session), Some(last)) = (self.transcripts.get(root.0), agent.last().copied()) {
             let file = proxy::export(store, session, dir, 1000);
             self.replay = replay_difference(run.client, &file, last);
             // Where the session continued (`proxy-continued`), the current transcript too.
@@ -196,9 +208,10 @@ impl Figures {
         goal(
             self.transcripts.len() == 1,
             format!(
-                "one transcript for the session: {} ({} logged starts over)",
+                "one transcript for the session: {} ({} logged starts over): {:?}",
                 self.transcripts.len(),
-                self.starts_over
+                self.starts_over,
+                self.transcripts
             ),
         );
         goal(
