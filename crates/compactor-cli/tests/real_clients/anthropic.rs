@@ -56,6 +56,7 @@ pub async fn messages(
     }
     let tool = shell_tool(&tools);
     let newest = newest_result(&body);
+    received.newest_cut = newest.as_deref().is_some_and(model::cut);
     let mut turn = model::next_turn(!tools.is_empty(), newest.as_deref(), state.options.rounds);
     if tool.is_none() && matches!(turn, Turn::Call(_)) {
         turn = Turn::Text;

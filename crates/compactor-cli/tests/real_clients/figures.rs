@@ -32,6 +32,7 @@ pub struct Figures {
     invalid_thinking: usize,
     requests_with_invalid: usize,
     unopened_loops: usize,
+    newest_cut: usize,
     pub seconds: f64,
     model_seconds: f64,
     // Through the proxy only.
@@ -80,6 +81,7 @@ impl Figures {
             invalid_thinking: received.iter().map(|r| r.invalid_thinking).sum(),
             requests_with_invalid: received.iter().filter(|r| r.invalid_thinking > 0).count(),
             unopened_loops: received.iter().filter(|r| r.unopened_loop).count(),
+            newest_cut: received.iter().filter(|r| r.newest_cut).count(),
             model_seconds: received.iter().map(|r| r.judged_in.as_secs_f64()).sum(),
             ..Figures::default()
         }
@@ -175,6 +177,13 @@ impl Figures {
             ),
         );
         goal(
+            self.newest_cut == 0,
+            format!(
+                "the newest tool result is read whole: cut in {} requests",
+                self.newest_cut
+            ),
+        );
+        goal(
             self.over_marks == 0,
             format!(
                 "at most 4 cache marks: {} requests over, max {}",
@@ -242,7 +251,7 @@ impl Figures {
         let budget = run.budget.map_or_else(|| "no budget".to_owned(), |b| b.to_string());
         let mut line = format!(
             "real-client {}: {:.0} s (model {:.1} s), exit {:?}, rounds {}/{}{}, requests {} (largest {} KB), max {} tokens / {budget} ({} over), \
-             marks max {} ({} over 4), refused {}, thinking {} blocks ({} invalid in {} requests, {} unopened loops)",
+             marks max {} ({} over 4), refused {}, newest result cut in {}, thinking {} blocks ({} invalid in {} requests, {} unopened loops)",
             label(run),
             self.seconds,
             self.model_seconds,
@@ -257,6 +266,7 @@ impl Figures {
             self.max_marks,
             self.over_marks,
             self.refused,
+            self.newest_cut,
             self.thinking,
             self.invalid_thinking,
             self.requests_with_invalid,

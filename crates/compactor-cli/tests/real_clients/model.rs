@@ -71,6 +71,8 @@ pub struct Received {
     pub invalid_thinking: usize,
     /// The last assistant turn of a tool loop lacked its thinking block.
     pub unopened_loop: bool,
+    /// The newest tool result arrived without the end of its output.
+    pub newest_cut: bool,
     /// The status answered, and the error message of a refusal.
     pub status: u16,
     pub error: Option<String>,
@@ -167,6 +169,7 @@ pub fn receive(method: &Method, uri: &Uri, headers: &HeaderMap, bytes: &Bytes) -
         thinking: 0,
         invalid_thinking: 0,
         unopened_loop: false,
+        newest_cut: false,
         status: 200,
         error: None,
         turn: None,
@@ -240,13 +243,27 @@ pub fn next_turn(has_tools: bool, newest: Option<&str>, rounds: usize) -> Turn {
     }
 }
 
-/// Round `n`'s command: prints the marker, then 3–17 KB of numbered lines.
-pub fn command(n: usize) -> String {
+/// Round `n`'s output line format and line count: 3–17 KB.
+fn output_lines(n: usize) -> (String, usize) {
     let bytes = 3 * 1024 + (n * 7919 % 15) * 1024 - 16;
     let line = format!("round {n:02} line %05g: scripted output filling the context window of the agent");
     // `%05g` prints five digits; each line ends with a newline.
     let lines = bytes / (line.len() + 2);
+    (line, lines)
+}
+
+/// Round `n`'s command: prints the marker, then 3–17 KB of numbered lines.
+pub fn command(n: usize) -> String {
+    let (line, lines) = output_lines(n);
     format!("printf 'ROUND {n}\\n'; seq -f '{line}' 1 {lines}")
+}
+
+/// True when `result`, the newest tool result, lost the end of its round's output (a
+/// cut the model would notice: it has not read what it asked for).
+pub fn cut(result: &str) -> bool {
+    let Some(n) = marker(result) else { return false };
+    let (_, lines) = output_lines(n);
+    !result.contains(&format!("round {n:02} line {lines:05}:"))
 }
 
 /// The text answer of a turn that calls no tool.

@@ -49,6 +49,7 @@ pub async fn responses(
     }
     let tool = shell_call(&tools);
     let newest = newest_output(&body);
+    received.newest_cut = newest.as_deref().is_some_and(model::cut);
     let mut turn = model::next_turn(!tools.is_empty(), newest.as_deref(), state.options.rounds);
     if tool.is_none() && matches!(turn, Turn::Call(_)) {
         turn = Turn::Text;
