@@ -20,6 +20,7 @@ mod model;
 mod plan;
 mod proxy;
 mod proxy_postgres;
+mod real_clients;
 mod report;
 mod session;
 mod session_expand;
