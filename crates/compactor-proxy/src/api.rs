@@ -31,6 +31,16 @@ pub enum Api {
 }
 
 impl Api {
+    /// The library's format of the route's conversation (`None` for the Responses API,
+    /// which has its own codec).
+    pub fn format(self) -> Option<Format> {
+        match self {
+            Api::OpenAi => Some(Format::OpenAi),
+            Api::Anthropic => Some(Format::Anthropic),
+            Api::Responses => None,
+        }
+    }
+
     /// The route's name in logs and metrics.
     pub fn name(self) -> &'static str {
         match self {

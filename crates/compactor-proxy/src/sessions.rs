@@ -320,6 +320,14 @@ impl SessionState {
         if !self.opened {
             let mut extra = Map::new();
             extra.insert("api".into(), Value::String(api.name().to_owned()));
+            // Exported back in its own format (`compactor session replay --to`), with every
+            // field that format keeps.
+            if let Some(format) = api.format() {
+                extra.insert(
+                    llm_compactor::session::SOURCE_FORMAT_KEY.into(),
+                    Value::String(format.name().to_owned()),
+                );
+            }
             extra.insert("model".into(), Value::String(request.model.clone()));
             extra.insert("session".into(), Value::String(self.key.clone()));
             crate::identity::record(&request.identity, &mut extra);

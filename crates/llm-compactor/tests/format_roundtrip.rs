@@ -427,3 +427,22 @@ proptest! {
         prop_assert_eq!(back, value, "through {:#}", openai);
     }
 }
+
+/// Issue 38: Claude Code writes a tool result as `{"tool_use_id", "type", "content",
+/// "is_error": false}`; import then export gives back the same bytes (key order and the
+/// `false` included), so a request the proxy rewrites and a replayed transcript are the
+/// client's bytes.
+#[test]
+fn a_tool_result_block_keeps_its_key_order_and_is_error_false() {
+    let wire = r#"{"model":"m","messages":[{"role":"user","content":"go"},{"role":"assistant","content":[{"type":"tool_use","id":"t1","name":"Bash","input":{"command":"ls"}}]},{"role":"user","content":[{"tool_use_id":"t1","type":"tool_result","content":"a.txt","is_error":false},{"type":"text","text":"<system-reminder>x</system-reminder>"}]}]}"#;
+    let document = Document::from_bytes(wire.as_bytes(), Some(Format::Anthropic), "cc").unwrap();
+    assert_eq!(serde_json::to_string(&document.to_value()).unwrap(), wire);
+    let canonical =
+        r#"{"messages":[{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"x"}]}]}"#;
+    let document = Document::from_bytes(canonical.as_bytes(), Some(Format::Anthropic), "sdk").unwrap();
+    assert!(
+        document.messages()[0].extras.keys().all(|k| !k.contains("key_order")),
+        "no hint where the order is the exporter's"
+    );
+    assert_eq!(serde_json::to_string(&document.to_value()).unwrap(), canonical);
+}

@@ -23,7 +23,7 @@ use crate::out::escape_controls;
 
 /// The `session-meta` key that remembers the wire format a session was imported from, so
 /// that replay converts from the right shape.
-const SOURCE_FORMAT_KEY: &str = "source_format";
+use llm_compactor::session::SOURCE_FORMAT_KEY;
 
 /// Build, compact, replay and inspect session transcripts.
 #[derive(clap::Args, Debug)]

@@ -210,6 +210,7 @@ fn import_tool_result(j: usize, block: Value) -> Result<Message, String> {
     let Value::Object(object) = block else {
         return Err(format!("content block {j} must be an object"));
     };
+    let order: Vec<String> = object.keys().cloned().collect();
     let mut tool_use_id = None;
     let mut content = Content::Absent;
     let mut extras = Map::new();
@@ -237,6 +238,15 @@ fn import_tool_result(j: usize, block: Value) -> Result<Message, String> {
     message.tool_call_id = Some(id);
     message.content = content;
     message.extras = extras;
+    // A client that writes the block's keys in another order than the exporter's (Claude
+    // Code puts `tool_use_id` first) gets them back in its order: a forwarded request
+    // and a replayed transcript are then the client's bytes.
+    if order != super::key_order::block_order(&message) {
+        message.extras.insert(
+            super::key_order::KEY_ORDER.into(),
+            order.into_iter().map(Value::String).collect(),
+        );
+    }
     Ok(message)
 }
 
@@ -498,7 +508,10 @@ fn tool_result_block(message: &Message) -> Value {
         }
     }
     append_extras(&mut block, &message.extras);
-    Value::Object(block)
+    match message.extras.get(super::key_order::KEY_ORDER) {
+        Some(Value::Array(order)) => Value::Object(super::key_order::in_order(block, order)),
+        _ => Value::Object(block),
+    }
 }
 
 fn export_message(message: &Message) -> Value {

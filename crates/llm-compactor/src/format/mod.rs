@@ -77,6 +77,7 @@ pub(crate) mod anthropic;
 pub mod context_management;
 mod convert;
 mod detect;
+mod key_order;
 mod mini_swe_agent;
 mod openai;
 pub mod openhands;

@@ -57,8 +57,8 @@ pub use manager::{
 pub use pass::RecordedPass;
 pub use prepared::{DEFAULT_PREPARE_RATIO, PrepareOptions, TYPE_PREPARED};
 pub use record::{
-    CompactionRecord, ElisionItem, ElisionRecord, Entry, Record, RepairRecord, SessionMeta, SyntheticAnswerItem,
-    TYPE_COMPACTION, TYPE_ELISION, TYPE_MESSAGE, TYPE_META, TYPE_REPAIR, synthetic_answer_id,
+    CompactionRecord, ElisionItem, ElisionRecord, Entry, Record, RepairRecord, SOURCE_FORMAT_KEY, SessionMeta,
+    SyntheticAnswerItem, TYPE_COMPACTION, TYPE_ELISION, TYPE_MESSAGE, TYPE_META, TYPE_REPAIR, synthetic_answer_id,
 };
 pub use repair::repair;
 pub use replay::{ReplayError, Replayer, summary_message};

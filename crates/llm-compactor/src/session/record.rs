@@ -23,6 +23,11 @@ pub const TYPE_ELISION: &str = "elision";
 /// Envelope type of a repair line (a broken conversation made valid).
 pub const TYPE_REPAIR: &str = "repair";
 
+/// The `session-meta` extra that names the wire format the conversation came in
+/// (`openai`, `anthropic`, `mini-swe-agent`): a transcript is exported back in it, with
+/// every field the format keeps (an Anthropic `tool_result`'s `is_error`, say).
+pub const SOURCE_FORMAT_KEY: &str = "source_format";
+
 /// The payload of the `session-meta` line that opens every transcript.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SessionMeta {
