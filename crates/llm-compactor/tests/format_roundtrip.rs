@@ -445,4 +445,19 @@ fn a_tool_result_block_keeps_its_key_order_and_is_error_false() {
         "no hint where the order is the exporter's"
     );
     assert_eq!(serde_json::to_string(&document.to_value()).unwrap(), canonical);
+    // The same block marked (it was the last one): the same record once the mark is read
+    // out, so a mark that moves on never reads as an edit.
+    let marked = wire.replace(
+        r#""is_error":false}"#,
+        r#""is_error":false,"cache_control":{"type":"ephemeral"}}"#,
+    );
+    let mut read = Document::from_bytes(marked.as_bytes(), Some(Format::Anthropic), "cc")
+        .unwrap()
+        .into_messages();
+    llm_compactor::plan::breakpoints::strip_marks(&mut read);
+    let mut plain = Document::from_bytes(wire.as_bytes(), Some(Format::Anthropic), "cc")
+        .unwrap()
+        .into_messages();
+    llm_compactor::plan::breakpoints::strip_marks(&mut plain);
+    assert_eq!(read, plain);
 }

@@ -176,6 +176,15 @@ impl Compactor {
             result.exhaustion = Some(exhaustion(input, &layout, counter.as_ref(), limit, result.tokens_after));
         }
         if !truncations.is_empty() {
+            // Said here, where the pass keeps them: the decision also fits the window
+            // (to see what a pass would do), and a probe is no cut.
+            for t in &truncations {
+                tracing::warn!(
+                    index = t.index,
+                    cut_chars = t.cut_chars,
+                    "cut a recent tool result to fit the recent window (its original stays in the transcript)"
+                );
+            }
             let mut elisions = truncation_elisions(&truncations);
             elisions.append(&mut result.elisions);
             result.elisions = elisions;
@@ -304,16 +313,7 @@ impl Compactor {
             .config
             .context_budget
             .saturating_sub(sticky + self.config.summary_max_tokens as usize);
-        let (layout, truncations) = plan::fit_recent(input, pairs, layout, tokens, cap, unread_cap, &mut count_one);
-        for t in &truncations {
-            tracing::warn!(
-                index = t.index,
-                cut_chars = t.cut_chars,
-                cap,
-                "cut a recent tool result to fit max_recent_tokens"
-            );
-        }
-        (layout, truncations)
+        plan::fit_recent(input, pairs, layout, tokens, cap, unread_cap, &mut count_one)
     }
 
     /// The aged conversation, its elisions and its count; the input unchanged when aging

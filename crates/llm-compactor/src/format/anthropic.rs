@@ -210,7 +210,9 @@ fn import_tool_result(j: usize, block: Value) -> Result<Message, String> {
     let Value::Object(object) = block else {
         return Err(format!("content block {j} must be an object"));
     };
-    let order: Vec<String> = object.keys().cloned().collect();
+    // A cache mark is a request annotation that moves (see `plan::breakpoints::strip_marks`):
+    // never part of the recorded order.
+    let order: Vec<String> = object.keys().filter(|k| *k != "cache_control").cloned().collect();
     let mut tool_use_id = None;
     let mut content = Content::Absent;
     let mut extras = Map::new();

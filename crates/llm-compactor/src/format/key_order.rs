@@ -21,7 +21,13 @@ pub(super) fn block_order(message: &Message) -> Vec<String> {
     if !message.content.is_absent() {
         keys.push("content".to_owned());
     }
-    keys.extend(message.extras.keys().filter(|k| !super::is_hint_key(k)).cloned());
+    keys.extend(
+        message
+            .extras
+            .keys()
+            .filter(|k| !super::is_hint_key(k) && *k != "cache_control")
+            .cloned(),
+    );
     keys
 }
 
