@@ -7,49 +7,17 @@
 //! (extraction, rendering, the gate) are the pure functions of [`crate::plan::ledger`]
 //! and [`crate::plan::grounding`].
 
-use std::sync::Arc;
-
 use super::Compactor;
+use super::fit::{Fit, SummaryOutcome};
 use super::result::{Attempt, AttemptKind, AttemptOutcome};
-use super::summary::{Accepted, SummaryOutcome};
-use crate::count::TokenCounter;
-use crate::message::Message;
+use crate::plan::SUMMARY_HEADER;
 use crate::plan::grounding::ground;
 use crate::plan::ledger::{LedgerPolicy, chars_for_tokens, extract, render, source_text};
-use crate::plan::{self, Layout, SUMMARY_HEADER};
 use crate::usage::Usage;
 
 /// The first line of a ledger-only summary written because the model's failed.
 const FALLBACK_INTRO: &str = "The summarizer could not produce a summary (see the pass's attempts); \
      these are the verbatim facts of the replaced messages.";
-
-/// What a summary must fit.
-pub(crate) struct Fit<'a> {
-    pub(crate) aged: &'a [Message],
-    pub(crate) layout: &'a Layout,
-    pub(crate) aged_count: usize,
-    pub(crate) counter: &'a Arc<dyn TokenCounter>,
-    pub(crate) target: Option<usize>,
-}
-
-impl Fit<'_> {
-    /// The summary built from `text`, when it is valid and shrinks the conversation
-    /// (and meets the target).
-    fn prove(&self, text: &str) -> Option<Accepted> {
-        let cut = self.layout.cut?;
-        let content = plan::summary_content(text.trim());
-        let (messages, dropped) = plan::assemble(self.aged, cut, &content);
-        let tokens = self.counter.count_messages(&messages);
-        plan::validate(self.aged, &messages, self.layout.recent_start).ok()?;
-        let fits = tokens < self.aged_count && self.target.is_none_or(|t| tokens <= t);
-        fits.then_some(Accepted {
-            content,
-            messages,
-            dropped,
-            tokens,
-        })
-    }
-}
 
 /// The char caps tried for the ledger, largest first.
 fn caps(policy: &LedgerPolicy) -> Vec<usize> {

@@ -12,6 +12,11 @@ use crate::message::Message;
 use crate::plan::CostReceipt;
 use crate::usage::Usage;
 
+/// The envelope format version this crate writes and reads (the `v` of every line,
+/// beside its `type`): a word of the line format, read by both the envelope's writer
+/// and the hand-written message line.
+pub const VERSION: u64 = 1;
+
 /// Envelope type of the first line.
 pub const TYPE_META: &str = "session-meta";
 /// Envelope type of a message line.

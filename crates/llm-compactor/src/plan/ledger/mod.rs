@@ -20,12 +20,14 @@ mod extract;
 mod hosted;
 mod render;
 pub(crate) mod scan;
+mod sections;
 
 use serde::{Deserialize, Serialize};
 
 pub use carry::{ImportanceTier, changes_something, parse_rendered};
 pub use extract::extract;
-pub use render::{LEDGER_HEADING, history_fits, render};
+pub use render::{history_fits, render};
+pub use sections::{LEDGER_HEADING, SECTION_TITLES};
 
 /// One file the replaced messages touched.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
