@@ -41,6 +41,7 @@ impl RequestShape<'_> {
 /// What the manager reports to an observer.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(tag = "event", rename_all = "kebab-case")]
+#[non_exhaustive]
 pub enum ContextEvent {
     /// A pass is starting.
     CompactionStarted {
@@ -128,6 +129,7 @@ pub enum ManagerError {
 
 /// What a pass did, for the caller.
 #[derive(Clone, Debug, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct PassReport {
     /// Why it ran.
     pub reason: CompactionReason,

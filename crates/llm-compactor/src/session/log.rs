@@ -95,6 +95,7 @@ impl SessionOptions {
 
 /// What opening an existing session found.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct OpenReport {
     /// The torn final line that was removed, if there was one.
     pub repaired: Option<TornTail>,

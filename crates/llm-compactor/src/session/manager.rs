@@ -85,6 +85,7 @@ impl UsageRecorder for CalibratedCounter {
 
 /// The conversation to send, and what was done to it.
 #[derive(Clone, Debug, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct Prepared {
     /// The conversation, every message with its transcript id.
     pub messages: Vec<Message>,
@@ -98,6 +99,7 @@ pub struct Prepared {
 /// [`ContextManager::prepare_borrowed`] gives, so that a round costs no copy of a
 /// conversation that may hold a million tokens.
 #[derive(Clone, Debug, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct PreparedRef<'a> {
     /// The conversation, every message with its transcript id.
     pub messages: &'a [Message],

@@ -27,6 +27,7 @@ use crate::plan::Repair;
 
 /// The lines one pass wrote.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct RecordedPass {
     /// The repair line's id, when the pass repaired a broken input.
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -63,6 +63,7 @@ pub enum MaxTokensField {
 
 /// The answer to one chat request.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct ChatReply {
     /// The assistant's text (never empty or whitespace only: that is a
     /// [`crate::summarize::FailureKind::Empty`] error).
@@ -71,4 +72,15 @@ pub struct ChatReply {
     pub stop: StopReason,
     /// What the call was billed.
     pub usage: Usage,
+}
+
+impl ChatReply {
+    /// A reply of `text`, stopped for `stop`, billed `usage`.
+    pub fn new(text: impl Into<String>, stop: StopReason, usage: Usage) -> Self {
+        ChatReply {
+            text: text.into(),
+            stop,
+            usage,
+        }
+    }
 }
