@@ -27,8 +27,9 @@ impl Encoding {
     }
 
     /// The `bpe-openai` tokenizer (built on first use, then shared by the process: ~50 ms
-    /// and ~65 MB for o200k). [`BpeCounter`] never calls it, and a binary that does embeds
-    /// its dictionaries (32 MB for o200k, 15 MB for cl100k): for tests and comparisons.
+    /// and ~65 MB for o200k). [`BpeCounter`](super::BpeCounter) never calls it, and a
+    /// binary that does embeds its dictionaries (32 MB for o200k, 15 MB for cl100k): for
+    /// tests and comparisons.
     pub fn tokenizer(self) -> &'static bpe_openai::Tokenizer {
         match self {
             Encoding::O200kBase => bpe_openai::o200k_base(),
