@@ -3,6 +3,8 @@
 //! Exit codes: 0 success, 1 runtime failure, 2 usage error, 130/143 a pass cancelled by
 //! SIGINT/SIGTERM (after writing its hard-trimmed result).
 
+#![forbid(unsafe_code)]
+
 mod cmd;
 mod error;
 mod io;

@@ -5,7 +5,6 @@ use crate::support;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
-use llm_compactor::Usage;
 use llm_compactor::message::{Message, ToolCall};
 use llm_compactor::session::{CompactionRecord, ElisionItem, Session, SessionOptions};
 use serde_json::Value;
@@ -61,18 +60,13 @@ fn sample(dir: &Path) -> (PathBuf, Vec<Message>) {
         .unwrap();
     let through = session.messages()[3].id.clone().unwrap();
     session
-        .append_compaction(CompactionRecord {
-            dropped: 3,
-            exhausted: false,
-            fallback: true,
-            receipt: None,
-            replaces_through_id: through,
-            summary: "[3 messages were dropped unsummarized]".into(),
-            summarizer: None,
-            attempts: Vec::new(),
-            tokens_after: 40,
-            tokens_before: 1060,
-            usage: Usage::default(),
+        .append_compaction({
+            let mut record = CompactionRecord::new(through, "[3 messages were dropped unsummarized]");
+            record.dropped = 3;
+            record.fallback = true;
+            record.tokens_after = 40;
+            record.tokens_before = 1060;
+            record
         })
         .unwrap();
     session.append_message(Message::user("Now the tests.")).unwrap();

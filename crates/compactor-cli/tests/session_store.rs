@@ -29,18 +29,13 @@ fn a_transcript_round_trips_through_postgres_byte_for_byte() {
         .clone()
         .unwrap();
     session
-        .append_compaction(CompactionRecord {
-            dropped: 1,
-            exhausted: false,
-            fallback: true,
-            receipt: None,
-            replaces_through_id: through,
-            summary: "[hard trim]".to_owned(),
-            summarizer: None,
-            attempts: Vec::new(),
-            tokens_after: 5,
-            tokens_before: 50,
-            usage: Default::default(),
+        .append_compaction({
+            let mut record = CompactionRecord::new(through, "[hard trim]".to_owned());
+            record.dropped = 1;
+            record.fallback = true;
+            record.tokens_after = 5;
+            record.tokens_before = 50;
+            record
         })
         .unwrap();
     session.append_message(Message::user("and now?")).unwrap();

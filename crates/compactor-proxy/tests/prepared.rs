@@ -37,15 +37,15 @@ impl Summarizer for Gated {
         _cancel: &CancellationToken,
     ) -> Result<SummaryReply, SummarizerError> {
         self.release.acquire().await.unwrap().forget();
-        Ok(SummaryReply {
-            text: "The user asked questions; they were answered.".into(),
-            stop: StopReason::Complete,
-            usage: Usage {
+        Ok(SummaryReply::new(
+            "The user asked questions; they were answered.",
+            StopReason::Complete,
+            Usage {
                 input_tokens: 50,
                 output_tokens: 10,
                 ..Usage::default()
             },
-        })
+        ))
     }
 }
 

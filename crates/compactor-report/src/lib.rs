@@ -29,6 +29,8 @@
 //! assert!(html.starts_with("<!DOCTYPE html>") && html.contains("<svg"));
 //! ```
 
+#![forbid(unsafe_code)]
+
 pub mod chart;
 mod model;
 mod options;

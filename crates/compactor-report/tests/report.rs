@@ -235,21 +235,18 @@ async fn a_ten_thousand_message_session_stays_within_the_caps() {
 /// that hard-trims, each its own pass, each named, counted and marked in the chart.
 /// A summarizer request that failed with a retryable error.
 fn failed_attempt() -> llm_compactor::compactor::Attempt {
-    llm_compactor::compactor::Attempt {
-        kind: llm_compactor::compactor::AttemptKind::Summary,
-        outcome: llm_compactor::compactor::AttemptOutcome::Failed,
-        class: Some(llm_compactor::summarize::FailureClass::RetrySame),
-        status: Some(503),
-        wait_ms: 0,
-        usage: llm_compactor::Usage::default(),
-        note: None,
-    }
+    let mut attempt = llm_compactor::compactor::Attempt::new(
+        llm_compactor::compactor::AttemptKind::Summary,
+        llm_compactor::compactor::AttemptOutcome::Failed,
+    );
+    attempt.class = Some(llm_compactor::summarize::FailureClass::RetrySame);
+    attempt.status = Some(503);
+    attempt
 }
 
 #[test]
 fn every_kind_of_pass_is_named_counted_and_marked() {
     use compactor_report::chart::{SeriesColors, hex};
-    use llm_compactor::Usage;
     use llm_compactor::session::{
         CompactionRecord, ElisionItem, ElisionRecord, RepairRecord, SessionMeta, SyntheticAnswerItem, encode_line,
     };
@@ -275,31 +272,30 @@ fn every_kind_of_pass_is_named_counted_and_marked() {
     );
     push(
         "r",
-        Record::Repair(RepairRecord {
-            answers: vec![SyntheticAnswerItem {
+        Record::Repair({
+            let mut repair = RepairRecord::default();
+            repair.answers = vec![SyntheticAnswerItem {
                 after: "a2".to_owned(),
                 content: "no result recorded".to_owned(),
                 tool_call_id: "c2".to_owned(),
-            }],
-            dropped: vec![],
+            }];
+            repair
         }),
     );
     push("u2", Record::Message(Message::user("next")));
     push("a3", Record::Message(Message::assistant("ok")));
     push(
         "k",
-        Record::Compaction(CompactionRecord {
-            dropped: 4,
-            exhausted: true,
-            fallback: true,
-            receipt: None,
-            replaces_through_id: "u2".to_owned(),
-            summary: String::new(),
-            summarizer: Some("openai:gpt-test".to_owned()),
-            attempts: vec![failed_attempt(), failed_attempt()],
-            tokens_after: 3,
-            tokens_before: 1_050,
-            usage: Usage::default(),
+        Record::Compaction({
+            let mut record = CompactionRecord::new("u2".to_owned(), String::new());
+            record.dropped = 4;
+            record.exhausted = true;
+            record.fallback = true;
+            record.summarizer = Some("openai:gpt-test".to_owned());
+            record.attempts = vec![failed_attempt(), failed_attempt()];
+            record.tokens_after = 3;
+            record.tokens_before = 1_050;
+            record
         }),
     );
     let jsonl = lines.concat();

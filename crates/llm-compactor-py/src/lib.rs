@@ -10,6 +10,8 @@
 //! The GIL is released for all of the library's work: parsing, counting, planning,
 //! compacting and waiting run in `Python::detach`, on a shared tokio runtime.
 
+#![forbid(unsafe_code)]
+
 mod compactor;
 mod errors;
 mod options;

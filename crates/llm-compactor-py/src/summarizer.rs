@@ -69,11 +69,11 @@ fn classify(py: Python<'_>, error: &PyErr) -> SummarizerError {
 fn read_answer(answer: &Bound<'_, PyAny>) -> Result<SummaryReply, SummarizerError> {
     let parse = |what: &str| SummarizerError::new(FailureKind::Parse, what.to_owned());
     if let Ok(text) = answer.cast::<PyString>() {
-        return Ok(SummaryReply {
-            text: text.to_string(),
-            stop: StopReason::Complete,
-            usage: Usage::default(),
-        });
+        return Ok(SummaryReply::new(
+            text.to_string(),
+            StopReason::Complete,
+            Usage::default(),
+        ));
     }
     let dict = answer
         .cast::<PyDict>()
@@ -108,15 +108,15 @@ fn read_answer(answer: &Bound<'_, PyAny>) -> Result<SummaryReply, SummarizerErro
             }
         }
     }
-    Ok(SummaryReply {
+    Ok(SummaryReply::new(
         text,
-        stop: if truncated {
+        if truncated {
             StopReason::Truncated
         } else {
             StopReason::Complete
         },
         usage,
-    })
+    ))
 }
 
 #[async_trait]

@@ -286,11 +286,11 @@ impl Summarizer for FixedSummary {
         _request: SummaryRequest,
         _cancel: &CancellationToken,
     ) -> Result<SummaryReply, SummarizerError> {
-        Ok(SummaryReply {
-            text: SUMMARY.to_owned(),
-            stop: StopReason::Complete,
-            usage: Usage::default(),
-        })
+        Ok(SummaryReply::new(
+            SUMMARY.to_owned(),
+            StopReason::Complete,
+            Usage::default(),
+        ))
     }
 }
 

@@ -257,15 +257,15 @@ impl Summarizer for ChatSummarizer {
             () = cancel.cancelled() => return Err(SummarizerError::new(FailureKind::Cancelled, "cancelled")),
         };
         match reply {
-            Ok(reply) => Ok(SummaryReply {
-                text: reply.message.text(),
-                stop: if reply.finish_reason == "length" {
+            Ok(reply) => Ok(SummaryReply::new(
+                reply.message.text(),
+                if reply.finish_reason == "length" {
                     StopReason::Truncated
                 } else {
                     StopReason::Complete
                 },
-                usage: reply.usage.unwrap_or_default(),
-            }),
+                reply.usage.unwrap_or_default(),
+            )),
             Err(e) => {
                 let kind = match e.status {
                     Some(status) => FailureKind::Http { status },

@@ -118,6 +118,7 @@
 //! summarizer port), [`compactor`] (the async shell), [`backend`] (summarizer backends),
 //! [`session`] (the replayable transcript), [`atomic`] (the temp names of atomic writes), [`simulate`] (the cost simulator), [`store`] (durable, shareable session stores), [`stale`] (sweeping temp files killed processes left).
 
+#![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
 pub mod atomic;

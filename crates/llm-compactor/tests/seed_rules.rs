@@ -364,11 +364,7 @@ impl Summarizer for ByRequest {
         } else {
             ("carried".to_owned(), StopReason::Complete)
         };
-        Ok(SummaryReply {
-            text,
-            stop,
-            usage: Usage::default(),
-        })
+        Ok(SummaryReply::new(text, stop, Usage::default()))
     }
 }
 

@@ -39,15 +39,15 @@ impl Summarizer for Scripted {
         _cancel: &CancellationToken,
     ) -> Result<SummaryReply, SummarizerError> {
         self.calls.fetch_add(1, Ordering::SeqCst);
-        Ok(SummaryReply {
-            text: "The user asked for a build fix; files a.rs and b.rs were read.".into(),
-            stop: StopReason::Complete,
-            usage: Usage {
+        Ok(SummaryReply::new(
+            "The user asked for a build fix; files a.rs and b.rs were read.",
+            StopReason::Complete,
+            Usage {
                 input_tokens: 100,
                 output_tokens: 20,
                 ..Usage::default()
             },
-        })
+        ))
     }
 }
 

@@ -60,15 +60,15 @@ impl Gated {
     }
 
     fn reply(&self) -> Result<SummaryReply, SummarizerError> {
-        Ok(SummaryReply {
-            text: self.text.clone(),
-            stop: StopReason::Complete,
-            usage: Usage {
+        Ok(SummaryReply::new(
+            self.text.clone(),
+            StopReason::Complete,
+            Usage {
                 input_tokens: 100,
                 output_tokens: 20,
                 ..Usage::default()
             },
-        })
+        ))
     }
 }
 

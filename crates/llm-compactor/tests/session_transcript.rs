@@ -209,18 +209,12 @@ fn unknown_ids_and_reused_ids_are_refused_at_append_time() {
         .unwrap_err();
     assert!(matches!(err, SessionError::Rejected { .. }), "{err}");
     let err = session
-        .append_compaction(CompactionRecord {
-            dropped: 1,
-            exhausted: false,
-            fallback: false,
-            receipt: None,
-            replaces_through_id: "nope".into(),
-            summary: "s".into(),
-            summarizer: None,
-            attempts: Vec::new(),
-            tokens_after: 1,
-            tokens_before: 2,
-            usage: Usage::default(),
+        .append_compaction({
+            let mut record = CompactionRecord::new("nope", "s");
+            record.dropped = 1;
+            record.tokens_after = 1;
+            record.tokens_before = 2;
+            record
         })
         .unwrap_err();
     assert!(err.to_string().contains("\"nope\""), "{err}");

@@ -2,20 +2,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::policy::Policy;
+use super::policy::{DEFAULT_AGE_MIN_CHARS, DEFAULT_KEEP_RECENT, DEFAULT_TARGET_RATIO, DEFAULT_TRIGGER_RATIO, Policy};
 use crate::plan::CostPolicy;
-
-/// The default [`CompactorConfig::trigger_ratio`] (0.7, from the defaults sweep).
-pub const DEFAULT_TRIGGER_RATIO: f64 = 0.7;
-
-/// The default [`CompactorConfig::target_ratio`] (0.4, the seed's).
-pub const DEFAULT_TARGET_RATIO: f64 = 0.4;
-
-/// The default [`CompactorConfig::keep_recent`] (6, the seed's).
-pub const DEFAULT_KEEP_RECENT: usize = 6;
-
-/// The default [`CompactorConfig::age_min_chars`] (2048, the seed's).
-pub const DEFAULT_AGE_MIN_CHARS: usize = 2048;
 
 /// An invalid configuration. Construction never panics; it says which setting is wrong.
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]

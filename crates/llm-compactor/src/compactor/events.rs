@@ -12,6 +12,7 @@ use crate::plan::CostReceipt;
 /// Something a compaction pass did.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "event", rename_all = "kebab-case")]
+#[non_exhaustive]
 pub enum CompactionEvent {
     /// A pass started.
     CompactionStarted {

@@ -7,85 +7,18 @@
 //! (extraction, rendering, the gate) are the pure functions of [`crate::plan::ledger`]
 //! and [`crate::plan::grounding`].
 
-use std::sync::Arc;
-
 use super::Compactor;
+use super::fit::{Fit, SummaryOutcome};
 use super::result::{Attempt, AttemptKind, AttemptOutcome};
-use super::summary::{Accepted, SummaryOutcome};
-use crate::count::TokenCounter;
-use crate::message::Message;
+use crate::plan::SUMMARY_HEADER;
 use crate::plan::grounding::ground;
-use crate::plan::ledger::{Ledger, LedgerPolicy, extract, ledger_room, sized_ledgers, source_text};
-use crate::plan::{self, Layout, SUMMARY_HEADER};
+use crate::plan::ledger::{LedgerPolicy, extract, source_text};
 use crate::usage::Usage;
 
 /// The first line of a ledger-only summary written because the model's failed.
 const FALLBACK_INTRO: &str = "The summarizer could not produce a summary (see the pass's attempts); \
      these are the verbatim facts of the replaced messages.";
 
-/// What a summary must fit: the pass's request to the ledger.
-pub(crate) struct Fit<'a> {
-    pub(crate) aged: &'a [Message],
-    pub(crate) layout: &'a Layout,
-    pub(crate) aged_count: usize,
-    pub(crate) counter: &'a Arc<dyn TokenCounter>,
-    /// What a ledger aims at, in order: the pass's goal (the per-call target, else the
-    /// configured target), then the trigger (a result under it does not call for
-    /// another pass at once), then the limit (a result under it is not `exhausted`);
-    /// with a per-call target, that target three times.
-    pub(crate) aims: [usize; 3],
-    /// Over this a summary is not taken: it would be `exhausted` (the per-call target,
-    /// else the context budget).
-    pub(crate) limit: usize,
-}
-
-impl Fit<'_> {
-    /// The summary built from `text`, when it is valid, shrinks the conversation and
-    /// counts at most `ceiling`.
-    fn prove(&self, text: &str, ceiling: usize) -> Option<Accepted> {
-        let cut = self.layout.cut?;
-        let content = plan::summary_content(text.trim());
-        let (messages, dropped) = plan::assemble(self.aged, cut, &content);
-        let tokens = self.counter.count_messages(&messages);
-        plan::validate(self.aged, &messages, self.layout.recent_start).ok()?;
-        let fits = tokens < self.aged_count && tokens <= ceiling;
-        fits.then_some(Accepted {
-            content,
-            messages,
-            dropped,
-            tokens,
-        })
-    }
-
-    /// The conversation's tokens with `prefix` as the whole summary: what every ledger
-    /// appended to it is added to.
-    fn frame(&self, prefix: &str) -> usize {
-        let Some(cut) = self.layout.cut else { return usize::MAX };
-        let content = plan::summary_content(prefix.trim());
-        self.counter.count_messages(&plan::assemble(self.aged, cut, &content).0)
-    }
-
-    /// The summary `prefix` + the ledger, the ledger sized to the room each aim leaves
-    /// (see [`sized_ledgers`]): the first that fits its aim, aims in order.
-    fn sized(&self, prefix: &str, ledger: &Ledger, policy: &LedgerPolicy) -> Option<Accepted> {
-        let frame = self.frame(prefix);
-        let mut tried: Option<usize> = None;
-        for aim in self.aims {
-            if tried.is_some_and(|t| t >= aim) {
-                continue;
-            }
-            tried = Some(aim);
-            let room = ledger_room(aim, frame, policy.max_tokens);
-            let found = sized_ledgers(ledger, room, policy.max_tokens)
-                .into_iter()
-                .find_map(|text| self.prove(&format!("{prefix}{text}"), aim));
-            if found.is_some() {
-                return found;
-            }
-        }
-        None
-    }
-}
 
 impl Compactor {
     /// Grounds the accepted model summary and appends the ledger to it; when there is

@@ -13,6 +13,7 @@ mod config;
 mod decision;
 mod epoch;
 mod events;
+mod fit;
 mod hooks;
 mod ledger;
 mod pass;
@@ -28,16 +29,14 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use tokio_util::sync::CancellationToken;
 
 pub use backoff::{MAX_BACKOFF, Sleeper, TokioSleeper, backoff_delay};
-pub use config::{
-    CompactorConfig, CompactorConfigBuilder, ConfigError, DEFAULT_AGE_MIN_CHARS, DEFAULT_TARGET_RATIO,
-    DEFAULT_TRIGGER_RATIO,
-};
+pub use config::{CompactorConfig, CompactorConfigBuilder, ConfigError};
 pub use decision::{CompactionReason, RequestFit};
 pub use events::{CompactionEvent, Observer};
 pub use hooks::{CompactionHooks, NoHooks, RequestDecision, ResponseDecision};
 pub use policy::{
-    ECONOMY_EPOCH_RATIO, ECONOMY_EXPECTED_REMAINING_ROUNDS, ECONOMY_KEEP_RECENT, ECONOMY_MIN_CHARS,
-    ECONOMY_TARGET_RATIO, ECONOMY_TRIGGER_RATIO, Policy, UnknownPolicy,
+    DEFAULT_AGE_MIN_CHARS, DEFAULT_TARGET_RATIO, DEFAULT_TRIGGER_RATIO, ECONOMY_EPOCH_RATIO,
+    ECONOMY_EXPECTED_REMAINING_ROUNDS, ECONOMY_KEEP_RECENT, ECONOMY_MIN_CHARS, ECONOMY_TARGET_RATIO,
+    ECONOMY_TRIGGER_RATIO, Policy, UnknownPolicy,
 };
 pub use prepared::PreparedPass;
 pub use report::{NeedReason, PlanReport, TrimPreview};

@@ -11,6 +11,10 @@
 //! the break-even rule. It is held to the cheapest of every strategy, lossy ones
 //! included; BENCHMARKS.md shows beside every cost how much of the middle each drops.
 //!
+//! Each policy's numbers live here, beside it: the default policy's are the
+//! `DEFAULT_*` constants (the configuration starts from them), economy's the
+//! `ECONOMY_*` ones.
+//!
 //! A policy is a starting point for the builder: it sets the numbers below, and any
 //! setter called after [`CompactorConfigBuilder::policy`](super::CompactorConfigBuilder::policy)
 //! still overrides them.
@@ -21,6 +25,22 @@ use std::str::FromStr;
 use serde::{Deserialize, Serialize};
 
 use crate::plan::CostPolicy;
+
+/// The default [`CompactorConfig::trigger_ratio`](super::CompactorConfig::trigger_ratio)
+/// (0.7, from the defaults sweep).
+pub const DEFAULT_TRIGGER_RATIO: f64 = 0.7;
+
+/// The default [`CompactorConfig::target_ratio`](super::CompactorConfig::target_ratio)
+/// (0.4, the seed's).
+pub const DEFAULT_TARGET_RATIO: f64 = 0.4;
+
+/// The default [`CompactorConfig::keep_recent`](super::CompactorConfig::keep_recent)
+/// (6, the seed's).
+pub const DEFAULT_KEEP_RECENT: usize = 6;
+
+/// The default [`CompactorConfig::age_min_chars`](super::CompactorConfig::age_min_chars)
+/// (2048, the seed's).
+pub const DEFAULT_AGE_MIN_CHARS: usize = 2048;
 
 /// Economy's trigger ratio: the cheapest trigger of the defaults sweep (0.5 against the
 /// default's 0.7; BENCHMARKS.md, "Lower triggers").
@@ -88,10 +108,7 @@ impl Policy {
     /// `(trigger_ratio, target_ratio)` of the policy.
     pub fn ratios(self) -> (f64, f64) {
         match self {
-            Policy::Default => (
-                super::config::DEFAULT_TRIGGER_RATIO,
-                super::config::DEFAULT_TARGET_RATIO,
-            ),
+            Policy::Default => (DEFAULT_TRIGGER_RATIO, DEFAULT_TARGET_RATIO),
             Policy::Economy => (ECONOMY_TRIGGER_RATIO, ECONOMY_TARGET_RATIO),
         }
     }
@@ -99,7 +116,7 @@ impl Policy {
     /// The policy's recent window in messages.
     pub fn keep_recent(self) -> usize {
         match self {
-            Policy::Default => super::config::DEFAULT_KEEP_RECENT,
+            Policy::Default => DEFAULT_KEEP_RECENT,
             Policy::Economy => ECONOMY_KEEP_RECENT,
         }
     }
@@ -107,7 +124,7 @@ impl Policy {
     /// The policy's aging size floor in chars.
     pub fn age_min_chars(self) -> usize {
         match self {
-            Policy::Default => super::config::DEFAULT_AGE_MIN_CHARS,
+            Policy::Default => DEFAULT_AGE_MIN_CHARS,
             Policy::Economy => ECONOMY_MIN_CHARS,
         }
     }

@@ -32,6 +32,7 @@ pub enum NeedReason {
 
 /// What a hard trim would do now.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct TrimPreview {
     /// The last index it would drop.
     pub cut_index: usize,
@@ -43,6 +44,7 @@ pub struct TrimPreview {
 
 /// A dry run of a pass over a conversation.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct PlanReport {
     /// The counter's name.
     pub counter: String,

@@ -44,6 +44,7 @@ pub enum AttemptOutcome {
 
 /// One summarizer request made during a pass, failed or not.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct Attempt {
     /// Which request this was.
     pub kind: AttemptKind,
@@ -64,6 +65,22 @@ pub struct Attempt {
     pub note: Option<String>,
 }
 
+impl Attempt {
+    /// An attempt of `kind` that ended as `outcome`: no failure class or status, no
+    /// wait, nothing billed, no note (set what applies).
+    pub fn new(kind: AttemptKind, outcome: AttemptOutcome) -> Self {
+        Attempt {
+            kind,
+            outcome,
+            class: None,
+            status: None,
+            wait_ms: 0,
+            usage: Usage::default(),
+            note: None,
+        }
+    }
+}
+
 /// What `compact` did.
 ///
 /// The shape is the seed's: the sticky prefix kept where it was, the middle replaced by
@@ -71,6 +88,7 @@ pub struct Attempt {
 /// window verbatim. `cut_index` and `elisions` are what a session transcript stores so
 /// that replay gives back exactly `messages`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct CompactionResult {
     /// The conversation to use from now on.
     pub messages: Vec<Message>,
@@ -175,8 +193,10 @@ impl CompactionResult {
     }
 
     /// A pass that replaced nothing: `messages` (the input, or its elision-only copy)
-    /// counting `tokens` (before and after, until [`CompactionResult::judged`]).
-    pub(crate) fn unchanged(messages: Vec<Message>, tokens: usize) -> Self {
+    /// counting `tokens` (before and after, until the pass judges it), no cut
+    /// (`cut_index` -1), no summary, nothing billed. Also the start of a result built by
+    /// hand (tests, a caller's own strategy): set what the pass did.
+    pub fn unchanged(messages: Vec<Message>, tokens: usize) -> Self {
         CompactionResult {
             messages,
             summary: String::new(),

@@ -3,6 +3,7 @@
 
 use super::Compactor;
 use super::calls::{Calls, GiveUp};
+use super::fit::{Accepted, Fit, SummaryOutcome};
 use super::pass::Pass;
 use super::result::{Attempt, AttemptKind, AttemptOutcome};
 use crate::count::TokenCounter;
@@ -17,21 +18,6 @@ use crate::usage::Usage;
 const ROOM_MARGIN: usize = 64;
 /// Below this many tokens of transcript room, summarizing is pointless.
 const MIN_TRANSCRIPT_ROOM: usize = 256;
-
-/// A summary that proved it shrank the conversation.
-pub(crate) struct Accepted {
-    pub(crate) content: String,
-    pub(crate) messages: Vec<Message>,
-    pub(crate) dropped: usize,
-    pub(crate) tokens: usize,
-}
-
-/// What the summarizing phase produced.
-pub(crate) struct SummaryOutcome {
-    pub(crate) accepted: Option<Accepted>,
-    pub(crate) attempts: Vec<Attempt>,
-    pub(crate) usage: Usage,
-}
 
 /// A conservative token estimate for the summarizer's input: the pass counter's count,
 /// but never less than one token per three UTF-8 bytes (tokenizers differ; overflowing
@@ -97,7 +83,7 @@ impl Compactor {
         };
         if let Some(policy) = &policy {
             let config = &self.config;
-            let fit = super::ledger::Fit {
+            let fit = Fit {
                 aged,
                 layout,
                 aged_count,

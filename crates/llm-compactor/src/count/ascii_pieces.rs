@@ -28,7 +28,7 @@
 
 use bpe_openai::Tokenizer;
 
-use super::bpe::Encoding;
+use super::encoding::Encoding;
 
 /// What a byte is to the patterns. `\s` is Unicode's `White_Space`: in ASCII, tab, line
 /// feed, vertical tab, form feed, carriage return and space (not 0x1C–0x1F).

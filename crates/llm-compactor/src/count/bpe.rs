@@ -14,42 +14,12 @@
 //! (`tests/count_bpe.rs`).
 //! The framing of messages and requests is [`super::framing`]'s rule.
 
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::encoding::Encoding;
 use crate::count::TokenCounter;
 use crate::count::framing::{self, REPLY_PRIMING};
 use crate::message::Message;
-
-/// An OpenAI BPE encoding.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Encoding {
-    /// `o200k_base` (GPT-4o, GPT-4.1, o-series, GPT-5).
-    O200kBase,
-    /// `cl100k_base` (GPT-4, GPT-3.5-turbo, text-embedding-3).
-    Cl100kBase,
-}
-
-impl Encoding {
-    /// The short counter name: `o200k` or `cl100k`.
-    pub fn counter_name(self) -> &'static str {
-        match self {
-            Encoding::O200kBase => "o200k",
-            Encoding::Cl100kBase => "cl100k",
-        }
-    }
-
-    /// The `bpe-openai` tokenizer (built on first use, then shared by the process: ~50 ms
-    /// and ~65 MB for o200k). [`BpeCounter`] never calls it, and a binary that does embeds
-    /// its dictionaries (32 MB for o200k, 15 MB for cl100k): for tests and comparisons.
-    pub fn tokenizer(self) -> &'static bpe_openai::Tokenizer {
-        match self {
-            Encoding::O200kBase => bpe_openai::o200k_base(),
-            Encoding::Cl100kBase => bpe_openai::cl100k_base(),
-        }
-    }
-}
 
 /// Exact token counts in one OpenAI encoding, with the chat format's framing.
 ///

@@ -21,7 +21,7 @@
 use std::cell::RefCell;
 use std::collections::HashMap;
 
-use super::bpe::Encoding;
+use super::encoding::Encoding;
 use super::pretokenizer;
 use super::rank_table::RankTable;
 

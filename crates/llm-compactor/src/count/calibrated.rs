@@ -55,6 +55,7 @@ use crate::usage::Usage;
 
 /// The one bill the calibrated counter remembers.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct CalibrationRecord {
     /// How many messages were sent (N).
     pub messages: usize,

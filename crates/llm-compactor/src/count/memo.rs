@@ -56,6 +56,7 @@ struct Key {
 
 /// Hits and misses of a [`MemoCounter`] since it was made.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct MemoStats {
     /// Messages whose count came from the cache.
     pub hits: u64,

@@ -170,6 +170,8 @@ mod bpe;
 mod bpe_pieces;
 mod by_name;
 mod calibrated;
+#[cfg(feature = "bpe")]
+mod encoding;
 mod fingerprint;
 pub mod framing;
 #[cfg(feature = "bpe")]
@@ -187,9 +189,11 @@ mod request;
 mod view;
 
 #[cfg(feature = "bpe")]
-pub use bpe::{BpeCounter, Encoding};
+pub use bpe::BpeCounter;
 pub use by_name::{COUNTER_NAMES, CounterByNameError, counter_by_name};
 pub use calibrated::{CalibratedCounter, CalibrationRecord};
+#[cfg(feature = "bpe")]
+pub use encoding::Encoding;
 pub use heuristic::{HeuristicCounter, MESSAGE_OVERHEAD, message_chars};
 pub use memo::{MemoCounter, MemoStats};
 pub use request::RequestCounter;

@@ -17,7 +17,7 @@ use bpe_openai::Tokenizer;
 use bpe_openai::byte_pair_encoding::BytePairEncoding;
 
 use super::ascii_pieces::Pieces;
-use super::bpe::Encoding;
+use super::encoding::Encoding;
 
 /// The patterns of `bpe-openai` 0.3.2's `cl100k_base`.
 const CL100K_PATTERN: &str = "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+$";

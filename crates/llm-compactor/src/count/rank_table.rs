@@ -23,7 +23,7 @@
 
 use std::sync::LazyLock;
 
-use super::bpe::Encoding;
+use super::encoding::Encoding;
 use super::heap_merge::{self, NO_RANK};
 use super::rank_hash::{TAG_MASK, slot_rank, slot_tag, slot_token, token_hash};
 

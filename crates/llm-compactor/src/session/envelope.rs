@@ -12,12 +12,9 @@ use serde_json::Value;
 use super::message_line::write_message_line;
 use super::record::{
     CompactionRecord, ElisionRecord, Record, RepairRecord, TYPE_COMPACTION, TYPE_ELISION, TYPE_MESSAGE, TYPE_META,
-    TYPE_REPAIR,
+    TYPE_REPAIR, VERSION,
 };
 use crate::message::Message;
-
-/// The envelope format version this crate writes and reads.
-pub const VERSION: u64 = 1;
 
 #[derive(Serialize)]
 struct EnvelopeOut<'a, P: Serialize> {

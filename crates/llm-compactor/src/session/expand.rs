@@ -30,6 +30,7 @@ pub const EXPAND_TOOL_NAME: &str = "compactor_expand";
 
 /// What one handle expands to.
 #[derive(Clone, Debug, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct Expansion {
     /// The handle asked for.
     pub handle: String,

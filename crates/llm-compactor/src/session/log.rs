@@ -19,12 +19,14 @@ use serde_json::{Map, Value};
 use super::clock::{Clock, IdSource};
 use super::envelope;
 use super::error::SessionError;
+use super::line_source::{BatchIds, LineSource};
 use super::load::{TornTail, Transcript};
 use super::lock::{SESSION_FILE_MODE, create_locked, open_locked, sync_parent};
+use super::pass::{RecordedPass, plan_pass};
 use super::record::{CompactionRecord, ElisionItem, ElisionRecord, Record, SessionMeta};
 use super::repair::{read_all, rewrite_prefix};
 use super::replay::{ReplayError, Replayer};
-use super::writer::{BatchIds, LineSource};
+use crate::compactor::CompactionResult;
 use crate::message::Message;
 
 /// A batch's line buffer grown past this (a huge message) is not kept for the next batch.
@@ -93,6 +95,7 @@ impl SessionOptions {
 
 /// What opening an existing session found.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct OpenReport {
     /// The torn final line that was removed, if there was one.
     pub repaired: Option<TornTail>,
@@ -299,6 +302,28 @@ impl Session {
         }
         let sync = self.options.durability != Durability::Never;
         self.write_checked(records, sync)
+    }
+
+    /// Records a pass that `compact` ran over exactly [`Session::messages`]: a repair line
+    /// for `result.repairs`, an elision line for `result.elisions` (every stub the pass
+    /// made, including those the same pass then summarized or trimmed away, and the
+    /// recent results it cut to fit), then a compaction line for `result.cut_index >= 0`,
+    /// with one `write`. Afterwards [`Session::messages`] equals `result.messages` (plus
+    /// ids: the summary message gets the compaction line's id).
+    ///
+    /// # Errors
+    /// [`SessionError::ResultMismatch`] when an index is out of range or replay would not
+    /// rebuild `result.messages` (nothing is written then), or I/O.
+    pub fn record_result(&mut self, result: &CompactionResult) -> Result<RecordedPass, SessionError> {
+        let planned = plan_pass(self.replayer(), result, |replay, taken| {
+            self.source().fresh_id(replay, taken)
+        })
+        .map_err(|problem| SessionError::ResultMismatch {
+            path: self.path().to_owned(),
+            problem,
+        })?;
+        self.write_pass(planned.records)?;
+        Ok(planned.recorded)
     }
 
     fn append_elision_with_id(&mut self, id: String, elision: ElisionRecord) -> Result<(), SessionError> {

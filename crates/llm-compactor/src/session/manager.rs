@@ -17,17 +17,14 @@
 use std::sync::Arc;
 
 use serde::Serialize;
-use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use super::error::SessionError;
+use super::context::{ContextEvent, ContextObserver, ManagerError, PassReport, RequestShape};
 use super::log::Session;
-use super::pass::RecordedPass;
-use super::prepared::{Preparation, PrepareOptions, Step};
-pub use crate::compactor::CompactionReason;
-use crate::compactor::{CompactError, CompactOptions, CompactionResult, Compactor, RequestFit};
+use super::prepared::{Host, Preparation, PrepareOptions, Step};
+use crate::compactor::{CompactOptions, CompactionReason, Compactor, RequestFit};
 use crate::conversation::Conversation;
-use crate::count::{CalibratedCounter, RequestCounter, TokenCounter};
+use crate::count::{CalibratedCounter, TokenCounter};
 use crate::message::Message;
 use crate::usage::Usage;
 
@@ -60,15 +57,6 @@ impl BackendRoom {
     }
 }
 
-/// What a request carries besides the conversation.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct RequestShape<'a> {
-    /// The tool declarations, as JSON.
-    pub tools: &'a [Value],
-    /// Runtime context sent beside the conversation (a system suffix, retrieved notes).
-    pub context: &'a str,
-}
-
 /// Feeds what a provider billed back into a counter that calibrates on it.
 pub trait UsageRecorder: Send + Sync {
     /// `sent` is the conversation the billed request carried, `usage` what it was billed
@@ -95,107 +83,9 @@ impl UsageRecorder for CalibratedCounter {
     }
 }
 
-/// What the manager reports to an observer.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-#[serde(tag = "event", rename_all = "kebab-case")]
-pub enum ContextEvent {
-    /// A pass is starting.
-    CompactionStarted {
-        /// Why.
-        reason: CompactionReason,
-        /// The request's tokens (conversation, tools and context).
-        tokens: usize,
-        /// The per-call target, when the pass aims below the compactor's own.
-        target: Option<usize>,
-    },
-    /// A pass ended and was written to the transcript.
-    CompactionDone {
-        /// Why it ran.
-        reason: CompactionReason,
-        /// Messages replaced or dropped.
-        dropped: usize,
-        /// Tool results stubbed.
-        elided: usize,
-        /// Tokens before.
-        tokens_before: usize,
-        /// Tokens after.
-        tokens_after: usize,
-        /// The hard trim ran (the summarizer could not produce an accepted summary).
-        fallback: bool,
-        /// Even the best result does not fit.
-        exhausted: bool,
-    },
-    /// A pass of a snapshot started in the background (the request went out as it was).
-    PreparationStarted {
-        /// The request's tokens.
-        tokens: usize,
-        /// Messages in the snapshot.
-        messages: usize,
-    },
-    /// The prepared pass was dropped before it could be installed.
-    PreparationCancelled {
-        /// Why.
-        why: String,
-    },
-    /// A prepared pass was installed (and written to the transcript).
-    PreparedInstalled {
-        /// Messages appended since its snapshot, kept after its summary.
-        since: usize,
-        /// The ledger facts amended, in words (empty: installed as it was).
-        changes: Vec<String>,
-        /// Tool results among the new messages stubbed to fit.
-        top_up: usize,
-        /// Tokens before.
-        tokens_before: usize,
-        /// Tokens after.
-        tokens_after: usize,
-    },
-    /// A prepared pass was checked and not installed.
-    PreparedDiscarded {
-        /// Why, in words.
-        reasons: Vec<String>,
-    },
-}
-
-/// An observer of [`ContextEvent`]s.
-pub type ContextObserver = Arc<dyn Fn(&ContextEvent) + Send + Sync>;
-
-/// The loop cannot go on.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum ManagerError {
-    /// The transcript could not be written.
-    #[error(transparent)]
-    Session(#[from] SessionError),
-    /// The compactor refused its input.
-    #[error(transparent)]
-    Compact(#[from] CompactError),
-    /// Nothing more can be done to make the conversation fit; the transcript holds the
-    /// best conversation there was.
-    #[error("context exhausted: {tokens} tokens do not fit in {limit} ({why})")]
-    ContextExhausted {
-        /// The conversation's tokens after the last pass.
-        tokens: usize,
-        /// What it had to fit in.
-        limit: usize,
-        /// Why nothing more can be tried.
-        why: String,
-    },
-}
-
-/// What a pass did, for the caller.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct PassReport {
-    /// Why it ran.
-    pub reason: CompactionReason,
-    /// The lines it wrote.
-    pub recorded: RecordedPass,
-    /// The compactor's whole result.
-    pub result: CompactionResult,
-}
-
 /// The conversation to send, and what was done to it.
 #[derive(Clone, Debug, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct Prepared {
     /// The conversation, every message with its transcript id.
     pub messages: Vec<Message>,
@@ -209,6 +99,7 @@ pub struct Prepared {
 /// [`ContextManager::prepare_borrowed`] gives, so that a round costs no copy of a
 /// conversation that may hold a million tokens.
 #[derive(Clone, Debug, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct PreparedRef<'a> {
     /// The conversation, every message with its transcript id.
     pub messages: &'a [Message],
@@ -237,16 +128,16 @@ impl PreparedRef<'_> {
 /// conversation. Each message has one owner, the transcript's replay: the manager keeps
 /// no copy to keep in step.
 pub struct ContextManager {
-    pub(super) compactor: Arc<Compactor>,
+    compactor: Arc<Compactor>,
     counter: Arc<dyn TokenCounter>,
     /// Counted by `counter` while the manager holds it ([`Session::count_with`]).
-    pub(super) session: Session,
+    session: Session,
     room: Option<BackendRoom>,
     max_forced: u32,
     forced: u32,
     recorder: Option<Arc<dyn UsageRecorder>>,
     observer: Option<ContextObserver>,
-    pub(super) preparation: Option<Preparation>,
+    preparation: Option<Preparation>,
 }
 
 impl std::fmt::Debug for ContextManager {
@@ -352,26 +243,59 @@ impl ContextManager {
         Ok(self.session.append_message(message)?)
     }
 
-    pub(super) fn emit(&self, event: ContextEvent) {
+    fn emit(&self, event: ContextEvent) {
         if let Some(observer) = &self.observer {
             observer(&event);
         }
     }
 
-    /// The counter of one request's passes: the compactor's counter as it is when the
-    /// request carries nothing besides the conversation, else the complete-request
-    /// adapter, so that every count, target and acceptance of the pass is in the units
-    /// of the whole request (tools and context included).
-    pub(super) fn request_counter(&self, request: RequestShape<'_>) -> Arc<dyn TokenCounter> {
-        if request.tools.is_empty() && request.context.is_empty() {
-            self.counter.clone()
-        } else {
-            Arc::new(RequestCounter::new(
-                self.counter.clone(),
-                request.tools.to_vec(),
-                request.context,
-            ))
+    /// The counter of one request's passes ([`RequestShape::counter`] over the
+    /// compactor's counter).
+    fn request_counter(&self, request: RequestShape<'_>) -> Arc<dyn TokenCounter> {
+        request.counter(&self.counter)
+    }
+
+    /// The preparation, when the manager prepares, and what it borrows from the manager
+    /// for one step.
+    fn preparation_host(&mut self) -> Option<(&mut Preparation, Host<'_>)> {
+        let preparation = self.preparation.as_mut()?;
+        let host = Host {
+            compactor: &self.compactor,
+            session: &mut self.session,
+            counter: &self.counter,
+            observer: self.observer.as_ref(),
+        };
+        Some((preparation, host))
+    }
+
+    /// Drops the prepared pass (running or ready) because of `why`, telling the observer.
+    fn cancel_preparation(&mut self, why: &str) {
+        if let Some((preparation, host)) = self.preparation_host() {
+            preparation.cancel(&host, why);
         }
+    }
+
+    /// Cancels the running prepared pass and waits until its task has stopped (it writes
+    /// nothing, so nothing is half-written): call before the process exits.
+    pub async fn shutdown(&mut self) {
+        if let Some((preparation, host)) = self.preparation_host() {
+            preparation.shutdown(&host).await;
+        }
+    }
+
+    /// Waits (unbounded) until the running prepared pass is done and ready to be
+    /// checked at the next request; returns at once when none runs. For callers that
+    /// want a deterministic run (tests, replays, the simulator); an agent loop never
+    /// needs it.
+    pub async fn settle_preparation(&mut self) {
+        if let Some((preparation, host)) = self.preparation_host() {
+            preparation.settle(&host).await;
+        }
+    }
+
+    /// True while a prepared pass runs or waits to be installed.
+    pub fn preparing(&self) -> bool {
+        self.preparation.as_ref().is_some_and(Preparation::busy)
     }
 
     /// Before a request: counts it (conversation, tools and context), compacts when
@@ -411,10 +335,10 @@ impl ContextManager {
             room,
             counter: None,
         });
-        if self.preparation.is_some() {
-            let hard = room.unwrap_or(self.compactor.config().context_budget);
-            match self
-                .prepared_step(request, request_tokens, hard, reason.is_some())
+        let hard = room.unwrap_or(self.compactor.config().context_budget);
+        if let Some((preparation, mut host)) = self.preparation_host() {
+            match preparation
+                .step(&mut host, request, request_tokens, hard, reason.is_some())
                 .await?
             {
                 Step::Installed(pass) => return Ok(self.prepared(request, Some(*pass))),

@@ -9,7 +9,7 @@
 //! `tests/message_digest.rs` compares the two on arbitrary messages, so a transcript
 //! does not depend on which writer wrote it.
 
-use super::envelope::VERSION;
+use super::record::VERSION;
 use crate::message::json_string::{write_json_array, write_json_object, write_json_string, write_json_value};
 use crate::message::{Content, Message, Part, ToolCall};
 

@@ -23,10 +23,12 @@
 //! together.
 
 mod clock;
+mod context;
 mod envelope;
 mod error;
 mod expand;
 mod import;
+mod line_source;
 mod load;
 mod lock;
 mod log;
@@ -40,27 +42,28 @@ mod replay;
 mod store_mirror;
 mod writer;
 
+pub use crate::compactor::CompactionReason;
 pub use clock::{Clock, FixedClock, IdSource, RandomIds, SequentialIds, SystemClock, format_timestamp};
-pub use envelope::{VERSION, decode_line, encode_line};
+pub use context::{ContextEvent, ContextObserver, ManagerError, PassReport, RequestShape};
+pub use envelope::{decode_line, encode_line};
 pub use error::SessionError;
 pub use expand::{
     EXPAND_TOOL_NAME, Expansion, MIN_EXPAND_ROOM, answer_expand, answer_expand_within, expand_in,
     expand_tool_definition, requested_handles,
 };
+pub use line_source::LineSource;
 pub use load::{TornTail, Transcript};
 pub use lock::SESSION_FILE_MODE;
 pub use log::{Durability, OpenReport, Session, SessionOptions};
-pub use manager::{
-    BackendRoom, CompactionReason, ContextEvent, ContextManager, ContextObserver, DEFAULT_MAX_FORCED_COMPACTIONS,
-    ManagerError, PassReport, Prepared, PreparedRef, RequestShape, UsageRecorder,
-};
-pub use pass::RecordedPass;
+pub use manager::{BackendRoom, ContextManager, DEFAULT_MAX_FORCED_COMPACTIONS, Prepared, PreparedRef, UsageRecorder};
+pub use pass::{RecordedPass, same_but_id};
 pub use prepared::{DEFAULT_PREPARE_RATIO, PrepareOptions, TYPE_PREPARED};
 pub use record::{
     CompactionRecord, ElisionItem, ElisionRecord, Entry, Record, RepairRecord, SOURCE_FORMAT_KEY, SessionMeta,
-    SyntheticAnswerItem, TYPE_COMPACTION, TYPE_ELISION, TYPE_MESSAGE, TYPE_META, TYPE_REPAIR, synthetic_answer_id,
+    SyntheticAnswerItem, TYPE_COMPACTION, TYPE_ELISION, TYPE_MESSAGE, TYPE_META, TYPE_REPAIR, VERSION,
+    synthetic_answer_id,
 };
 pub use repair::repair;
 pub use replay::{ReplayError, Replayer, summary_message};
 pub use store_mirror::{MirrorError, StoreMirror, restore_session};
-pub use writer::{CONTINUED, Line, LineError, LineSource, Lines, continued_in, same_but_id};
+pub use writer::{CONTINUED, Line, LineError, Lines, continued_in};

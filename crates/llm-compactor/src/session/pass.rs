@@ -13,22 +13,21 @@
 //! replay never reads it, so the rebuilt conversation is the same with or without it.
 //!
 //! [`plan_pass`] is that plan, written once: the file writer
-//! ([`Session::record_result`]) and the in-memory writer ([`super::Lines::push_pass`],
+//! ([`super::Session::record_result`]) and the in-memory writer ([`super::Lines::push_pass`],
 //! a proxy's store) both write what it returns.
 
 use serde::Serialize;
 
-use super::error::SessionError;
-use super::log::Session;
+use super::line_source::BatchIds;
 use super::record::{CompactionRecord, ElisionItem, ElisionRecord, Record, RepairRecord, SyntheticAnswerItem};
 use super::replay::Replayer;
-use super::writer::{BatchIds, same_but_id};
 use crate::compactor::CompactionResult;
 use crate::message::Message;
 use crate::plan::Repair;
 
 /// The lines one pass wrote.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct RecordedPass {
     /// The repair line's id, when the pass repaired a broken input.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -185,26 +184,14 @@ fn id_in(messages: &[Message], index: usize, what: &str) -> Result<String, Strin
     }
 }
 
-impl Session {
-    /// Records a pass that `compact` ran over exactly [`Session::messages`]: a repair line
-    /// for `result.repairs`, an elision line for `result.elisions` (every stub the pass
-    /// made, including those the same pass then summarized or trimmed away, and the
-    /// recent results it cut to fit), then a compaction line for `result.cut_index >= 0`,
-    /// with one `write`. Afterwards [`Session::messages`] equals `result.messages` (plus
-    /// ids: the summary message gets the compaction line's id).
-    ///
-    /// # Errors
-    /// [`SessionError::ResultMismatch`] when an index is out of range or replay would not
-    /// rebuild `result.messages` (nothing is written then), or I/O.
-    pub fn record_result(&mut self, result: &CompactionResult) -> Result<RecordedPass, SessionError> {
-        let planned = plan_pass(self.replayer(), result, |replay, taken| {
-            self.source().fresh_id(replay, taken)
-        })
-        .map_err(|problem| SessionError::ResultMismatch {
-            path: self.path().to_owned(),
-            problem,
-        })?;
-        self.write_pass(planned.records)?;
-        Ok(planned.recorded)
+/// Equal in everything but the id, where `theirs` may lack one: a message the engine
+/// made (a summary) has none yet, and a client's message never has one; when `theirs`
+/// does carry an id, it must be `ours`.
+pub fn same_but_id(ours: &Message, theirs: &Message) -> bool {
+    if let Some(id) = &theirs.id
+        && ours.id.as_ref() != Some(id)
+    {
+        return false;
     }
+    ours.eq_ignoring_id(theirs)
 }

@@ -1,5 +1,6 @@
-//! Prepared compaction in the [`ContextManager`]: the pass runs off the request path,
-//! over a frozen snapshot, and is installed at the trigger only while still true.
+//! Prepared compaction in the [`ContextManager`](super::ContextManager): the pass runs
+//! off the request path, over a frozen snapshot, and is installed at the trigger only
+//! while still true.
 //!
 //! A summary takes seconds; an agent's request should not wait for one. So when a
 //! request crosses the *prepare* threshold (a share of the budget below the trigger), the
@@ -17,6 +18,10 @@
 //! when the manager is shut down or dropped; the task writes nothing, so a cancelled
 //! pass leaves nothing half-written. Every install, amendment and discard is a
 //! [`ContextEvent`] and a `prepared-compaction` line of the transcript (replay skips it).
+//!
+//! The manager holds a [`Preparation`] and lends it what a step needs (a [`Host`]:
+//! compactor, transcript, counter, observer), so that this file depends on the
+//! manager's words (`context.rs`), not on the manager.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -25,8 +30,10 @@ use serde_json::json;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use super::manager::{CompactionReason, ContextEvent, ContextManager, ManagerError, PassReport, RequestShape};
-use crate::compactor::{CompactError, CompactOptions, PreparedPass};
+use super::context::{ContextEvent, ContextObserver, ManagerError, PassReport, RequestShape};
+use super::log::Session;
+use crate::compactor::{CompactError, CompactOptions, CompactionReason, Compactor, PreparedPass};
+use crate::count::TokenCounter;
 use crate::plan::prepared::{self, InstallPlan, PrepareStep, PrepareView, Snapshot, Verdict};
 
 /// The transcript line type of a prepared pass's fate (install, amendment, discard).
@@ -65,7 +72,7 @@ impl Default for PrepareOptions {
 /// The one prepared pass of a session.
 #[derive(Default)]
 pub(super) struct Preparation {
-    pub(super) options: PrepareOptions,
+    options: PrepareOptions,
     running: Option<Running>,
     ready: Option<PreparedPass>,
 }
@@ -92,8 +99,26 @@ impl Preparation {
         }
     }
 
-    fn busy(&self) -> bool {
+    pub(super) fn busy(&self) -> bool {
         self.running.is_some() || self.ready.is_some()
+    }
+}
+
+/// What a preparation borrows from the [`ContextManager`](super::ContextManager) that
+/// holds it, for one step: the compactor, the transcript, the counter and the observer.
+pub(super) struct Host<'a> {
+    pub(super) compactor: &'a Arc<Compactor>,
+    pub(super) session: &'a mut Session,
+    /// The compactor's counter, which a request's counter is built over.
+    pub(super) counter: &'a Arc<dyn TokenCounter>,
+    pub(super) observer: Option<&'a ContextObserver>,
+}
+
+impl Host<'_> {
+    fn emit(&self, event: ContextEvent) {
+        if let Some(observer) = self.observer {
+            observer(&event);
+        }
     }
 }
 
@@ -107,68 +132,52 @@ pub(super) enum Step {
     Inline,
 }
 
-impl ContextManager {
+impl Preparation {
     /// Drops the prepared pass (running or ready) because of `why`, telling the observer.
-    pub(super) fn cancel_preparation(&mut self, why: &str) {
-        let Some(preparation) = self.preparation.as_mut() else {
-            return;
-        };
-        let had = preparation.busy();
-        preparation.running = None;
-        preparation.ready = None;
+    pub(super) fn cancel(&mut self, host: &Host<'_>, why: &str) {
+        let had = self.busy();
+        self.running = None;
+        self.ready = None;
         if had {
-            self.emit(ContextEvent::PreparationCancelled { why: why.to_owned() });
+            host.emit(ContextEvent::PreparationCancelled { why: why.to_owned() });
         }
     }
 
-    /// Cancels the running prepared pass and waits until its task has stopped (it writes
-    /// nothing, so nothing is half-written): call before the process exits.
-    pub async fn shutdown(&mut self) {
-        if let Some(mut running) = self.preparation.as_mut().and_then(|p| p.running.take()) {
+    /// Cancels the running pass and waits until its task has stopped, then drops the
+    /// pass (see [`ContextManager::shutdown`](super::ContextManager::shutdown)).
+    pub(super) async fn shutdown(&mut self, host: &Host<'_>) {
+        if let Some(mut running) = self.running.take() {
             running.cancel.cancel();
             let _ = (&mut running.handle).await;
         }
-        self.cancel_preparation("shutdown");
+        self.cancel(host, "shutdown");
     }
 
-    /// Waits (unbounded) until the running prepared pass is done and ready to be
-    /// checked at the next request; returns at once when none runs. For callers that
-    /// want a deterministic run (tests, replays, the simulator); an agent loop never
-    /// needs it.
-    pub async fn settle_preparation(&mut self) {
-        let Some(mut running) = self.preparation.as_mut().and_then(|p| p.running.take()) else {
+    /// Waits (unbounded) until the running pass is done and ready to be checked.
+    pub(super) async fn settle(&mut self, host: &Host<'_>) {
+        let Some(mut running) = self.running.take() else {
             return;
         };
         let outcome = (&mut running.handle).await;
-        self.accept(outcome);
-    }
-
-    /// True while a prepared pass runs or waits to be installed.
-    pub fn preparing(&self) -> bool {
-        self.preparation.as_ref().is_some_and(Preparation::busy)
+        self.accept(host, outcome);
     }
 
     /// The preparation's step for a request of `tokens` tokens, `summary_due` when it is
     /// over the trigger (or the room) and `needed` when any pass is asked for.
-    pub(super) async fn prepared_step(
+    pub(super) async fn step(
         &mut self,
+        host: &mut Host<'_>,
         request: RequestShape<'_>,
         tokens: usize,
         hard: usize,
         needed: bool,
     ) -> Result<Step, ManagerError> {
-        self.collect_finished().await;
-        let Some(preparation) = self.preparation.as_ref() else {
-            return Ok(if needed { Step::Inline } else { Step::AsIs });
-        };
-        let config = self.compactor.config();
+        self.collect_finished(host).await;
+        let config = host.compactor.config();
         let (trigger, budget) = (config.trigger(), config.context_budget);
-        let prepare_at = prepared::prepare_at(budget, preparation.options.ratio);
+        let prepare_at = prepared::prepare_at(budget, self.options.ratio);
         loop {
-            let (running, ready) = self
-                .preparation
-                .as_ref()
-                .map_or((false, false), |p| (p.running.is_some(), p.ready.is_some()));
+            let (running, ready) = (self.running.is_some(), self.ready.is_some());
             let view = PrepareView {
                 tokens,
                 trigger,
@@ -182,17 +191,17 @@ impl ContextManager {
                 PrepareStep::Inline => return Ok(Step::Inline),
                 PrepareStep::AsIs { start } => {
                     if start {
-                        self.start_preparation(request, tokens);
+                        self.start(host, request, tokens);
                     }
                     return Ok(Step::AsIs);
                 }
-                PrepareStep::Wait => self.wait_for_preparation().await,
+                PrepareStep::Wait => self.wait(host).await,
                 PrepareStep::Install => {
-                    let Some(prepared) = self.preparation.as_mut().and_then(|p| p.ready.take()) else {
+                    let Some(prepared) = self.ready.take() else {
                         continue;
                     };
                     let ceiling = if tokens > hard { hard } else { trigger };
-                    if let Some(report) = self.install(request, &prepared, ceiling)? {
+                    if let Some(report) = Self::install(host, request, &prepared, ceiling)? {
                         return Ok(Step::Installed(Box::new(report)));
                     }
                 }
@@ -202,50 +211,45 @@ impl ContextManager {
 
     /// Moves a finished pass to `ready`, and cancels a running one whose snapshot is no
     /// longer a prefix of the conversation.
-    async fn collect_finished(&mut self) {
-        let Some(running) = self.preparation.as_ref().and_then(|p| p.running.as_ref()) else {
+    async fn collect_finished(&mut self, host: &Host<'_>) {
+        let Some(running) = self.running.as_ref() else {
             return;
         };
         let (len, finished) = (running.snapshot.len, running.handle.is_finished());
-        if self.conversation().prefix_digest(len).as_deref() != Some(running.snapshot.digest.as_str()) {
-            self.cancel_preparation("its snapshot is no longer a prefix of the conversation");
+        if host.session.conversation().prefix_digest(len).as_deref() != Some(running.snapshot.digest.as_str()) {
+            self.cancel(host, "its snapshot is no longer a prefix of the conversation");
             return;
         }
-        if finished && let Some(mut running) = self.preparation.as_mut().and_then(|p| p.running.take()) {
+        if finished && let Some(mut running) = self.running.take() {
             let outcome = (&mut running.handle).await;
-            self.accept(outcome);
+            self.accept(host, outcome);
         }
     }
 
-    fn accept(&mut self, outcome: Result<Result<PreparedPass, CompactError>, tokio::task::JoinError>) {
+    fn accept(&mut self, host: &Host<'_>, outcome: Result<Result<PreparedPass, CompactError>, tokio::task::JoinError>) {
         let why = match outcome {
             Ok(Ok(prepared)) if !prepared.is_noop() => {
-                if let Some(p) = self.preparation.as_mut() {
-                    p.ready = Some(prepared);
-                }
+                self.ready = Some(prepared);
                 return;
             }
             Ok(Ok(_)) => "the prepared pass changed nothing".to_owned(),
             Ok(Err(error)) => format!("the prepared pass failed: {error}"),
             Err(error) => format!("the prepared pass's task ended: {error}"),
         };
-        self.emit(ContextEvent::PreparedDiscarded { reasons: vec![why] });
+        host.emit(ContextEvent::PreparedDiscarded { reasons: vec![why] });
     }
 
     /// Waits for the running pass at most `max_wait`; past it, cancels the pass.
-    async fn wait_for_preparation(&mut self) {
-        let Some(preparation) = self.preparation.as_mut() else {
-            return;
-        };
-        let wait = preparation.options.max_wait;
-        let Some(mut running) = preparation.running.take() else {
+    async fn wait(&mut self, host: &Host<'_>) {
+        let wait = self.options.max_wait;
+        let Some(mut running) = self.running.take() else {
             return;
         };
         match tokio::time::timeout(wait, &mut running.handle).await {
-            Ok(outcome) => self.accept(outcome),
+            Ok(outcome) => self.accept(host, outcome),
             Err(_) => {
                 drop(running);
-                self.emit(ContextEvent::PreparationCancelled {
+                host.emit(ContextEvent::PreparationCancelled {
                     why: "the request is over the hard limit and the prepared pass is not done".into(),
                 });
             }
@@ -253,21 +257,21 @@ impl ContextManager {
     }
 
     /// Starts the pass of a copy of the conversation on a tokio task.
-    fn start_preparation(&mut self, request: RequestShape<'_>, tokens: usize) {
-        let messages = self.session.messages().to_vec();
+    fn start(&mut self, host: &Host<'_>, request: RequestShape<'_>, tokens: usize) {
+        let messages = host.session.messages().to_vec();
         let len = messages.len();
-        let Some(digest) = self.conversation().prefix_digest(len) else {
+        let Some(digest) = host.session.conversation().prefix_digest(len) else {
             return;
         };
         let snapshot = Snapshot { len, digest };
         let cancel = CancellationToken::new();
         let options = CompactOptions {
-            counter: Some(self.request_counter(request)),
+            counter: Some(request.counter(host.counter)),
             cancel: cancel.clone(),
             ahead_of_trigger: true,
             ..CompactOptions::default()
         };
-        let compactor = Arc::clone(&self.compactor);
+        let compactor = Arc::clone(host.compactor);
         let task_snapshot = snapshot.clone();
         // A summary request that reads the agent's cache needs the agent's request in the
         // task that summarizes (task-locals do not cross a spawn).
@@ -283,29 +287,27 @@ impl ContextManager {
                 result,
             })
         });
-        if let Some(p) = self.preparation.as_mut() {
-            p.running = Some(Running {
-                snapshot,
-                cancel,
-                handle,
-            });
-        }
-        self.emit(ContextEvent::PreparationStarted { tokens, messages: len });
+        self.running = Some(Running {
+            snapshot,
+            cancel,
+            handle,
+        });
+        host.emit(ContextEvent::PreparationStarted { tokens, messages: len });
     }
 
     /// Checks `prepared` against the conversation and installs it when it may be,
     /// writing its fate to the transcript; `None` when it was not installed.
     fn install(
-        &mut self,
+        host: &mut Host<'_>,
         request: RequestShape<'_>,
         prepared: &PreparedPass,
         ceiling: usize,
     ) -> Result<Option<PassReport>, ManagerError> {
-        let current = self.session.messages();
-        let digest = self.conversation().prefix_digest(prepared.snapshot.len);
-        let check = prepared.check(current, digest.as_deref(), &self.compactor);
-        let counter = self.request_counter(request);
-        let plan = prepared.plan(current, &check, &self.compactor, counter.as_ref(), Some(ceiling));
+        let current = host.session.messages();
+        let digest = host.session.conversation().prefix_digest(prepared.snapshot.len);
+        let check = prepared.check(current, digest.as_deref(), host.compactor);
+        let counter = request.counter(host.counter);
+        let plan = prepared.plan(current, &check, host.compactor, counter.as_ref(), Some(ceiling));
         let installed = match plan {
             InstallPlan::Install(installed) => installed,
             other => {
@@ -317,11 +319,11 @@ impl ContextManager {
                     (_, InstallPlan::Invalid { violation }) => vec![format!("invalid install: {violation}")],
                     _ => Vec::new(),
                 };
-                self.session.append_custom(
+                host.session.append_custom(
                     TYPE_PREPARED,
                     json!({"fate": "discarded", "snapshot_messages": prepared.snapshot.len, "reasons": reasons}),
                 )?;
-                self.emit(ContextEvent::PreparedDiscarded { reasons });
+                host.emit(ContextEvent::PreparedDiscarded { reasons });
                 return Ok(None);
             }
         };
@@ -330,15 +332,15 @@ impl ContextManager {
             _ => Vec::new(),
         };
         let top_up = installed.top_up.len();
-        let result = prepared.installed_result(current, *installed, &self.compactor, counter.as_ref());
+        let result = prepared.installed_result(current, *installed, host.compactor, counter.as_ref());
         let fate = if changes.is_empty() { "installed" } else { "amended" };
-        self.session.append_custom(
+        host.session.append_custom(
             TYPE_PREPARED,
             json!({"fate": fate, "snapshot_messages": prepared.snapshot.len, "since": check.since,
                    "changes": changes, "top_up": top_up}),
         )?;
-        let recorded = self.session.record_result(&result)?;
-        self.emit(ContextEvent::PreparedInstalled {
+        let recorded = host.session.record_result(&result)?;
+        host.emit(ContextEvent::PreparedInstalled {
             since: check.since,
             changes,
             top_up,

@@ -12,6 +12,11 @@ use crate::message::Message;
 use crate::plan::CostReceipt;
 use crate::usage::Usage;
 
+/// The envelope format version this crate writes and reads (the `v` of every line,
+/// beside its `type`): a word of the line format, read by both the envelope's writer
+/// and the hand-written message line.
+pub const VERSION: u64 = 1;
+
 /// Envelope type of the first line.
 pub const TYPE_META: &str = "session-meta";
 /// Envelope type of a message line.
@@ -30,6 +35,7 @@ pub const SOURCE_FORMAT_KEY: &str = "source_format";
 
 /// The payload of the `session-meta` line that opens every transcript.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct SessionMeta {
     /// What wrote the transcript (`llm-compactor 0.1.0`).
     pub created_by: String,
@@ -50,6 +56,7 @@ impl Default for SessionMeta {
 /// The payload of a `compaction` line: the middle up to `replaces_through_id` was replaced
 /// by one summary message (role user, content `summary`) whose id is the line's own id.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct CompactionRecord {
     /// Every summarizer request the pass made, failed ones included (absent in
     /// transcripts written before attempts were recorded; replay never reads it).
@@ -86,6 +93,27 @@ pub struct CompactionRecord {
     pub usage: Usage,
 }
 
+impl CompactionRecord {
+    /// A compaction line replacing the middle through `replaces_through_id` by `summary`
+    /// (the summary message's whole content); every other field empty, zero or false,
+    /// for the caller to set.
+    pub fn new(replaces_through_id: impl Into<String>, summary: impl Into<String>) -> Self {
+        CompactionRecord {
+            attempts: Vec::new(),
+            dropped: 0,
+            exhausted: false,
+            fallback: false,
+            receipt: None,
+            replaces_through_id: replaces_through_id.into(),
+            summary: summary.into(),
+            summarizer: None,
+            tokens_after: 0,
+            tokens_before: 0,
+            usage: Usage::default(),
+        }
+    }
+}
+
 /// One stubbed tool result of an `elision` line.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ElisionItem {
@@ -97,6 +125,7 @@ pub struct ElisionItem {
 
 /// The payload of an `elision` line: tool results stubbed in place by one pass.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct ElisionRecord {
     /// The stubbed results, applied in order.
     pub items: Vec<ElisionItem>,
@@ -132,6 +161,7 @@ pub struct SyntheticAnswerItem {
 /// elision and compaction lines; replay drops the `dropped` messages, then inserts the
 /// answers.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct RepairRecord {
     /// Synthetic answers, in order.
     #[serde(default)]

@@ -14,84 +14,17 @@
 //! A session that started over elsewhere (a proxy's client edited its history) points
 //! at its new transcript with a [`CONTINUED`] line, a line type replay skips.
 
-use std::collections::HashSet;
-use std::sync::Arc;
-
 use serde_json::{Map, Value};
 
-use super::clock::{Clock, IdSource, RandomIds, SystemClock, format_timestamp};
 use super::envelope::encode_line;
+use super::line_source::{BatchIds, LineSource};
 use super::pass::{RecordedPass, plan_pass};
 use super::record::{Record, SessionMeta};
 use super::replay::{ReplayError, Replayer};
 use crate::compactor::CompactionResult;
-use crate::message::Message;
 
 /// The line type that points a session's transcript at the one it continues in.
 pub const CONTINUED: &str = "proxy-continued";
-
-/// The ids of a batch of lines being written (each must differ from the others too).
-pub(crate) type BatchIds = HashSet<String, foldhash::quality::RandomState>;
-
-/// Where a transcript writer takes the ids and timestamps of new lines from.
-#[derive(Clone)]
-pub struct LineSource {
-    clock: Arc<dyn Clock>,
-    ids: Arc<dyn IdSource>,
-}
-
-impl Default for LineSource {
-    fn default() -> Self {
-        LineSource {
-            clock: Arc::new(SystemClock),
-            ids: Arc::new(RandomIds),
-        }
-    }
-}
-
-impl std::fmt::Debug for LineSource {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("LineSource").finish_non_exhaustive()
-    }
-}
-
-impl LineSource {
-    /// Ids from `ids`, timestamps from `clock`.
-    pub fn new(clock: Arc<dyn Clock>, ids: Arc<dyn IdSource>) -> Self {
-        LineSource { clock, ids }
-    }
-
-    /// The same ids, timestamps from `clock`.
-    pub(crate) fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
-        self.clock = clock;
-        self
-    }
-
-    /// The same clock, ids from `ids`.
-    pub(crate) fn with_ids(mut self, ids: Arc<dyn IdSource>) -> Self {
-        self.ids = ids;
-        self
-    }
-
-    /// A fresh id: neither used by a line `replayer` applied nor in `batch`. A
-    /// deterministic source that starts over after a reopen skips the ids it gave before.
-    pub fn fresh_id(&self, replayer: &Replayer, batch: &BatchIds) -> String {
-        let taken = |id: &str| replayer.is_used(id) || batch.contains(id);
-        let mut id = self.ids.next_id();
-        for _ in 0..10_000 {
-            if !taken(&id) {
-                break;
-            }
-            id = self.ids.next_id();
-        }
-        id
-    }
-
-    /// The timestamp of lines written now.
-    pub fn timestamp(&self) -> String {
-        format_timestamp(self.clock.now())
-    }
-}
 
 /// Why a line could not be built.
 #[derive(Debug, thiserror::Error)]
@@ -242,16 +175,4 @@ pub fn continued_in(record: &Record) -> Option<&str> {
         Record::Unknown { kind, payload } if kind == CONTINUED => payload.get("store_key").and_then(Value::as_str),
         _ => None,
     }
-}
-
-/// Equal in everything but the id, where `theirs` may lack one: a message the engine
-/// made (a summary) has none yet, and a client's message never has one; when `theirs`
-/// does carry an id, it must be `ours`.
-pub fn same_but_id(ours: &Message, theirs: &Message) -> bool {
-    if let Some(id) = &theirs.id
-        && ours.id.as_ref() != Some(id)
-    {
-        return false;
-    }
-    ours.eq_ignoring_id(theirs)
 }

@@ -75,6 +75,7 @@ impl StrategyTotals {
 
 /// One strategy's replay of one trajectory.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct TrajectoryReport {
     /// The totals.
     pub totals: StrategyTotals,

@@ -41,6 +41,7 @@ pub enum StopReason {
 
 /// A successful summarizer call.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct SummaryReply {
     /// The summary text.
     pub text: String,
@@ -48,6 +49,17 @@ pub struct SummaryReply {
     pub stop: StopReason,
     /// What the call was billed.
     pub usage: Usage,
+}
+
+impl SummaryReply {
+    /// A reply of `text`, stopped for `stop`, billed `usage`.
+    pub fn new(text: impl Into<String>, stop: StopReason, usage: Usage) -> Self {
+        SummaryReply {
+            text: text.into(),
+            stop,
+            usage,
+        }
+    }
 }
 
 /// A language model that can summarize a transcript.
@@ -71,7 +83,7 @@ pub struct SummaryReply {
 ///     async fn summarize(&self, request: SummaryRequest, _cancel: &CancellationToken)
 ///         -> Result<SummaryReply, SummarizerError> {
 ///         let text = request.transcript.lines().next().unwrap_or_default().to_owned();
-///         Ok(SummaryReply { text, stop: StopReason::Complete, usage: Usage::default() })
+///         Ok(SummaryReply::new(text, StopReason::Complete, Usage::default()))
 ///     }
 /// }
 /// let shared: std::sync::Arc<dyn Summarizer> = std::sync::Arc::new(FirstLine);

@@ -18,28 +18,28 @@ pub type Answer = Result<SummaryReply, SummarizerError>;
 
 /// A reply of `text` billed 10 in / 5 out.
 pub fn reply(text: &str) -> Answer {
-    Ok(SummaryReply {
-        text: text.to_owned(),
-        stop: StopReason::Complete,
-        usage: Usage {
+    Ok(SummaryReply::new(
+        text.to_owned(),
+        StopReason::Complete,
+        Usage {
             input_tokens: 10,
             output_tokens: 5,
             ..Usage::default()
         },
-    })
+    ))
 }
 
 /// A truncated reply.
 pub fn truncated(text: &str) -> Answer {
-    Ok(SummaryReply {
-        text: text.to_owned(),
-        stop: StopReason::Truncated,
-        usage: Usage {
+    Ok(SummaryReply::new(
+        text.to_owned(),
+        StopReason::Truncated,
+        Usage {
             input_tokens: 10,
             output_tokens: 5,
             ..Usage::default()
         },
-    })
+    ))
 }
 
 /// An HTTP failure billed 3 input tokens.

@@ -50,38 +50,27 @@ pub fn synthetic_result(
     } else {
         aged
     };
-    CompactionResult {
-        tokens_before: counter.count_messages(input),
-        tokens_after: counter.count_messages(&messages),
-        messages,
-        summary: if cut_index >= 0 {
-            summary.to_owned()
-        } else {
-            String::new()
-        },
-        dropped,
-        cut_index,
-        fallback: false,
-        exhausted: false,
-        elisions: elisions
-            .iter()
-            .map(|(index, stub)| Elision {
-                index: *index,
-                stub: stub.clone(),
-            })
-            .collect(),
-        usage: Usage {
-            input_tokens: 10,
-            output_tokens: 5,
-            ..Usage::default()
-        },
-        attempts: Vec::new(),
-        summarizer: None,
-        receipt: None,
-        repairs: Vec::new(),
-        truncations: Vec::new(),
-        exhaustion: None,
+    let tokens_before = counter.count_messages(input);
+    let mut result = CompactionResult::unchanged(messages, tokens_before);
+    result.tokens_after = counter.count_messages(&result.messages);
+    if cut_index >= 0 {
+        result.summary = summary.to_owned();
     }
+    result.dropped = dropped;
+    result.cut_index = cut_index;
+    result.elisions = elisions
+        .iter()
+        .map(|(index, stub)| Elision {
+            index: *index,
+            stub: stub.clone(),
+        })
+        .collect();
+    result.usage = Usage {
+        input_tokens: 10,
+        output_tokens: 5,
+        ..Usage::default()
+    };
+    result
 }
 
 /// The serialized JSON of a conversation: what "same bytes" compares.

@@ -45,18 +45,12 @@ pub fn real_transcript(messages: usize) -> (String, Vec<NewEvent>) {
     }
     let through = session.messages()[2].id.clone().unwrap();
     session
-        .append_compaction(CompactionRecord {
-            dropped: 2,
-            exhausted: false,
-            fallback: false,
-            receipt: None,
-            replaces_through_id: through,
-            summary: "Summary: the build was fixed.".to_owned(),
-            summarizer: None,
-            attempts: Vec::new(),
-            tokens_after: 10,
-            tokens_before: 100,
-            usage: Default::default(),
+        .append_compaction({
+            let mut record = CompactionRecord::new(through, "Summary: the build was fixed.".to_owned());
+            record.dropped = 2;
+            record.tokens_after = 10;
+            record.tokens_before = 100;
+            record
         })
         .unwrap();
     // A NUL byte in a tool's output (JSONB cannot hold it; the exact line must survive).

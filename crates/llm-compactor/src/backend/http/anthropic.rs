@@ -10,8 +10,8 @@
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::client::ChatReply;
 use super::errors::{error_text, trim};
+use super::wire::ChatReply;
 use crate::message::{Message, Role};
 use crate::summarize::{FailureKind, StopReason, SummarizerError};
 use crate::usage::Usage;

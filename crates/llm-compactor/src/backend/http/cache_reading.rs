@@ -46,7 +46,7 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 
 use super::client::HttpBackend;
-use super::config::{MaxTokensField, Protocol};
+use super::wire::{MaxTokensField, Protocol};
 use crate::summarize::{SummaryReply, SummaryRequest};
 
 tokio::task_local! {

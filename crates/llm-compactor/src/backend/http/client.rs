@@ -10,33 +10,19 @@ use std::time::SystemTime;
 
 use async_trait::async_trait;
 use reqwest::header::RETRY_AFTER;
-use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
-use super::config::{HttpBackendBuilder, MaxTokensField, Protocol};
 use super::errors::{display, error_from_status, transport_error};
 use super::retry_after::parse_retry_after;
 use super::secret::Secret;
+use super::wire::{ChatReply, MaxTokensField, Protocol};
 use super::{anthropic, openai};
 use crate::message::Message;
-use crate::summarize::{FailureKind, StopReason, Summarizer, SummarizerError, SummaryReply, SummaryRequest};
-use crate::usage::Usage;
+use crate::summarize::{FailureKind, Summarizer, SummarizerError, SummaryReply, SummaryRequest};
 
 /// The most response body we read (a chat answer is a few KB; a misbehaving proxy must
 /// not make us buffer gigabytes).
 const MAX_BODY_BYTES: usize = 16 * 1024 * 1024;
-
-/// The answer to one chat request.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ChatReply {
-    /// The assistant's text (never empty or whitespace only: that is a
-    /// [`FailureKind::Empty`] error).
-    pub text: String,
-    /// Why the model stopped.
-    pub stop: StopReason,
-    /// What the call was billed.
-    pub usage: Usage,
-}
 
 /// A summarizer (and plain chat backend) that talks to an OpenAI-compatible or an
 /// Anthropic server over HTTP. Build one with [`HttpBackend::openai`] or
@@ -68,16 +54,6 @@ pub(super) struct Parts {
 }
 
 impl HttpBackend {
-    /// A builder for an OpenAI-compatible chat-completions backend.
-    pub fn openai(model: impl Into<String>) -> HttpBackendBuilder {
-        HttpBackendBuilder::new(Protocol::OpenAi, model)
-    }
-
-    /// A builder for an Anthropic Messages backend.
-    pub fn anthropic(model: impl Into<String>) -> HttpBackendBuilder {
-        HttpBackendBuilder::new(Protocol::Anthropic, model)
-    }
-
     pub(super) fn from_parts(parts: Parts) -> Self {
         HttpBackend {
             name: format!("{}:{}", parts.protocol.as_str(), parts.model),

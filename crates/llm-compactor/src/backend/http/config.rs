@@ -6,59 +6,10 @@ use std::time::Duration;
 
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 
-use super::client::HttpBackend;
+use super::client::{HttpBackend, Parts};
 use super::room::default_input_room;
 use super::secret::Secret;
-
-/// The wire protocol of a backend.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Protocol {
-    /// OpenAI chat completions (`POST {base}/chat/completions`): OpenAI itself, and the
-    /// OpenAI-compatible servers (vLLM, llama.cpp server, Ollama, LM Studio, OpenRouter,
-    /// LiteLLM, ...).
-    OpenAi,
-    /// Anthropic Messages (`POST {base}/v1/messages`).
-    Anthropic,
-}
-
-impl Protocol {
-    /// The name used in [`crate::summarize::Summarizer::name`] (`openai`, `anthropic`).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Protocol::OpenAi => "openai",
-            Protocol::Anthropic => "anthropic",
-        }
-    }
-
-    /// The default base URL.
-    pub fn default_base_url(self) -> &'static str {
-        match self {
-            Protocol::OpenAi => "https://api.openai.com/v1",
-            Protocol::Anthropic => "https://api.anthropic.com",
-        }
-    }
-
-    /// The environment variable the API key is read from by default.
-    pub fn default_api_key_env(self) -> &'static str {
-        match self {
-            Protocol::OpenAi => "OPENAI_API_KEY",
-            Protocol::Anthropic => "ANTHROPIC_API_KEY",
-        }
-    }
-}
-
-/// Which request field carries the output budget of an OpenAI-compatible request.
-///
-/// OpenAI's newer models (o-series, gpt-5) reject `max_tokens`; many compatible servers
-/// only know `max_tokens`. The default is `max_completion_tokens` for `api.openai.com` and
-/// `max_tokens` for any other base URL.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum MaxTokensField {
-    /// `max_tokens`.
-    MaxTokens,
-    /// `max_completion_tokens`.
-    MaxCompletionTokens,
-}
+use super::wire::{MaxTokensField, Protocol};
 
 /// Where the API key comes from.
 #[derive(Clone, Debug)]
@@ -146,6 +97,20 @@ pub struct HttpBackendBuilder {
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// Default time for a whole request, body included (summaries of big middles are slow).
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// The entry points to an [`HttpBackend`] are its builders; they live beside the builder
+/// so that the backend (`client.rs`) does not name its own configuration.
+impl HttpBackend {
+    /// A builder for an OpenAI-compatible chat-completions backend.
+    pub fn openai(model: impl Into<String>) -> HttpBackendBuilder {
+        HttpBackendBuilder::new(Protocol::OpenAi, model)
+    }
+
+    /// A builder for an Anthropic Messages backend.
+    pub fn anthropic(model: impl Into<String>) -> HttpBackendBuilder {
+        HttpBackendBuilder::new(Protocol::Anthropic, model)
+    }
+}
 
 impl HttpBackendBuilder {
     /// A builder for `protocol` and `model` with every default.
@@ -297,7 +262,7 @@ impl HttpBackendBuilder {
                 MaxTokensField::MaxTokens
             });
         let input_room = self.input_room.unwrap_or_else(|| default_input_room(&model));
-        Ok(HttpBackend::from_parts(super::client::Parts {
+        Ok(HttpBackend::from_parts(Parts {
             protocol: self.protocol,
             model,
             endpoint,

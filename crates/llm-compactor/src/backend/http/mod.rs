@@ -38,18 +38,18 @@ mod redirect;
 mod retry_after;
 mod room;
 mod secret;
+mod wire;
 mod wire_usage;
 
 pub use cache_reading::{
     AgentRequest, cache_reading_body, cache_reading_instruction, current_agent_request, with_agent_request,
 };
-pub use client::{ChatReply, HttpBackend};
-pub use config::{
-    DEFAULT_CONNECT_TIMEOUT, DEFAULT_TIMEOUT, HttpBackendBuilder, HttpConfigError, MaxTokensField, Protocol,
-};
+pub use client::HttpBackend;
+pub use config::{DEFAULT_CONNECT_TIMEOUT, DEFAULT_TIMEOUT, HttpBackendBuilder, HttpConfigError};
 pub use context_length::is_context_length_exceeded;
 pub use redirect::{CrossOriginRedirect, MAX_REDIRECTS};
 pub use retry_after::parse_retry_after;
 pub use room::{UNKNOWN_MODEL_INPUT_ROOM, default_input_room};
 pub use secret::{MIN_PARTIAL_SECRET, Secret};
+pub use wire::{ChatReply, MaxTokensField, Protocol};
 pub use wire_usage::MAX_PLAUSIBLE_TOKENS;

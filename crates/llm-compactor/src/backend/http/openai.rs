@@ -9,9 +9,8 @@
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
-use super::client::ChatReply;
-use super::config::MaxTokensField;
 use super::errors::{error_text, trim};
+use super::wire::{ChatReply, MaxTokensField};
 use crate::message::{Message, Role};
 use crate::summarize::{FailureKind, StopReason, SummarizerError};
 use crate::usage::Usage;

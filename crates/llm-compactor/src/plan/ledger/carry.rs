@@ -16,7 +16,7 @@
 //! [`parse_rendered`] is its exact inverse on everything the renderer writes.
 
 use super::command::command_paths;
-use super::render::{LEDGER_HEADING, ORIGINALS, TITLES};
+use super::sections::{LEDGER_HEADING, ORIGINALS, SECTION_TITLES};
 use super::{CommandFact, ErrorFact, FileFact, Ledger};
 use crate::plan::handle::{HANDLE_DIGITS, handle_ranges_in, is_handle};
 
@@ -168,7 +168,7 @@ pub fn parse_rendered(summary: &str) -> Option<Ledger> {
     let mut offset = 0;
     while let Some(pos) = rest.find("\n### ") {
         let after = &rest[pos + 5..];
-        if let Some(k) = TITLES.iter().position(|t| after.starts_with(t)) {
+        if let Some(k) = SECTION_TITLES.iter().position(|t| after.starts_with(t)) {
             sections.push((k, &body[offset + pos + 5..]));
         }
         offset += pos + 5;

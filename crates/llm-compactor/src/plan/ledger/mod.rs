@@ -21,14 +21,16 @@ mod hosted;
 mod render;
 mod repeats;
 pub(crate) mod scan;
+mod sections;
 mod sized;
 
 use serde::{Deserialize, Serialize};
 
 pub use carry::{ImportanceTier, changes_something, parse_rendered};
 pub use extract::extract;
-pub use render::{LEDGER_HEADING, history_fits, render, render_user_first};
+pub use render::{history_fits, render, render_user_first};
 pub use repeats::{push_repeated, split_count};
+pub use sections::{LEDGER_HEADING, SECTION_TITLES};
 pub use sized::{ledger_room, sized_ledgers};
 
 /// One file the replaced messages touched.

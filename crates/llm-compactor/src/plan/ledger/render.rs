@@ -22,27 +22,16 @@
 
 use super::carry::{ImportanceTier, changes_something};
 use super::scan::first_line;
+use super::sections::{
+    COMMANDS_EXITS, COMMANDS_EXITS_RUNS, COMMANDS_PLAIN, COMMANDS_RUNS, EARLIER_USER_MESSAGES, FILES_TOUCHED,
+    IDENTIFIERS_NAMED, LAST_USER_REQUEST, LEDGER_HEADING, OPEN_ERRORS, ORIGINALS, RESOLVED_ERRORS,
+};
 use super::{CommandFact, ErrorFact, FileFact, Ledger};
-
-/// The heading line of a rendered ledger.
-pub const LEDGER_HEADING: &str = "## Ledger (verbatim facts from the replaced messages; nothing here is inferred)";
 
 /// Chars of a command shown after an open error (`(from `...`)`).
 const FROM_CHARS: usize = 60;
 /// Chars reserved with a section's title for its `(N older omitted)` line.
 const OMITTED_RESERVE: usize = 28;
-
-/// The sections' titles (the commands' title is its start: its legend varies), in
-/// order: what [`super::carry::parse_rendered`] splits a rendered ledger at.
-pub(super) const TITLES: [&str; 7] = [
-    "Last user request (verbatim)",
-    "Open errors and failing tests",
-    "Files touched",
-    "Commands run",
-    "Resolved errors",
-    "Earlier user messages",
-    "Identifiers named",
-];
 
 /// One line of a section: its text, the order of its last message, its tier.
 struct Line {
@@ -304,9 +293,6 @@ fn head(text: &str, cap: usize) -> String {
     out
 }
 
-/// The start of the line that names the range of every replaced message.
-pub(super) const ORIGINALS: &str = "Originals (every replaced message, verbatim, by the expand tool): ";
-
 /// `\n` and the originals' line, when the ledger names them; else empty.
 fn originals_line(ledger: &Ledger) -> String {
     match &ledger.originals {
@@ -365,10 +351,10 @@ fn commands_title(commands: &[&CommandFact]) -> &'static str {
     let exits = commands.iter().any(|c| c.exit.is_some());
     let repeats = commands.iter().any(|c| c.runs > 1);
     match (exits, repeats) {
-        (true, true) => "Commands run (newest last; ✓ exit 0, ✗ N exit status N, ×N runs)",
-        (true, false) => "Commands run (newest last; ✓ exit 0, ✗ N exit status N)",
-        (false, true) => "Commands run (newest last; ×N runs)",
-        (false, false) => "Commands run (newest last)",
+        (true, true) => COMMANDS_EXITS_RUNS,
+        (true, false) => COMMANDS_EXITS,
+        (false, true) => COMMANDS_RUNS,
+        (false, false) => COMMANDS_PLAIN,
     }
 }
 
@@ -445,12 +431,12 @@ fn sections(ledger: &Ledger, budget: usize, sharing: Sharing) -> [Section; 7] {
     };
     [
         Section::new(
-            "Last user request (verbatim)",
+            LAST_USER_REQUEST,
             ledger.last_user.iter().map(|u| (head(u, request_cap), 0)).collect(),
         ),
-        Section::new("Open errors and failing tests", errors(true)),
+        Section::new(OPEN_ERRORS, errors(true)),
         Section::tiered(
-            "Files touched",
+            FILES_TOUCHED,
             merged_files(&ledger.files)
                 .iter()
                 .map(|f| {
@@ -485,7 +471,7 @@ fn sections(ledger: &Ledger, budget: usize, sharing: Sharing) -> [Section; 7] {
                 .collect(),
         ),
         Section::tiered(
-            "Resolved errors",
+            RESOLVED_ERRORS,
             errors(false)
                 .into_iter()
                 .map(|(text, seq)| Line {
@@ -495,8 +481,8 @@ fn sections(ledger: &Ledger, budget: usize, sharing: Sharing) -> [Section; 7] {
                 })
                 .collect(),
         ),
-        Section::new("Earlier user messages", ordered(&ledger.earlier_users)),
-        Section::new("Identifiers named", ordered(&ledger.identifiers)),
+        Section::new(EARLIER_USER_MESSAGES, ordered(&ledger.earlier_users)),
+        Section::new(IDENTIFIERS_NAMED, ordered(&ledger.identifiers)),
     ]
 }
 

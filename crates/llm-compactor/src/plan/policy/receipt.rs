@@ -47,6 +47,7 @@ pub struct ReceiptInput {
 /// Fields are declared in sorted order, so the receipt serializes with sorted keys like
 /// every line of a session transcript (where a pass's receipt is recorded too).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct CostReceipt {
     /// Tokens up to the first changed message: still read from the cache next request.
     pub cached_prefix_kept: usize,
