@@ -19,7 +19,6 @@ use crate::usage::Usage;
 const FALLBACK_INTRO: &str = "The summarizer could not produce a summary (see the pass's attempts); \
      these are the verbatim facts of the replaced messages.";
 
-
 impl Compactor {
     /// Grounds the accepted model summary and appends the ledger to it; when there is
     /// no accepted summary (or the gate rejects it), the ledger alone. `cancelled`
