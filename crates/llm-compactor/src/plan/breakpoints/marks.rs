@@ -96,7 +96,8 @@ fn strip_block(block: &mut Map<String, Value>) -> usize {
 /// let a = serde_json::json!({"role": "user", "content": [{"type": "text", "text": "x", "cache_control": {"type": "ephemeral"}}]});
 /// let b = serde_json::json!({"role": "user", "content": [{"type": "text", "text": "x"}]});
 /// assert!(eq_but_marks(&a, &b));
-/// assert!(!eq_but_marks(&a, &serde_json::json!({"role": "user", "content": "x"})));
+/// assert!(eq_but_marks(&a, &serde_json::json!({"role": "user", "content": "x"})), "one text block is its string");
+/// assert!(!eq_but_marks(&a, &serde_json::json!({"role": "user", "content": "y"})));
 /// ```
 pub fn eq_but_marks(a: &Value, b: &Value) -> bool {
     match (a, b) {
