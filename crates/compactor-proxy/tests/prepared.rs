@@ -74,8 +74,9 @@ fn installs(text: &str) -> f64 {
     prepared_total(text, "installed") + prepared_total(text, "amended")
 }
 
-#[tokio::test]
-async fn rounds_past_the_trigger_do_not_wait_for_the_summary_and_the_pass_is_installed_later() {
+/// A preparing proxy (4k budget, no aging) whose summarizer answers only when the test
+/// releases it, in front of the scripted upstream, on its own store.
+async fn gated_proxy() -> (support::Upstream, Arc<dyn SessionStore>, Arc<Gated>, support::Proxy) {
     let up = upstream().await;
     let store: Arc<dyn SessionStore> = Arc::new(MemoryStore::new());
     let gated = Arc::new(Gated {
@@ -89,6 +90,12 @@ async fn rounds_past_the_trigger_do_not_wait_for_the_summary_and_the_pass_is_ins
     let compactor = Arc::new(Compactor::new(config, Arc::new(HeuristicCounter)).with_summarizer(gated.clone()));
     let builder = ProxyConfig::builder(&up.url(), compactor, store.clone()).prepare(prepare());
     let proxy = proxy_with(builder, store.clone()).await;
+    (up, store, gated, proxy)
+}
+
+#[tokio::test]
+async fn rounds_past_the_trigger_do_not_wait_for_the_summary_and_the_pass_is_installed_later() {
+    let (up, store, gated, proxy) = gated_proxy().await;
     let mut messages = vec![json!({"role": "system", "content": "You are a terse assistant."})];
     let mut i = 0;
     // Up to the prepare threshold and well past the trigger (2,800) while the summary
@@ -277,19 +284,7 @@ async fn an_edited_history_keeps_the_calibration() {
 /// it is dropped and counted (`fate="abandoned"`).
 #[tokio::test]
 async fn an_edited_history_abandons_the_prepared_pass() {
-    let up = upstream().await;
-    let store: Arc<dyn SessionStore> = Arc::new(MemoryStore::new());
-    let gated = Arc::new(Gated {
-        release: Semaphore::new(0),
-    });
-    let config = CompactorConfig::builder(4_000)
-        .keep_recent(4)
-        .age_observations(false)
-        .build()
-        .unwrap();
-    let compactor = Arc::new(Compactor::new(config, Arc::new(HeuristicCounter)).with_summarizer(gated.clone()));
-    let builder = ProxyConfig::builder(&up.url(), compactor, store.clone()).prepare(prepare());
-    let proxy = proxy_with(builder, store.clone()).await;
+    let (_up, _store, gated, proxy) = gated_proxy().await;
     let mut messages = vec![json!({"role": "system", "content": "You are a terse assistant."})];
     let mut i = 0;
     while prepared_total(&metrics(&proxy.url()).await, "started") < 1.0 {
