@@ -152,7 +152,8 @@ pub struct ProxyConfigBuilder {
     pricing: Option<Pricing>,
     client_key_endpoint: Option<String>,
     max_sessions: usize,
-    prepare: Option<PrepareConfig>,
+    /// `None`: the default (prepared when the summarizer waits on a model).
+    prepare: Option<Option<PrepareConfig>>,
     #[cfg(feature = "otel")]
     telemetry: Option<std::sync::Arc<crate::telemetry::Telemetry>>,
     ui: bool,
@@ -215,11 +216,14 @@ impl ProxyConfigBuilder {
         self
     }
 
-    /// Prepare each session's compaction in the background ahead of the trigger and
-    /// install it at the trigger (issue 28; see `docs/prepared-compaction.md`); `None`
-    /// (the default) compacts inline when a request reaches the trigger.
+    /// Prepare each session's compaction in the background ahead of the trigger, when
+    /// the session's pace says (see `docs/prepared-compaction.md`), and install it at the
+    /// trigger; `None` compacts inline when a request reaches the trigger (the request
+    /// then waits for the summary). The default, when this is not called: prepared with
+    /// [`PrepareConfig::default`] when the compactor's summarizer is a model, inline when
+    /// it is the ledger or none (they answer at once; preparing would only add passes).
     pub fn prepare(mut self, prepare: Option<PrepareConfig>) -> Self {
-        self.prepare = prepare;
+        self.prepare = Some(prepare);
         self
     }
 
@@ -314,6 +318,10 @@ impl ProxyConfigBuilder {
             }
         }
         let pricing = self.pricing.unwrap_or(self.compactor.config().cost_policy.pricing);
+        let prepare = self.prepare.unwrap_or_else(|| {
+            let waits = self.compactor.summarizer().is_some_and(|s| !s.model_free());
+            waits.then(PrepareConfig::default)
+        });
         let budgets = match self.by_model {
             Some(fallback) => Budgets::by_model(self.compactor, fallback),
             None => Budgets::fixed(self.compactor),
@@ -331,7 +339,7 @@ impl ProxyConfigBuilder {
             pricing,
             client_key: self.client_key_endpoint.is_some(),
             max_sessions: self.max_sessions,
-            prepare: self.prepare,
+            prepare,
             #[cfg(feature = "otel")]
             telemetry: self.telemetry,
             ui: self.ui,
@@ -362,20 +370,6 @@ fn redact_url(url: &str) -> String {
     llm_compactor::store::redact(url)
 }
 
-/// How the proxy prepares passes.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct PrepareConfig {
-    /// Start a pass when a round reaches this share of the budget.
-    pub ratio: f64,
-    /// How long a round over the budget waits for a running pass.
-    pub max_wait: Duration,
-}
-
-impl Default for PrepareConfig {
-    fn default() -> Self {
-        PrepareConfig {
-            ratio: llm_compactor::session::DEFAULT_PREPARE_RATIO,
-            max_wait: Duration::from_secs(30),
-        }
-    }
-}
+/// How the proxy prepares passes: the library's options (the rule of when to start
+/// is the library's, [`llm_compactor::plan::prepared::start_at`]).
+pub type PrepareConfig = llm_compactor::session::PrepareOptions;

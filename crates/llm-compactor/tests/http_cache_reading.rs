@@ -265,10 +265,7 @@ async fn a_prepared_pass_carries_the_agents_request_into_its_task() {
     let events = Arc::new(Mutex::new(Vec::new()));
     let sink = events.clone();
     let mut manager = ContextManager::new(Arc::new(compactor(backend(Protocol::OpenAi, addr))), session)
-        .with_preparation(PrepareOptions {
-            ratio: 0.3,
-            ..PrepareOptions::default()
-        })
+        .with_preparation(PrepareOptions::fixed(0.3))
         .with_observer(Arc::new(move |e: &ContextEvent| sink.lock().unwrap().push(e.clone())));
     for message in history(24) {
         manager.push(message).unwrap();

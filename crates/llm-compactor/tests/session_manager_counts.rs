@@ -121,7 +121,9 @@ proptest! {
         let compactor = Arc::new(
             Compactor::new(config, Arc::new(HeuristicCounter)).with_summarizer(Scripted::always(reply("A short summary."))),
         );
-        let mut manager = ContextManager::new(Arc::clone(&compactor), session);
+        // Inline passes: each `prepare` changes the transcript before it returns, which is
+        // what this test follows (the runtime below has no timer for a prepared pass).
+        let mut manager = ContextManager::new(Arc::clone(&compactor), session).without_preparation();
         manager.push(Message::system("rules").sticky()).expect("an append");
         let runtime = tokio::runtime::Builder::new_current_thread().build().expect("a runtime");
         let mut next = 0;

@@ -220,8 +220,8 @@ impl Fixture {
 
 fn options() -> PrepareOptions {
     PrepareOptions {
-        ratio: 0.5,
         max_wait: Duration::from_secs(3600),
+        ..PrepareOptions::fixed(0.5)
     }
 }
 
@@ -332,8 +332,8 @@ async fn over_the_hard_limit_a_request_never_goes_out_uncompacted() {
     let mut f = fixture(
         "The agent reads sources.",
         PrepareOptions {
-            ratio: 0.5,
             max_wait: Duration::ZERO,
+            ..PrepareOptions::fixed(0.5)
         },
     );
     f.read_past(0.5);

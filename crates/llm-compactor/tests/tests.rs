@@ -89,6 +89,7 @@ mod session_agent_loop;
 mod session_crash;
 mod session_manager;
 mod session_manager_counts;
+mod session_pace;
 mod session_prepared;
 mod session_receipt;
 mod session_replay_prop;

@@ -140,16 +140,22 @@ struct ServeArgs {
     /// a session from an instance that died while compacting it [default: 120].
     #[arg(long, value_name = "SECS", value_parser = super::ranges::seconds)]
     lease_ttl: Option<f64>,
-    /// Prepare each session's compaction in the background once a request reaches this
-    /// share of the budget (0.65 measured best, see docs/prepared-compaction.md), and
-    /// install it when a request reaches the trigger: no request waits for a summary
-    /// unless it is over the budget. Off when absent (passes run inline at the trigger).
-    #[arg(long, value_name = "RATIO", value_parser = prepare_ratio)]
+    /// Passes whose summarizer is a model are prepared in the background by default and
+    /// installed when a request reaches the trigger: no request waits for a summary
+    /// unless it is over the budget. A pass starts early enough for the session's pace
+    /// (growth per round, time between rounds, the summarizer's observed time) and at the
+    /// latest at this share of the budget [default: 0.65, see docs/prepared-compaction.md].
+    /// Setting it also prepares with the ledger.
+    #[arg(long, value_name = "RATIO", value_parser = prepare_ratio, conflicts_with = "no_prepare")]
     prepare_ratio: Option<f64>,
     /// Seconds a request over the budget waits for a pass being prepared before it
     /// compacts inline [default: 30].
-    #[arg(long, value_name = "SECS", value_parser = super::ranges::seconds, requires = "prepare_ratio")]
+    #[arg(long, value_name = "SECS", value_parser = super::ranges::seconds, conflicts_with = "no_prepare")]
     prepare_wait: Option<f64>,
+    /// Run every pass inline, at the request that reaches the trigger (the request then
+    /// waits for the summary).
+    #[arg(long)]
+    no_prepare: bool,
     /// Serve the read-only inspector at /ui on the listen address: the sessions, each
     /// with its report. Off by default: it shows conversation content (never a key or a
     /// header), so keep it on localhost or behind your own auth.
@@ -358,11 +364,13 @@ async fn build_config(serve: &ServeArgs) -> Result<ProxyConfig, CliError> {
     if let Some(secs) = serve.lease_ttl {
         builder = builder.lease_ttl(std::time::Duration::from_secs_f64(secs));
     }
-    if let Some(ratio) = serve.prepare_ratio {
-        let mut prepare = compactor_proxy::PrepareConfig {
-            ratio,
-            ..compactor_proxy::PrepareConfig::default()
-        };
+    if serve.no_prepare {
+        builder = builder.prepare(None);
+    } else if serve.prepare_ratio.is_some() || serve.prepare_wait.is_some() {
+        let mut prepare = compactor_proxy::PrepareConfig::default();
+        if let Some(ratio) = serve.prepare_ratio {
+            prepare.ratio = ratio;
+        }
         if let Some(secs) = serve.prepare_wait {
             prepare.max_wait = std::time::Duration::from_secs_f64(secs);
         }

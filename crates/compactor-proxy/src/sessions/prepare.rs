@@ -27,7 +27,7 @@ use std::time::Duration;
 use llm_compactor::backend::http::{AgentRequest, Secret, with_agent_request};
 use llm_compactor::compactor::PreparedPass;
 use llm_compactor::message::Message;
-use llm_compactor::plan::prepared::{self, PrepareStep, PrepareView, Snapshot};
+use llm_compactor::plan::prepared::{self, Pace, PrepareStep, PrepareView, Snapshot};
 use llm_compactor::{CompactError, CompactOptions, Compactor};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
@@ -40,11 +40,16 @@ use crate::metrics::Metrics;
 /// The transcript line type of a prepared pass's fate (the library's).
 pub use llm_compactor::session::TYPE_PREPARED;
 
-/// A session's one prepared pass.
+/// A session's one prepared pass, and the session's pace (when to start the next).
 #[derive(Default)]
 pub(crate) struct Preparer {
     running: Option<Running>,
     ready: Option<PreparedPass>,
+    pace: Pace,
+    /// The origin of the pace's times (the session's first round here).
+    origin: Option<tokio::time::Instant>,
+    /// The prepare threshold of the round under way ([`prepared::start_at`]).
+    threshold: Option<usize>,
 }
 
 struct Running {
@@ -54,8 +59,8 @@ struct Running {
 
 /// How a background preparation ended.
 enum Outcome {
-    /// The pass of the snapshot.
-    Prepared(Box<PreparedPass>),
+    /// The pass of the snapshot, and how long it took.
+    Prepared(Box<PreparedPass>, Duration),
     /// Another instance holds the session's preparation lease: it prepares, not this one
     /// (also when the store could not be asked: no summary is paid for without the lease).
     Elsewhere,
@@ -113,7 +118,9 @@ impl SessionState {
     /// Drops the prepared pass (running or ready); true when there was one.
     pub(super) fn cancel_preparation(&mut self, metrics: &Metrics) -> bool {
         let had = self.preparer.busy();
-        self.preparer = Preparer::default();
+        // The pace stays: it is the session's, not the pass's.
+        self.preparer.running = None;
+        self.preparer.ready = None;
         if had {
             metrics.prepared_cancelled.fetch_add(1, Ordering::Relaxed);
         }
@@ -133,15 +140,27 @@ impl SessionState {
     ) -> Decision {
         self.collect_prepared(metrics).await;
         let config = compactor.config();
+        let origin = *self.preparer.origin.get_or_insert_with(tokio::time::Instant::now);
+        self.preparer
+            .pace
+            .observe_request(tokens, origin.elapsed().as_secs_f64());
+        let hard = config.context_budget;
+        let threshold = prepared::start_at(hard, hard, &prepare.start_rule(), &self.preparer.pace);
+        self.preparer.threshold = Some(threshold);
         loop {
             let view = PrepareView {
                 tokens,
                 trigger: config.trigger(),
-                hard: config.context_budget,
-                prepare_at: prepared::prepare_at(config.context_budget, prepare.ratio),
+                hard,
+                prepare_at: threshold,
                 needed: due,
                 running: self.preparer.running.is_some(),
                 ready: self.preparer.ready.is_some(),
+                ready_elides_only: self
+                    .preparer
+                    .ready
+                    .as_ref()
+                    .is_some_and(|p| p.result.summary.is_empty()),
             };
             match prepared::next_step(&view) {
                 PrepareStep::Inline => return Decision::Inline,
@@ -161,7 +180,11 @@ impl SessionState {
     /// True when a round of `tokens` tokens should start a pass now: it reached the
     /// prepare threshold and none is under way.
     pub(super) fn should_prepare(&self, config: &PrepareConfig, compactor: &Compactor, tokens: usize) -> bool {
-        tokens >= prepared::prepare_at(compactor.config().context_budget, config.ratio) && !self.preparer.busy()
+        let threshold = self
+            .preparer
+            .threshold
+            .unwrap_or_else(|| prepared::prepare_at(compactor.config().context_budget, config.ratio));
+        tokens >= threshold && !self.preparer.busy()
     }
 
     /// Starts the pass of the transcript as it is now on a tokio task.
@@ -197,10 +220,14 @@ impl SessionState {
             }
             // The snapshot's digest off the request path too.
             let snapshot = Snapshot::of(&messages);
+            let started = tokio::time::Instant::now();
             let pass = compactor.compact(&messages, options);
             let work = with_client_key(start.key, with_agent_request(start.agent, pass));
             let result = super::sync::renewing_lease(store.as_ref(), &holder, ttl, &key, work).await?;
-            Ok(Outcome::Prepared(Box::new(PreparedPass { snapshot, result })))
+            Ok(Outcome::Prepared(
+                Box::new(PreparedPass { snapshot, result }),
+                started.elapsed(),
+            ))
         });
         self.preparer.running = Some(Running { cancel, handle });
         metrics.prepared_started.fetch_add(1, Ordering::Relaxed);
@@ -225,13 +252,18 @@ impl SessionState {
         metrics: &Metrics,
     ) {
         match outcome {
-            Ok(Ok(Outcome::Prepared(prepared))) if !prepared.is_noop() => self.preparer.ready = Some(*prepared),
+            Ok(Ok(Outcome::Prepared(prepared, took))) if !prepared.is_noop() => {
+                if !prepared.result.summary.is_empty() {
+                    self.preparer.pace.observe_summary(took.as_secs_f64());
+                }
+                self.preparer.ready = Some(*prepared);
+            }
             Ok(Ok(Outcome::Elsewhere)) => {
                 tracing::debug!(session = %self.key, "another instance holds the preparation lease");
                 metrics.prepared_elsewhere.fetch_add(1, Ordering::Relaxed);
             }
             other => {
-                let usable = other.map(|r| r.map(|o| matches!(o, Outcome::Prepared(p) if !p.is_noop())));
+                let usable = other.map(|r| r.map(|o| matches!(o, Outcome::Prepared(p, _) if !p.is_noop())));
                 tracing::info!(session = %self.key, outcome = ?usable, "prepared pass not usable");
                 metrics.prepared_discarded.fetch_add(1, Ordering::Relaxed);
             }
@@ -400,10 +432,15 @@ impl SessionState {
             focus: round.config.focus.clone(),
             ..CompactOptions::default()
         };
-        round
+        let started = tokio::time::Instant::now();
+        let result = round
             .compactor
             .compact(self.replayer.messages(), options)
             .await
-            .map_err(|e| crate::error::ProxyError::BadRequest(format!("the conversation cannot be compacted: {e}")))
+            .map_err(|e| crate::error::ProxyError::BadRequest(format!("the conversation cannot be compacted: {e}")))?;
+        if !result.summary.is_empty() {
+            self.preparer.pace.observe_summary(started.elapsed().as_secs_f64());
+        }
+        Ok(result)
     }
 }

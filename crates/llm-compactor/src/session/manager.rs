@@ -160,6 +160,12 @@ impl ContextManager {
     pub fn new(compactor: Arc<Compactor>, mut session: Session) -> Self {
         let counter = compactor.counter().clone();
         session.count_with(counter.clone());
+        // A pass that waits on a model is prepared off the request path by default; one
+        // that cannot wait (the ledger, no summarizer) runs inline, where it costs nothing.
+        let preparation = compactor
+            .summarizer()
+            .is_some_and(|s| !s.model_free())
+            .then(|| Preparation::new(PrepareOptions::default()));
         ContextManager {
             compactor,
             counter,
@@ -169,16 +175,32 @@ impl ContextManager {
             forced: 0,
             recorder: None,
             observer: None,
-            preparation: None,
+            preparation,
         }
     }
 
-    /// Prepares passes in the background ahead of the trigger (see
+    /// Prepares passes in the background ahead of the trigger with these options (see
     /// `docs/prepared-compaction.md` and [`crate::plan::prepared`]): requests below the hard
-    /// limit never wait for a summary.
+    /// limit never wait for a summary. On by default, with [`PrepareOptions::default`],
+    /// when the compactor's summarizer is a model (not [`Summarizer::model_free`]).
+    ///
+    /// [`Summarizer::model_free`]: crate::Summarizer::model_free
     pub fn with_preparation(mut self, options: PrepareOptions) -> Self {
         self.preparation = Some(Preparation::new(options));
         self
+    }
+
+    /// Runs every pass inline, at the request that needs it (the request then waits for
+    /// the summary): the choice for a deterministic replay, or a summarizer that answers
+    /// at once.
+    pub fn without_preparation(mut self) -> Self {
+        self.preparation = None;
+        self
+    }
+
+    /// True when passes are prepared in the background.
+    pub fn prepares(&self) -> bool {
+        self.preparation.is_some()
     }
 
     /// The backend's usable room: requests (conversation, tools and context) that would
@@ -341,7 +363,7 @@ impl ContextManager {
                 .step(&mut host, request, request_tokens, hard, reason.is_some())
                 .await?
             {
-                Step::Installed(pass) => return Ok(self.prepared(request, Some(*pass))),
+                Step::Installed(pass) => return Ok(self.sent_after_pass(request, *pass)),
                 Step::AsIs => {
                     return Ok(PreparedRef {
                         messages: self.session.messages(),
@@ -361,8 +383,28 @@ impl ContextManager {
         };
         let target = (reason == CompactionReason::Room).then_some(room).flatten();
         let counter = self.request_counter(request);
+        let started = tokio::time::Instant::now();
         let pass = self.run_pass(reason, request_tokens, target, counter, cancel).await?;
-        Ok(self.prepared(request, Some(pass)))
+        if let Some(preparation) = self.preparation.as_mut()
+            && !pass.result.summary.is_empty()
+        {
+            preparation.timed_summary(started.elapsed());
+        }
+        Ok(self.sent_after_pass(request, pass))
+    }
+
+    /// The request after `pass`, told to the preparation's pace (the next request's
+    /// growth counts from what went out).
+    fn sent_after_pass(&mut self, request: RequestShape<'_>, pass: PassReport) -> PreparedRef<'_> {
+        let request_tokens = self.request_tokens(request);
+        if let Some(preparation) = self.preparation.as_mut() {
+            preparation.sent(request_tokens);
+        }
+        PreparedRef {
+            messages: self.session.messages(),
+            request_tokens,
+            pass: Some(pass),
+        }
     }
 
     /// The whole request's tokens: the conversation, the tool declarations and the context.

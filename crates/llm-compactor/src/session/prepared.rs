@@ -34,7 +34,7 @@ use super::context::{ContextEvent, ContextObserver, ManagerError, PassReport, Re
 use super::log::Session;
 use crate::compactor::{CompactError, CompactOptions, CompactionReason, Compactor, PreparedPass};
 use crate::count::TokenCounter;
-use crate::plan::prepared::{self, InstallPlan, PrepareStep, PrepareView, Snapshot, Verdict};
+use crate::plan::prepared::{self, InstallPlan, Pace, PrepareStep, PrepareView, Snapshot, StartRule, Verdict};
 
 /// The transcript line type of a prepared pass's fate (install, amendment, discard).
 pub const TYPE_PREPARED: &str = "prepared-compaction";
@@ -50,11 +50,22 @@ pub const TYPE_PREPARED: &str = "prepared-compaction";
 pub const DEFAULT_PREPARE_RATIO: f64 = 0.65;
 
 /// How the manager prepares passes ahead of the trigger.
+///
+/// When a pass starts is decided from the session's pace ([`crate::plan::prepared::start_at`]):
+/// early enough that a summary of the observed (or assumed) length is ready before the
+/// request that needs it, given the observed growth and time between requests; never
+/// later than `ratio`, never earlier than `floor`.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct PrepareOptions {
-    /// Start a prepared pass when the request reaches this share of the compactor's
-    /// budget. Default [`DEFAULT_PREPARE_RATIO`].
+    /// Start a prepared pass at the latest when the request reaches this share of the
+    /// compactor's budget (and there before anything is observed). Default
+    /// [`DEFAULT_PREPARE_RATIO`].
     pub ratio: f64,
+    /// Never start a pass before the request reaches this share of the budget.
+    /// Default 0.35.
+    pub floor: f64,
+    /// How long a summary is assumed to take before one has been timed. Default 10 s.
+    pub assumed_summary: Duration,
     /// How long a request over the hard limit waits for a running prepared pass before
     /// the pass runs inline. Default 30 s.
     pub max_wait: Duration,
@@ -62,25 +73,55 @@ pub struct PrepareOptions {
 
 impl Default for PrepareOptions {
     fn default() -> Self {
+        let rule = StartRule::new(DEFAULT_PREPARE_RATIO);
         PrepareOptions {
-            ratio: DEFAULT_PREPARE_RATIO,
+            ratio: rule.ratio,
+            floor: rule.floor,
+            assumed_summary: Duration::from_secs_f64(rule.assumed_summary_secs),
             max_wait: Duration::from_secs(30),
         }
     }
 }
 
-/// The one prepared pass of a session.
-#[derive(Default)]
+impl PrepareOptions {
+    /// Options that start every pass at `ratio` of the budget, whatever the pace (the
+    /// floor is the ratio): for a test or a replay that wants the threshold fixed.
+    pub fn fixed(ratio: f64) -> Self {
+        PrepareOptions {
+            ratio,
+            floor: ratio,
+            ..PrepareOptions::default()
+        }
+    }
+
+    /// The pure rule these options describe.
+    pub fn start_rule(&self) -> StartRule {
+        StartRule {
+            ratio: self.ratio,
+            floor: self.floor.min(self.ratio),
+            assumed_summary_secs: self.assumed_summary.as_secs_f64(),
+            ..StartRule::new(self.ratio)
+        }
+    }
+}
+
+/// The one prepared pass of a session, and the session's pace.
 pub(super) struct Preparation {
     options: PrepareOptions,
     running: Option<Running>,
     ready: Option<PreparedPass>,
+    pace: Pace,
+    /// The origin of the pace's times (tokio's clock, so that a paused test clock works).
+    origin: tokio::time::Instant,
 }
+
+/// What a prepared pass's task hands back: the pass, and how long it took.
+type Timed = (Result<PreparedPass, CompactError>, Duration);
 
 struct Running {
     snapshot: Snapshot,
     cancel: CancellationToken,
-    handle: JoinHandle<Result<PreparedPass, CompactError>>,
+    handle: JoinHandle<Timed>,
 }
 
 impl Drop for Running {
@@ -96,7 +137,20 @@ impl Preparation {
             options,
             running: None,
             ready: None,
+            pace: Pace::new(),
+            origin: tokio::time::Instant::now(),
         }
+    }
+
+    /// The request that just went out has `tokens` tokens (after any pass): the next
+    /// request's growth counts from it.
+    pub(super) fn sent(&mut self, tokens: usize) {
+        self.pace.observe_sent(tokens);
+    }
+
+    /// A pass that summarized took `took` (an inline one; prepared ones time themselves).
+    pub(super) fn timed_summary(&mut self, took: Duration) {
+        self.pace.observe_summary(took.as_secs_f64());
     }
 
     pub(super) fn busy(&self) -> bool {
@@ -175,9 +229,12 @@ impl Preparation {
         self.collect_finished(host).await;
         let config = host.compactor.config();
         let (trigger, budget) = (config.trigger(), config.context_budget);
-        let prepare_at = prepared::prepare_at(budget, self.options.ratio);
+        let now = self.origin.elapsed().as_secs_f64();
+        self.pace.observe_request(tokens, now);
+        let prepare_at = prepared::start_at(budget, hard, &self.options.start_rule(), &self.pace);
         loop {
             let (running, ready) = (self.running.is_some(), self.ready.is_some());
+            let ready_elides_only = self.ready.as_ref().is_some_and(|p| p.result.summary.is_empty());
             let view = PrepareView {
                 tokens,
                 trigger,
@@ -186,6 +243,7 @@ impl Preparation {
                 needed,
                 running,
                 ready,
+                ready_elides_only,
             };
             match prepared::next_step(&view) {
                 PrepareStep::Inline => return Ok(Step::Inline),
@@ -226,14 +284,17 @@ impl Preparation {
         }
     }
 
-    fn accept(&mut self, host: &Host<'_>, outcome: Result<Result<PreparedPass, CompactError>, tokio::task::JoinError>) {
+    fn accept(&mut self, host: &Host<'_>, outcome: Result<Timed, tokio::task::JoinError>) {
         let why = match outcome {
-            Ok(Ok(prepared)) if !prepared.is_noop() => {
+            Ok((Ok(prepared), took)) if !prepared.is_noop() => {
+                if !prepared.result.summary.is_empty() {
+                    self.pace.observe_summary(took.as_secs_f64());
+                }
                 self.ready = Some(prepared);
                 return;
             }
-            Ok(Ok(_)) => "the prepared pass changed nothing".to_owned(),
-            Ok(Err(error)) => format!("the prepared pass failed: {error}"),
+            Ok((Ok(_), _)) => "the prepared pass changed nothing".to_owned(),
+            Ok((Err(error), _)) => format!("the prepared pass failed: {error}"),
             Err(error) => format!("the prepared pass's task ended: {error}"),
         };
         host.emit(ContextEvent::PreparedDiscarded { reasons: vec![why] });
@@ -278,14 +339,15 @@ impl Preparation {
         #[cfg(feature = "http")]
         let agent = crate::backend::http::current_agent_request();
         let handle = tokio::spawn(async move {
+            let started = tokio::time::Instant::now();
             let pass = compactor.compact(&messages, options);
             #[cfg(feature = "http")]
             let pass = crate::backend::http::with_agent_request(agent, pass);
-            let result = pass.await?;
-            Ok(PreparedPass {
+            let outcome = pass.await.map(|result| PreparedPass {
                 snapshot: task_snapshot,
                 result,
-            })
+            });
+            (outcome, started.elapsed())
         });
         self.running = Some(Running {
             snapshot,

@@ -19,12 +19,14 @@
 //!    twice; when even that stays over the ceiling, it says that an inline pass is
 //!    needed.
 //!
-//! No I/O, no clock: the async shell (the `ContextManager`, the proxy) decides *when*;
-//! this decides *whether* and *what*.
+//! No I/O, no clock: the async shell (the `ContextManager`, the proxy) measures the
+//! session's pace and asks [`start_at`] *when* to start ([`next_step`] what to do before a
+//! request); the rest decides *whether* and *what* to install.
 
 mod amend;
 mod check;
 mod install;
+mod pace;
 mod step;
 
 use serde::{Deserialize, Serialize};
@@ -32,6 +34,7 @@ use serde::{Deserialize, Serialize};
 pub use amend::{CHANGED_HEADING, amend_summary};
 pub use check::{Change, Check, DiscardReason, Verdict, check, check_with_digest};
 pub use install::{InstallPlan, InstallRules, Installed, plan_install};
+pub use pace::{PACE_WINDOW, Pace, StartRule, start_at};
 pub use step::{PrepareStep, PrepareView, next_step, prepare_at};
 
 use super::elision::Elision;
