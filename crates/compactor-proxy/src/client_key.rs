@@ -51,6 +51,11 @@ impl ClientKeySummarizer {
     pub fn endpoint(&self) -> &str {
         self.backend.endpoint()
     }
+
+    /// The model it asks.
+    pub fn model(&self) -> &str {
+        self.backend.model()
+    }
 }
 
 #[async_trait]

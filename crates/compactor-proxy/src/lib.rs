@@ -60,6 +60,8 @@ mod traced;
 mod ui;
 mod ui_token;
 mod upstream;
+mod upstream_responses;
+mod upstream_summarizer;
 
 use std::future::Future;
 
@@ -79,6 +81,7 @@ pub use outgoing::WireOptions;
 pub use routes::{COMPACTED_HEADER, OVERHEAD_HEADER};
 #[cfg(feature = "otel")]
 pub use telemetry::{ENDPOINT_VARS, Telemetry, TelemetryError};
+pub use upstream_summarizer::UpstreamSummarizer;
 
 /// Serves the proxy on `listener` until `shutdown` completes; then stops accepting and
 /// returns once every in-flight request (streamed answers included) has finished.
