@@ -139,8 +139,11 @@ impl ProxyConfig {
     /// True when a pass of a request to `model` sends the summary request that reads the
     /// agent's prompt cache: the summarizer is the agent's own provider and model (the
     /// upstream summarizer, or an HTTP summarizer on the upstream's origin asking
-    /// `model`).
+    /// `model`), or (as since issue 28) it pays with the client's key.
     pub fn summary_reads_cache(&self, model: &str) -> bool {
+        if self.client_key {
+            return true;
+        }
         match &self.summarizer {
             SummarizerIs::Upstream => true,
             SummarizerIs::Http { endpoint, model: asks } => same_origin(endpoint, &self.upstream) && asks == model,

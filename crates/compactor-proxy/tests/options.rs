@@ -24,7 +24,7 @@ fn memory() -> Arc<dyn SessionStore> {
 
 /// A plain chat grown `rounds` rounds of `chars`-char messages; returns each round's
 /// client history (what the agent sent).
-async fn grow_chat(
+pub(crate) async fn grow_chat(
     proxy: &str,
     session: &str,
     key: Option<&str>,
