@@ -27,11 +27,17 @@ async fn chat(State(seen): State<Seen>, headers: HeaderMap, axum::Json(body): ax
         .and_then(|v| v.to_str().ok())
         .map(str::to_owned);
     seen.lock().unwrap().push((auth, body.clone()));
-    let last = body["messages"].as_array().and_then(|m| m.last()).cloned().unwrap_or_default();
+    let last = body["messages"]
+        .as_array()
+        .and_then(|m| m.last())
+        .cloned()
+        .unwrap_or_default();
     let text = format!("echo: {}", last["content"].as_str().unwrap_or_default());
-    axum::Json(json!({"id":"c","object":"chat.completion","created":1,"model":body["model"],
+    axum::Json(
+        json!({"id":"c","object":"chat.completion","created":1,"model":body["model"],
         "choices":[{"index":0,"message":{"role":"assistant","content":text},"finish_reason":"stop"}],
-        "usage":{"prompt_tokens":10,"completion_tokens":1,"total_tokens":11}}))
+        "usage":{"prompt_tokens":10,"completion_tokens":1,"total_tokens":11}}),
+    )
 }
 
 async fn start_upstream() -> (String, Seen) {
@@ -78,7 +84,15 @@ impl Drop for Kill {
 async fn the_proxy_summarizes_with_the_requests_model_through_the_upstream() {
     let (upstream, seen) = start_upstream().await;
     let mut child = bin()
-        .args(["proxy", "--listen", "127.0.0.1:0", "--store", "memory:", "--upstream", &upstream])
+        .args([
+            "proxy",
+            "--listen",
+            "127.0.0.1:0",
+            "--store",
+            "memory:",
+            "--upstream",
+            &upstream,
+        ])
         .args(["--summarizer", "upstream", "--budget", "2000"])
         .stderr(Stdio::piped())
         .stdout(Stdio::null())
@@ -148,7 +162,11 @@ async fn auto_never_picks_the_local_model_for_the_proxy() {
     .unwrap();
     // `compact`'s auto picks it: the setup is a fetched model as the CLI sees one.
     let conversation = dir.path().join("c.json");
-    std::fs::write(&conversation, json!({"messages":[{"role":"user","content":"hi"}]}).to_string()).unwrap();
+    std::fs::write(
+        &conversation,
+        json!({"messages":[{"role":"user","content":"hi"}]}).to_string(),
+    )
+    .unwrap();
     let plan = bin()
         .args(["plan"])
         .arg(&conversation)
@@ -161,7 +179,15 @@ async fn auto_never_picks_the_local_model_for_the_proxy() {
     // The proxy's does not.
     let (upstream, _seen) = start_upstream().await;
     let mut child = bin()
-        .args(["proxy", "--listen", "127.0.0.1:0", "--store", "memory:", "--upstream", &upstream])
+        .args([
+            "proxy",
+            "--listen",
+            "127.0.0.1:0",
+            "--store",
+            "memory:",
+            "--upstream",
+            &upstream,
+        ])
         .env("LLM_COMPACTOR_MODEL_DIR", dir.path())
         .stderr(Stdio::piped())
         .stdout(Stdio::null())

@@ -31,7 +31,9 @@ pub(crate) fn responses_body(agent: &Value, instruction: &str, max_output_tokens
     let object = body.as_object_mut()?;
     let forced = match object.get("tool_choice") {
         Some(Value::String(choice)) => choice == "required",
-        Some(Value::Object(choice)) => !(choice.get("type") == Some(&json!("allowed_tools")) && choice.get("mode") != Some(&json!("required"))),
+        Some(Value::Object(choice)) => {
+            !(choice.get("type") == Some(&json!("allowed_tools")) && choice.get("mode") != Some(&json!("required")))
+        }
         _ => false,
     };
     if forced {
@@ -64,7 +66,10 @@ pub(crate) fn responses_body(agent: &Value, instruction: &str, max_output_tokens
 /// The summary text, stop reason and usage of a Responses answer.
 pub(crate) fn decode(answer: &Value) -> Result<SummaryReply, SummarizerError> {
     let Some(output) = answer.get("output").and_then(Value::as_array) else {
-        return Err(SummarizerError::new(FailureKind::Parse, "a Responses answer without `output`"));
+        return Err(SummarizerError::new(
+            FailureKind::Parse,
+            "a Responses answer without `output`",
+        ));
     };
     let text: String = output
         .iter()
@@ -81,7 +86,9 @@ pub(crate) fn decode(answer: &Value) -> Result<SummaryReply, SummarizerError> {
         ..Usage::default()
     };
     if text.trim().is_empty() {
-        return Err(SummarizerError::new(FailureKind::Empty, "the Responses answer has no output text").with_usage(usage));
+        return Err(
+            SummarizerError::new(FailureKind::Empty, "the Responses answer has no output text").with_usage(usage),
+        );
     }
     let stop = if answer["status"] == "incomplete" {
         StopReason::Truncated
@@ -196,10 +203,18 @@ mod tests {
         for field in ["model", "prompt_cache_key", "instructions", "tools"] {
             assert_eq!(body[field], agent[field], "{field}");
         }
-        assert_eq!((&body["stream"], &body["store"], &body["max_output_tokens"]), (&json!(false), &json!(false), &json!(2048)));
+        assert_eq!(
+            (&body["stream"], &body["store"], &body["max_output_tokens"]),
+            (&json!(false), &json!(false), &json!(2048))
+        );
         let string = responses_body(&json!({"model": "m", "input": "hi"}), "S.", 10).unwrap();
         assert_eq!(string["input"][0], json!({"role": "user", "content": "hi"}));
-        let reasoning = responses_body(&json!({"model": "o", "reasoning": {"effort": "high"}, "max_output_tokens": 9000, "input": []}), "S.", 10).unwrap();
+        let reasoning = responses_body(
+            &json!({"model": "o", "reasoning": {"effort": "high"}, "max_output_tokens": 9000, "input": []}),
+            "S.",
+            10,
+        )
+        .unwrap();
         assert_eq!(reasoning["max_output_tokens"], 9000);
         for forced in [json!("required"), json!({"type": "function", "name": "bash"})] {
             assert!(responses_body(&json!({"model": "m", "tool_choice": forced, "input": []}), "S.", 10).is_none());
@@ -214,7 +229,10 @@ mod tests {
             {"type": "message", "content": [{"type": "output_text", "text": "## Goals\nfix"}]}],
             "usage": {"input_tokens": 100, "output_tokens": 7, "input_tokens_details": {"cached_tokens": 90}}});
         let reply = decode(&answer).unwrap();
-        assert_eq!((reply.text.as_str(), reply.stop), ("## Goals\nfix", StopReason::Complete));
+        assert_eq!(
+            (reply.text.as_str(), reply.stop),
+            ("## Goals\nfix", StopReason::Complete)
+        );
         assert_eq!((reply.usage.input_tokens, reply.usage.cache_read_tokens), (100, 90));
         let empty = decode(&json!({"status": "completed", "output": []})).unwrap_err();
         assert_eq!(empty.kind, FailureKind::Empty);

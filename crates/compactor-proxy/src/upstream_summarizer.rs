@@ -200,9 +200,15 @@ impl Summarizer for UpstreamSummarizer {
         let key = current_client_key();
         if round.api == Api::Responses
             && let Some(body) = &round.cached
-            && let Some(reply) =
-                crate::upstream_responses::summarize(&self.inner.client, &self.inner.base, body, &request, key.as_ref(), cancel)
-                    .await
+            && let Some(reply) = crate::upstream_responses::summarize(
+                &self.inner.client,
+                &self.inner.base,
+                body,
+                &request,
+                key.as_ref(),
+                cancel,
+            )
+            .await
         {
             return reply;
         }

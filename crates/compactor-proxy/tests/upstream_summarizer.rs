@@ -11,8 +11,8 @@ use std::sync::Arc;
 use compactor_proxy::ProxyConfig;
 use llm_compactor::backend::http::HttpBackend;
 use llm_compactor::count::HeuristicCounter;
-use llm_compactor::{Compactor, CompactorConfig};
 use llm_compactor::store::{MemoryStore, SessionStore, export_jsonl};
+use llm_compactor::{Compactor, CompactorConfig};
 use serde_json::{Value, json};
 use support::{compactor, metric, metrics, proxy_with, python, run_python, upstream};
 
@@ -81,9 +81,14 @@ async fn the_official_sdks_compact_on_every_route_with_the_requests_model_and_ke
                 .filter(|r| r.path == path && !last_text(r).contains(INSTRUCTION))
                 .any(|r| {
                     let sent = r.wire_conversation();
-                    sent.len() >= 3 && sent.len() <= conversation.len() && sent[..sent.len() - 1] == conversation[..sent.len() - 1]
+                    sent.len() >= 3
+                        && sent.len() <= conversation.len()
+                        && sent[..sent.len() - 1] == conversation[..sent.len() - 1]
                 });
-            assert!(prefix, "{path}: summary {i} does not start with a request the agent sent");
+            assert!(
+                prefix,
+                "{path}: summary {i} does not start with a request the agent sent"
+            );
         }
     }
     for session in store.sessions().await.unwrap() {
@@ -117,7 +122,11 @@ async fn an_http_summarizer_reads_the_cache_only_as_the_agents_own_model() {
         let cache_reading = received.iter().filter(|r| last_text(r).contains(INSTRUCTION)).count();
         let ordinary = received
             .iter()
-            .filter(|r| r.body["model"] == model && !last_text(r).contains(INSTRUCTION) && r.body["messages"].as_array().is_some_and(|m| m.len() == 2))
+            .filter(|r| {
+                r.body["model"] == model
+                    && !last_text(r).contains(INSTRUCTION)
+                    && r.body["messages"].as_array().is_some_and(|m| m.len() == 2)
+            })
             .count();
         if reads {
             assert!(cache_reading >= 1, "{model}: no cache-reading summary request");
@@ -161,8 +170,14 @@ async fn cache_read_share(prepare: Option<compactor_proxy::PrepareConfig>) -> Op
     let bills = up.bills();
     let summaries: Vec<usize> = (0..bodies.len())
         .filter(|&i| {
-            let last = bodies[i]["messages"].as_array().and_then(|m| m.last()).cloned().unwrap_or_default();
-            last["content"][0]["text"].as_str().is_some_and(|t| t.contains(INSTRUCTION))
+            let last = bodies[i]["messages"]
+                .as_array()
+                .and_then(|m| m.last())
+                .cloned()
+                .unwrap_or_default();
+            last["content"][0]["text"]
+                .as_str()
+                .is_some_and(|t| t.contains(INSTRUCTION))
         })
         .collect();
     assert!(!summaries.is_empty(), "the run compacted with a summary");
@@ -189,7 +204,11 @@ async fn the_upstream_summary_reads_most_of_its_input_from_the_cache() {
     let Some(prepared) = cache_read_share(Some(compactor_proxy::PrepareConfig::default())).await else {
         return;
     };
-    assert!(prepared >= 0.90, "prepared: {:.1}% read from the cache", prepared * 100.0);
+    assert!(
+        prepared >= 0.90,
+        "prepared: {:.1}% read from the cache",
+        prepared * 100.0
+    );
     let inline = cache_read_share(None).await.unwrap();
     assert!(inline >= 0.88, "inline: {:.1}% read from the cache", inline * 100.0);
 }

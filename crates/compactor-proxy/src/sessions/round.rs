@@ -74,8 +74,14 @@ impl Round<'_> {
             .and_then(|body| {
                 // Its own counters: what the round sends is counted when it is sent.
                 let counters = crate::outgoing::WireCounters::default();
-                let finished =
-                    crate::outgoing::finish(self.api, &self.config.wire, &counters, self.original, body.clone(), session);
+                let finished = crate::outgoing::finish(
+                    self.api,
+                    &self.config.wire,
+                    &counters,
+                    self.original,
+                    body.clone(),
+                    session,
+                );
                 serde_json::from_slice(&finished).ok()
             });
         Arc::new(AgentRound {
