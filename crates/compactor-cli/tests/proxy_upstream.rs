@@ -33,10 +33,13 @@ async fn chat(State(seen): State<Seen>, headers: HeaderMap, axum::Json(body): ax
         .cloned()
         .unwrap_or_default();
     let text = format!("echo: {}", last["content"].as_str().unwrap_or_default());
+    // The bill of a tokenizer of about four characters a token (the proxy calibrates its
+    // count from it).
+    let tokens = body["messages"].to_string().len() / 4;
     axum::Json(
         json!({"id":"c","object":"chat.completion","created":1,"model":body["model"],
         "choices":[{"index":0,"message":{"role":"assistant","content":text},"finish_reason":"stop"}],
-        "usage":{"prompt_tokens":10,"completion_tokens":1,"total_tokens":11}}),
+        "usage":{"prompt_tokens":tokens,"completion_tokens":1,"total_tokens":tokens + 1}}),
     )
 }
 
@@ -64,7 +67,11 @@ fn wait_listening(child: &mut Child) -> Result<(String, String), String> {
         printed.push_str(&line);
         if let Some(rest) = line.split("listening on ").nth(1) {
             let addr = rest.split_whitespace().next().unwrap().to_owned();
-            std::thread::spawn(move || for _ in stderr.lines() {});
+            std::thread::spawn(move || {
+                for line in stderr.lines().map_while(Result::ok) {
+                    eprintln!("proxy: {line}");
+                }
+            });
             return Ok((addr, printed));
         }
     }
@@ -108,7 +115,9 @@ async fn the_proxy_summarizes_with_the_requests_model_through_the_upstream() {
         .unwrap();
     let mut messages = vec![json!({"role":"system","content":"Be brief."})];
     for i in 0..14 {
-        messages.push(json!({"role":"user","content": format!("question {i}: {}", "q".repeat(300))}));
+        // Words, not one repeated letter: the CLI counts with a BPE tokenizer.
+        let words: Vec<String> = (0..60).map(|k| format!("word{k}x{i}")).collect();
+        messages.push(json!({"role":"user","content": format!("question {i}: {}", words.join(" "))}));
         let response = client
             .post(format!("{proxy}/v1/chat/completions"))
             .header("x-compactor-session", "cli-upstream")
