@@ -13,10 +13,12 @@
 use std::time::Duration;
 
 use llm_compactor::Usage;
-use llm_compactor::backend::http::{Secret, cache_reading_instruction, is_context_length_exceeded};
+use llm_compactor::backend::http::{cache_reading_instruction, is_context_length_exceeded};
 use llm_compactor::summarize::{FailureKind, StopReason, SummarizerError, SummaryReply, SummaryRequest};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
+
+use crate::client_key::ClientAuth;
 
 /// The most of an answer read (a summary is a few KB).
 const MAX_ANSWER_BYTES: usize = 16 * 1024 * 1024;
@@ -105,23 +107,23 @@ pub(crate) async fn summarize(
     base: &str,
     agent: &Value,
     request: &SummaryRequest,
-    key: Option<&Secret>,
+    auth: &ClientAuth,
     cancel: &CancellationToken,
 ) -> Option<Result<SummaryReply, SummarizerError>> {
     let instruction = cache_reading_instruction(&request.system);
     let body = responses_body(agent, &instruction, request.max_output_tokens)?;
     tracing::debug!("summary request reading the agent's prompt cache (Responses)");
-    let scrub = |message: &str| {
-        let mut message = message.to_owned();
-        if let Some(key) = key.filter(|k| !k.expose().is_empty()) {
-            message = message.replace(key.expose(), "[redacted]");
-        }
-        message.chars().take(MAX_MESSAGE_CHARS).collect::<String>()
-    };
+    let scrub = |message: &str| auth.redact(message).chars().take(MAX_MESSAGE_CHARS).collect::<String>();
     let post = async {
         let mut call = client.post(format!("{base}/v1/responses")).json(&body);
-        if let Some(key) = key {
-            call = call.bearer_auth(key.expose());
+        // The client's own headers as it sent them; else its key as a bearer token.
+        if auth.headers.is_empty() {
+            if let Some(key) = &auth.key {
+                call = call.bearer_auth(key.expose());
+            }
+        }
+        for (name, value) in auth.headers.iter() {
+            call = call.header(*name, value.expose());
         }
         let mut response = call.send().await.map_err(|e| transport(&e))?;
         let status = response.status().as_u16();

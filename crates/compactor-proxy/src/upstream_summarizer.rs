@@ -37,7 +37,7 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use crate::api::Api;
-use crate::client_key::current_client_key;
+use crate::client_key::ClientAuth;
 use crate::error::ProxyError;
 
 tokio::task_local! {
@@ -163,6 +163,22 @@ impl UpstreamSummarizer {
         backends.insert((protocol, model.to_owned()), backend.clone());
         Ok(backend)
     }
+
+    /// A backend of `protocol` and `model` that sends the client's own headers, as the
+    /// client sent them (its key in the header it chose: a Claude login's bearer token
+    /// with its `anthropic-beta`, say). Built per call: the headers are the client's.
+    fn backend_with(&self, protocol: Protocol, model: &str, auth: &ClientAuth) -> Result<HttpBackend, SummarizerError> {
+        let mut builder = HttpBackendBuilder::new(protocol, model)
+            .base_url(format!("{}/v1", self.inner.base))
+            .no_api_key()
+            .timeout(self.inner.timeout);
+        for (name, value) in auth.headers.iter() {
+            builder = builder.header(*name, value.expose());
+        }
+        builder
+            .build()
+            .map_err(|e| SummarizerError::new(FailureKind::Unavailable, format!("summarizer upstream: {e}")))
+    }
 }
 
 #[async_trait]
@@ -197,7 +213,7 @@ impl Summarizer for UpstreamSummarizer {
                 "summarizer upstream: the request names no model",
             ));
         }
-        let key = current_client_key();
+        let auth = ClientAuth::current();
         if round.api == Api::Responses
             && let Some(body) = &round.cached
             && let Some(reply) = crate::upstream_responses::summarize(
@@ -205,7 +221,7 @@ impl Summarizer for UpstreamSummarizer {
                 &self.inner.base,
                 body,
                 &request,
-                key.as_ref(),
+                &auth,
                 cancel,
             )
             .await
@@ -215,7 +231,14 @@ impl Summarizer for UpstreamSummarizer {
         // Responses without the cache-reading form: its ordinary summary request through
         // chat completions, with the request's model.
         let protocol = protocol_of(round.api).unwrap_or(Protocol::OpenAi);
-        let backend = self.backend(protocol, &round.model)?;
-        backend.with_api_key(key).summarize(request, cancel).await
+        let backend = if auth.headers.is_empty() {
+            self.backend(protocol, &round.model)?.with_api_key(auth.key.clone())
+        } else {
+            self.backend_with(protocol, &round.model, &auth)?
+        };
+        backend.summarize(request, cancel).await.map_err(|mut e| {
+            e.message = auth.redact(&e.message);
+            e
+        })
     }
 }

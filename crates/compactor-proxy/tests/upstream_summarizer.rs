@@ -98,6 +98,44 @@ async fn the_official_sdks_compact_on_every_route_with_the_requests_model_and_ke
     assert!(!text.contains("sk-client"));
 }
 
+/// A client that authenticates its own way (a Claude login: a bearer token on Messages,
+/// with its `anthropic-beta`) gets its summary request sent the same way, and no secret
+/// of it is stored.
+#[tokio::test]
+async fn the_summary_request_carries_the_clients_own_headers() {
+    let up = upstream().await;
+    let store: Arc<dyn SessionStore> = Arc::new(MemoryStore::new());
+    let builder = ProxyConfig::builder(&up.url(), compactor(2_000), store.clone()).summarizer_upstream();
+    let proxy = proxy_with(builder, store.clone()).await;
+    let mut messages = Vec::new();
+    for i in 0..10 {
+        messages.push(json!({"role": "user", "content": format!("question {i}: {}", "q".repeat(300))}));
+        let response = support::client()
+            .post(format!("{}/v1/messages", proxy.url()))
+            .header("x-compactor-session", "login")
+            .header("authorization", "Bearer sk-ant-oat-login")
+            .header("anthropic-beta", "oauth-2025-04-20")
+            .header("anthropic-version", "2023-06-01")
+            .json(&json!({"model": "m", "max_tokens": 100, "messages": messages}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 200);
+        let answer: Value = response.json().await.unwrap();
+        messages.push(json!({"role": "assistant", "content": answer["content"][0]["text"]}));
+    }
+    let received = up.received();
+    let summaries: Vec<&support::Received> = received.iter().filter(|r| last_text(r).contains(INSTRUCTION)).collect();
+    assert!(!summaries.is_empty(), "no summary request");
+    for summary in summaries {
+        assert_eq!(summary.authorization.as_deref(), Some("Bearer sk-ant-oat-login"));
+        assert_eq!(summary.api_key, None, "the key in the client's own header only");
+        assert_eq!(summary.anthropic_beta.as_deref(), Some("oauth-2025-04-20"));
+    }
+    let exported = export_jsonl(store.as_ref(), "login").await.unwrap();
+    assert!(!exported.contains("sk-ant-oat"));
+}
+
 /// Issue 40, item 2: an HTTP summarizer on the upstream's origin that asks the
 /// request's own model sends the cache-reading request; asking another model, the
 /// ordinary one.

@@ -25,7 +25,6 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use llm_compactor::backend::http::Secret;
 use llm_compactor::compactor::PreparedPass;
 use llm_compactor::message::Message;
 use llm_compactor::plan::prepared::{self, PrepareStep, PrepareView, Snapshot};
@@ -34,7 +33,7 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use super::SessionState;
-use crate::client_key::with_client_key;
+use crate::client_key::{ClientAuth, with_client_auth};
 use crate::config::PrepareConfig;
 use crate::metrics::Metrics;
 use crate::upstream_summarizer::{AgentRound, with_agent_round};
@@ -98,8 +97,8 @@ pub(super) enum Decision {
 
 /// What the background pass needs from the round that starts it.
 pub(crate) struct Start {
-    /// The key of the round (`--summarizer-key client`).
-    pub(crate) key: Option<Secret>,
+    /// The credentials of the round (`--summarizer-key client`, `--summarizer upstream`).
+    pub(crate) auth: ClientAuth,
     /// The round (route, model, and its request as the upstream receives it when the
     /// summary reads its cache).
     pub(crate) agent: Option<Arc<AgentRound>>,
@@ -200,7 +199,7 @@ impl SessionState {
             // The snapshot's digest off the request path too.
             let snapshot = Snapshot::of(&messages);
             let pass = compactor.compact(&messages, options);
-            let work = with_client_key(start.key, with_agent_round(start.agent, pass));
+            let work = with_client_auth(start.auth, with_agent_round(start.agent, pass));
             let result = super::sync::renewing_lease(store.as_ref(), &holder, ttl, &key, work).await?;
             Ok(Outcome::Prepared(Box::new(PreparedPass { snapshot, result })))
         });
@@ -292,7 +291,7 @@ impl SessionState {
         if !self.should_prepare(prepare, round.compactor, tokens) {
             return;
         }
-        let key = crate::client_key::current_client_key();
+        let auth = ClientAuth::current();
         // The agent's request is the summary's prefix only when the summarizer is the
         // agent's own model behind the upstream (`ProxyConfig::summary_reads_cache`).
         let agent = Some(round.agent_round(Some(body), &self.key));
@@ -302,7 +301,7 @@ impl SessionState {
             ttl: round.config.lease_ttl,
             key: format!("{}{PREPARE_LEASE_SUFFIX}", self.store_key),
         };
-        self.start_preparation(Arc::clone(round.compactor), round.metrics, Start { key, agent }, lease);
+        self.start_preparation(Arc::clone(round.compactor), round.metrics, Start { auth, agent }, lease);
     }
 
     /// Checks `prepared` against the transcript as it is (under the lease, caught up
