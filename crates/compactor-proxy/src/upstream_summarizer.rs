@@ -7,8 +7,10 @@
 //! the agent's own provider anyway. So [`UpstreamSummarizer`] has no model and no key of
 //! its own: per call it takes what the proxy scoped around the pass
 //! ([`with_agent_round`]): the route, the model and (when the pass may read the cache)
-//! the round's request as the upstream receives it; and the triggering request's key
-//! ([`crate::client_key`]). It posts to the upstream with that route's protocol:
+//! the round's request as the upstream receives it; and the triggering request's
+//! credentials ([`crate::client_key`]: its key, and the headers that say who the client
+//! is, sent as the client sent them). It posts to the upstream with that route's
+//! protocol:
 //!
 //! - chat completions and Messages: the library's [`HttpBackend`] for that protocol and
 //!   model, which sends the agent's request plus one instruction
