@@ -20,6 +20,7 @@ mod model;
 mod plan;
 mod proxy;
 mod proxy_postgres;
+mod proxy_upstream;
 mod real_clients;
 mod report;
 mod session;

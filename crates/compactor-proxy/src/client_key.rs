@@ -9,7 +9,7 @@
 //! How the key travels, and why it cannot go anywhere else:
 //! - it is read from the triggering request (`x-api-key`, else the `Authorization:
 //!   Bearer` token) into a [`Secret`] and handed to the pass through a tokio task-local
-//!   scoped around that one pass ([`with_client_key`]); the engine calls the summarizer
+//!   scoped around that one pass ([`with_client_auth`]); the engine calls the summarizer
 //!   inside the same task, so only that pass sees it, and it is gone when the pass ends.
 //!   It is never in the compactor, the session state, the store, a log line or a metric;
 //! - [`ClientKeySummarizer`] sends it only to its backend's endpoint, and the proxy
@@ -29,6 +29,76 @@ use tokio_util::sync::CancellationToken;
 
 tokio::task_local! {
     static CLIENT_KEY: Option<Secret>;
+    static CLIENT_HEADERS: ClientHeaders;
+}
+
+/// The headers of the triggering request that say who the client is to the upstream, as
+/// it sent them: `--summarizer upstream` sends its summary request with exactly these
+/// (a Claude login's bearer token with its `anthropic-beta`, an OpenAI project).
+const CLIENT_HEADER_NAMES: [&str; 5] = [
+    "authorization",
+    "x-api-key",
+    "anthropic-beta",
+    "openai-organization",
+    "openai-project",
+];
+
+/// A request's client headers (names lowercase, values secret).
+pub(crate) type ClientHeaders = std::sync::Arc<Vec<(&'static str, Secret)>>;
+
+/// The triggering request's credentials as a pass sees them.
+#[derive(Clone, Default)]
+pub(crate) struct ClientAuth {
+    /// Its key ([`key_of`]).
+    pub(crate) key: Option<Secret>,
+    /// Its client headers.
+    pub(crate) headers: ClientHeaders,
+}
+
+impl ClientAuth {
+    /// The credentials of a request with `headers`.
+    pub(crate) fn of(headers: &HeaderMap) -> ClientAuth {
+        let replayed = CLIENT_HEADER_NAMES
+            .iter()
+            .filter_map(|&name| {
+                let value = headers.get(name)?.to_str().ok()?.trim();
+                (!value.is_empty()).then(|| (name, Secret::new(value)))
+            })
+            .collect();
+        ClientAuth {
+            key: key_of(headers),
+            headers: std::sync::Arc::new(replayed),
+        }
+    }
+
+    /// The credentials in scope (what a task spawned for a background pass is handed).
+    pub(crate) fn current() -> ClientAuth {
+        ClientAuth {
+            key: current_client_key(),
+            headers: CLIENT_HEADERS.try_with(Clone::clone).unwrap_or_default(),
+        }
+    }
+
+    /// `text` with every client secret in it redacted.
+    pub(crate) fn redact(&self, text: &str) -> String {
+        let mut text = self.key.as_ref().map_or_else(|| text.to_owned(), |k| k.redact(text));
+        for (_, value) in self.headers.iter() {
+            text = value.redact(&text);
+            // `Bearer KEY`: the key alone too.
+            if let Some(token) = value.expose().strip_prefix("Bearer ") {
+                text = Secret::new(token).redact(&text);
+            }
+        }
+        text
+    }
+}
+
+/// Runs `pass` with `auth` visible to the summarizers inside it (the key to a
+/// [`ClientKeySummarizer`], the headers too to the upstream summarizer).
+pub(crate) async fn with_client_auth<F: Future>(auth: ClientAuth, pass: F) -> F::Output {
+    CLIENT_KEY
+        .scope(auth.key, CLIENT_HEADERS.scope(auth.headers, pass))
+        .await
 }
 
 /// An HTTP summarizer that sends the triggering request's key (see the module docs).
@@ -50,6 +120,11 @@ impl ClientKeySummarizer {
     /// The URL the summarizer posts to.
     pub fn endpoint(&self) -> &str {
         self.backend.endpoint()
+    }
+
+    /// The model it asks.
+    pub fn model(&self) -> &str {
+        self.backend.model()
     }
 }
 
@@ -96,11 +171,6 @@ pub fn key_of(headers: &HeaderMap) -> Option<Secret> {
 /// The key in scope (what a task spawned for a background pass is handed).
 pub fn current_client_key() -> Option<Secret> {
     CLIENT_KEY.try_with(Clone::clone).ok().flatten()
-}
-
-/// Runs `pass` with `key` visible to a [`ClientKeySummarizer`] inside it.
-pub async fn with_client_key<F: Future>(key: Option<Secret>, pass: F) -> F::Output {
-    CLIENT_KEY.scope(key, pass).await
 }
 
 /// True when `a` and `b` have the same origin (scheme, host and port).

@@ -15,6 +15,8 @@ use crate::budgets::Budgets;
 use crate::client_key::{ClientKeySummarizer, same_origin};
 use crate::error::ProxyError;
 use crate::outgoing::WireOptions;
+use crate::upstream_summarizer::UpstreamSummarizer;
+use llm_compactor::backend::http::DEFAULT_TIMEOUT;
 
 /// The default bound on a request body: 32 MiB (long agent histories are large, but a
 /// bound keeps one client from exhausting memory).
@@ -38,6 +40,7 @@ pub struct ProxyConfig {
     pub(crate) focus: Option<String>,
     pub(crate) pricing: Pricing,
     pub(crate) client_key: bool,
+    pub(crate) summarizer: SummarizerIs,
     pub(crate) max_sessions: usize,
     pub(crate) prepare: Option<PrepareConfig>,
     #[cfg(feature = "otel")]
@@ -72,6 +75,7 @@ impl std::fmt::Debug for ProxyConfig {
             .field("max_body_bytes", &self.max_body_bytes)
             .field("pricing", &self.pricing.name)
             .field("client_key", &self.client_key)
+            .field("summarizer", &self.summarizer)
             .finish_non_exhaustive()
     }
 }
@@ -93,6 +97,8 @@ impl ProxyConfig {
             focus: None,
             pricing: None,
             client_key_endpoint: None,
+            summarizer_endpoint: None,
+            summarizer_upstream: false,
             max_sessions: DEFAULT_MAX_SESSIONS,
             prepare: None,
             #[cfg(feature = "otel")]
@@ -130,6 +136,21 @@ impl ProxyConfig {
         self.budgets.base()
     }
 
+    /// True when a pass of a request to `model` sends the summary request that reads the
+    /// agent's prompt cache: the summarizer is the agent's own provider and model (the
+    /// upstream summarizer, or an HTTP summarizer on the upstream's origin asking
+    /// `model`), or (as since issue 28) it pays with the client's key.
+    pub fn summary_reads_cache(&self, model: &str) -> bool {
+        if self.client_key {
+            return true;
+        }
+        match &self.summarizer {
+            SummarizerIs::Upstream => true,
+            SummarizerIs::Http { endpoint, model: asks } => same_origin(endpoint, &self.upstream) && asks == model,
+            SummarizerIs::Other => false,
+        }
+    }
+
     /// The cost policy the proxy compacts under: its compactor's (`--policy default|economy`
     /// on `compactor proxy`; every per-model budget keeps it).
     pub fn policy(&self) -> Policy {
@@ -151,6 +172,8 @@ pub struct ProxyConfigBuilder {
     focus: Option<String>,
     pricing: Option<Pricing>,
     client_key_endpoint: Option<String>,
+    summarizer_endpoint: Option<(String, String)>,
+    summarizer_upstream: bool,
     max_sessions: usize,
     /// `None`: the default (prepared when the summarizer waits on a model).
     prepare: Option<Option<PrepareConfig>>,
@@ -213,6 +236,29 @@ impl ProxyConfigBuilder {
     /// origin only).
     pub fn summarizer_key_from_client(mut self, summarizer: &ClientKeySummarizer) -> Self {
         self.client_key_endpoint = Some(summarizer.endpoint().to_owned());
+        self.summarizer_endpoint = Some((summarizer.endpoint().to_owned(), summarizer.model().to_owned()));
+        self
+    }
+
+    /// Says that the compactor's summarizer is an HTTP backend posting to `endpoint`
+    /// and asking `model`. A pass of a request that names `model`, with `endpoint` on
+    /// the upstream's origin, then sends the summary request that reads the agent's
+    /// prompt cache (the agent's request plus one instruction: see
+    /// [`llm_compactor::backend::http::cache_reading_body`]); any other pass sends the
+    /// ordinary one. (Registered by [`ProxyConfigBuilder::summarizer_key_from_client`]
+    /// too.)
+    pub fn summarizer_endpoint(mut self, endpoint: &str, model: &str) -> Self {
+        self.summarizer_endpoint = Some((endpoint.to_owned(), model.to_owned()));
+        self
+    }
+
+    /// `--summarizer upstream`: the compactor's summarizer is replaced by an
+    /// [`UpstreamSummarizer`] that summarizes each pass with the model of the request
+    /// being compacted, through the upstream, with the key of that request (so
+    /// **summaries are billed to the client's key**; the key is never stored or logged),
+    /// in the form that reads the agent's prompt cache. Nothing else to configure.
+    pub fn summarizer_upstream(mut self) -> Self {
+        self.summarizer_upstream = true;
         self
     }
 
@@ -318,13 +364,34 @@ impl ProxyConfigBuilder {
             }
         }
         let pricing = self.pricing.unwrap_or(self.compactor.config().cost_policy.pricing);
+        let (compactor, summarizer) = if self.summarizer_upstream {
+            let upstream_summarizer = UpstreamSummarizer::new(upstream.as_str(), DEFAULT_TIMEOUT)?;
+            let compactor = self
+                .compactor
+                .reconfigured(self.compactor.config().clone())
+                .map_err(|e| ProxyError::Config(e.to_string()))?
+                .with_summarizer(Arc::new(upstream_summarizer));
+            (Arc::new(compactor), SummarizerIs::Upstream)
+        } else {
+            let summarizer = match &self.summarizer_endpoint {
+                Some((endpoint, model)) => match reqwest::Url::parse(endpoint) {
+                    Ok(endpoint) => SummarizerIs::Http {
+                        endpoint,
+                        model: model.clone(),
+                    },
+                    Err(e) => return Err(ProxyError::Config(format!("the summarizer's URL: {e}"))),
+                },
+                None => SummarizerIs::Other,
+            };
+            (self.compactor, summarizer)
+        };
         let prepare = self.prepare.unwrap_or_else(|| {
-            let waits = self.compactor.summarizer().is_some_and(|s| !s.model_free());
+            let waits = compactor.summarizer().is_some_and(|s| !s.model_free());
             waits.then(PrepareConfig::default)
         });
         let budgets = match self.by_model {
-            Some(fallback) => Budgets::by_model(self.compactor, fallback),
-            None => Budgets::fixed(self.compactor),
+            Some(fallback) => Budgets::by_model(compactor, fallback),
+            None => Budgets::fixed(compactor),
         };
         Ok(ProxyConfig {
             upstream,
@@ -337,7 +404,8 @@ impl ProxyConfigBuilder {
             target: self.target,
             focus: self.focus,
             pricing,
-            client_key: self.client_key_endpoint.is_some(),
+            client_key: self.client_key_endpoint.is_some() || self.summarizer_upstream,
+            summarizer,
             max_sessions: self.max_sessions,
             prepare,
             #[cfg(feature = "otel")]
@@ -373,3 +441,19 @@ fn redact_url(url: &str) -> String {
 /// How the proxy prepares passes: the library's options (the rule of when to start
 /// is the library's, [`llm_compactor::plan::prepared::start_at`]).
 pub type PrepareConfig = llm_compactor::session::PrepareOptions;
+
+/// What the proxy knows of the compactor's summarizer.
+#[derive(Clone, Debug)]
+pub(crate) enum SummarizerIs {
+    /// Nothing (the ledger, a command, an HTTP summarizer not registered).
+    Other,
+    /// `--summarizer upstream`: the request's model through the upstream.
+    Upstream,
+    /// An HTTP summarizer posting to `endpoint`, asking `model`.
+    Http {
+        /// The URL it posts to.
+        endpoint: reqwest::Url,
+        /// The model it asks.
+        model: String,
+    },
+}

@@ -17,6 +17,11 @@
 //! a [`llm_compactor::store::SessionStore`] as the replayable JSONL transcript of what the
 //! upstream saw.
 //!
+//! [`ProxyConfigBuilder::summarizer_upstream`] (`--summarizer upstream`) summarizes each
+//! pass with the model of the request being compacted, through the upstream, with the
+//! client's key (summaries are billed to it), in the form that reads the agent's prompt
+//! cache ([`UpstreamSummarizer`]).
+//!
 //! With the `otel` feature, [`ProxyConfigBuilder::telemetry`] traces every proxied request
 //! to OpenTelemetry in the GenAI conventions (`Telemetry::from_env` reads the standard
 //! `OTEL_EXPORTER_OTLP_*` variables; see `docs/wire.md`).
@@ -60,6 +65,8 @@ mod traced;
 mod ui;
 mod ui_token;
 mod upstream;
+mod upstream_responses;
+mod upstream_summarizer;
 
 use std::future::Future;
 
@@ -79,6 +86,7 @@ pub use outgoing::WireOptions;
 pub use routes::{COMPACTED_HEADER, OVERHEAD_HEADER};
 #[cfg(feature = "otel")]
 pub use telemetry::{ENDPOINT_VARS, Telemetry, TelemetryError};
+pub use upstream_summarizer::UpstreamSummarizer;
 
 /// Serves the proxy on `listener` until `shutdown` completes; then stops accepting and
 /// returns once every in-flight request (streamed answers included) has finished.

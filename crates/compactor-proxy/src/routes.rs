@@ -16,7 +16,7 @@ use std::sync::atomic::Ordering;
 use llm_compactor::format::context_management::{self, Stance};
 
 use crate::api::{self, Api, ParseError};
-use crate::client_key::{key_of, with_client_key};
+use crate::client_key::{ClientAuth, with_client_auth};
 use crate::error::ProxyError;
 use crate::expand;
 use crate::metrics::Route;
@@ -199,7 +199,11 @@ async fn compacted(state: Arc<AppState>, api: Api, request: Request) -> Result<R
     let fallback = state.config.budgets.base().counter().clone();
     let session = state.sessions.get(&key, &fallback);
     // `--summarizer-key client`: a pass this request triggers pays with its key.
-    let client_key = state.config.client_key.then(|| key_of(&headers)).flatten();
+    let client_auth = if state.config.client_key {
+        ClientAuth::of(&headers)
+    } else {
+        ClientAuth::default()
+    };
     let mut traced = Traced::start(&state, api, &parsed.model, &key);
     let mut prepared = {
         let mut guard = session.lock().await;
@@ -213,7 +217,7 @@ async fn compacted(state: Arc<AppState>, api: Api, request: Request) -> Result<R
             attempt: Attempt::First,
         };
         let pass = guard.prepare(&round);
-        with_client_key(client_key.clone(), pass).await?
+        with_client_auth(client_auth.clone(), pass).await?
     };
     prepared.body = finish(&state, api, &body, prepared.body, &key);
     // Thinking a pass moved onto a new prefix: the provider drops it instead of a 400.
@@ -275,7 +279,7 @@ async fn compacted(state: Arc<AppState>, api: Api, request: Request) -> Result<R
                 attempt: Attempt::ContextLengthRetry,
             };
             let pass = guard.prepare(&round);
-            with_client_key(client_key, pass).await?
+            with_client_auth(client_auth, pass).await?
         };
         retried.body = finish(&state, api, &body, retried.body, &key);
         offered = offer_expand(&state, api, &mut retried);

@@ -366,6 +366,9 @@ impl SessionState {
         // Prepared compaction (issue 28): the pass may be under way, or ready to install.
         let (target, install) = self.prepared_round(round, tokens, target).await;
         if let Some(target) = target {
+            let agent = install
+                .is_none()
+                .then(|| round.inline_agent_round(rewritten.then_some(&effective[..]), &self.key));
             match self
                 .compact(
                     round,
@@ -376,6 +379,7 @@ impl SessionState {
                         target,
                         install,
                         tokens,
+                        agent,
                     },
                 )
                 .await?
@@ -484,6 +488,7 @@ impl SessionState {
             target,
             install,
             tokens,
+            agent,
         } = pass;
         let Round {
             config,
@@ -497,9 +502,9 @@ impl SessionState {
                 // Discarded under the hard limit: the round goes out as it is (a new
                 // pass is prepared at the end of the round).
                 None if tokens <= compactor.config().context_budget => return Ok(None),
-                None => self.inline_pass(round, target).await?,
+                None => self.inline_pass(round, target, agent).await?,
             },
-            None => self.inline_pass(round, target).await?,
+            None => self.inline_pass(round, target, agent).await?,
         };
         if result.is_noop() {
             if round.attempt == Attempt::ContextLengthRetry {

@@ -22,7 +22,7 @@ fn data_dir() -> PathBuf {
 }
 
 /// The longest tau-bench airline trajectory, as an Anthropic `{system, messages}`.
-fn trajectory() -> Option<Value> {
+pub(crate) fn trajectory() -> Option<Value> {
     let path = data_dir().join("trajectories/tau-bench/gpt-4o-airline.json");
     let Ok(text) = std::fs::read_to_string(&path) else {
         eprintln!("SKIPPED: no trajectory at {} (set LLM_COMPACTOR_DATA)", path.display());
@@ -37,7 +37,7 @@ fn trajectory() -> Option<Value> {
     Some(document.to_format_lossy(Format::Anthropic).unwrap().0)
 }
 
-fn tools() -> Value {
+pub(crate) fn tools() -> Value {
     json!([
         {"name":"get_reservation_details","description":"Get the details of a reservation by its id.","input_schema":{"type":"object","properties":{"reservation_id":{"type":"string"}},"required":["reservation_id"]}},
         {"name":"get_user_details","description":"Get the details of a user, with their reservations.","input_schema":{"type":"object","properties":{"user_id":{"type":"string"}},"required":["user_id"]}},

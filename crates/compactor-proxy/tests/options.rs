@@ -24,7 +24,7 @@ fn memory() -> Arc<dyn SessionStore> {
 
 /// A plain chat grown `rounds` rounds of `chars`-char messages; returns each round's
 /// client history (what the agent sent).
-async fn grow_chat(
+pub(crate) async fn grow_chat(
     proxy: &str,
     session: &str,
     key: Option<&str>,
@@ -233,18 +233,24 @@ async fn the_summarizer_pays_with_the_key_of_the_request_that_triggered_the_pass
     grow_chat(&proxy.url(), "seven", Some("sk-client-7"), "m", 10, 300).await;
     grow_chat(&proxy.url(), "eight", Some("sk-client-8"), "m", 10, 300).await;
     let received = up.received();
+    // A summary request: the ordinary one (the summarizer's model), or (the client's key
+    // makes the summarizer the agent's own model) the agent's request plus the
+    // instruction that reads its cache.
+    let summary = |r: &support::Received| {
+        r.body["model"] == "summarizer-model"
+            || r.wire_conversation()
+                .last()
+                .and_then(|m| m["content"].as_str())
+                .is_some_and(|t| t.contains("The conversation to summarize is everything above this message"))
+    };
     // "seven" ran first, then "eight": every summarizer call before eight's first
     // request was seven's pass, every one after it eight's.
     let eight_starts = received
         .iter()
-        .position(|r| r.body["model"] == "m" && r.authorization.as_deref() == Some("Bearer sk-client-8"))
+        .position(|r| !summary(r) && r.authorization.as_deref() == Some("Bearer sk-client-8"))
         .unwrap();
     let mut keys = Vec::new();
-    for (i, call) in received
-        .iter()
-        .enumerate()
-        .filter(|(_, r)| r.body["model"] == "summarizer-model")
-    {
+    for (i, call) in received.iter().enumerate().filter(|(_, r)| summary(r)) {
         let expected = if i < eight_starts {
             "Bearer sk-client-7"
         } else {

@@ -27,4 +27,5 @@ mod sdk;
 mod telemetry;
 mod thinking;
 mod ui;
+mod upstream_summarizer;
 mod wire;

@@ -152,9 +152,20 @@ impl CompactOpts {
     /// A usage error for an invalid setting; a runtime error when the summarizer cannot be
     /// built.
     pub fn compactor(&self, progress: bool) -> Result<(Compactor, Arc<dyn TokenCounter>), CliError> {
+        self.compactor_with(self.summarizer.build_with_progress(progress)?)
+    }
+
+    /// [`CompactOpts::compactor`] with `summarizer` (built by the caller: the proxy's
+    /// `auto` is a server's, see `SummarizerOpts::build_for_server`).
+    ///
+    /// # Errors
+    /// A usage error for an invalid setting.
+    pub fn compactor_with(
+        &self,
+        summarizer: Option<Arc<dyn llm_compactor::Summarizer>>,
+    ) -> Result<(Compactor, Arc<dyn TokenCounter>), CliError> {
         let mut config = self.config()?;
         let counter = self.counter()?;
-        let summarizer = self.summarizer.build_with_progress(progress)?;
         let local = summarizer.as_ref().is_some_and(|s| s.name().starts_with("local"));
         if local && self.summary_max_tokens.is_none() {
             config.summary_max_tokens = LOCAL_SUMMARY_MAX_TOKENS;

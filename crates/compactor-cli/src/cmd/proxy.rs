@@ -36,7 +36,11 @@ const DEFAULT_STORE: &str = "sqlite:compactor-sessions.db";
 #[derive(clap::Args, Debug)]
 #[command(
     args_conflicts_with_subcommands = true,
-    after_help = "Examples:\n  compactor proxy --upstream https://api.openai.com --budget 128000\n  compactor proxy sessions\n  compactor proxy export auto-0123abcd -o s.jsonl\n  compactor proxy report auto-0123abcd -o report.html"
+    after_help = "Summarizer: --summarizer upstream summarizes with the agent's own model through --upstream, \
+with the client's key: summaries are then billed to the client's key (never stored or logged). \
+The default, auto, is for a proxy: an API key in the environment (OPENAI_API_KEY, else ANTHROPIC_API_KEY): \
+that provider; else the model-free ledger; never the local model unless --summarizer local asks for it.\n\n\
+Examples:\n  compactor proxy --upstream https://api.anthropic.com --summarizer upstream\n  compactor proxy --upstream https://api.openai.com --budget 128000\n  compactor proxy sessions\n  compactor proxy export auto-0123abcd -o s.jsonl\n  compactor proxy report auto-0123abcd -o report.html"
 )]
 pub struct Args {
     #[command(subcommand)]
@@ -129,6 +133,7 @@ struct ServeArgs {
     /// Whose key the HTTP summarizer (`--summarizer openai|anthropic`) sends: `own`, or
     /// `client`: the key of the request that triggered the compaction, never stored or
     /// logged; refused unless the summarizer's `--base-url` has the upstream's origin.
+    /// (`--summarizer upstream` needs neither: it always sends the client's key.)
     #[arg(long, value_enum, default_value_t = SummarizerKey::Own)]
     summarizer_key: SummarizerKey,
     /// The most sessions held in memory; the least recently used idle ones beyond it
@@ -298,8 +303,31 @@ async fn build_config(serve: &ServeArgs) -> Result<ProxyConfig, CliError> {
     // `--expand-tool`: the model can only ask for handles the summaries and stubs name.
     let mut engine = serve.engine.clone();
     engine.expand |= serve.expand_tool;
+    let upstream_summarizer = serve.engine.summarizer.summarizer == SummarizerKind::Upstream;
+    if upstream_summarizer && serve.summarizer_key == SummarizerKey::Client {
+        return Err(CliError::Usage(
+            "--summarizer upstream always summarizes with the client's key: drop --summarizer-key client".to_owned(),
+        ));
+    }
+    // An HTTP summarizer of its own: registered, so that a request to the model it asks
+    // on the upstream's origin gets the summary request that reads the agent's cache.
+    let own_http = match (serve.summarizer_key, serve.engine.summarizer.summarizer) {
+        (SummarizerKey::Own, SummarizerKind::Openai) => Some(Protocol::OpenAi),
+        (SummarizerKey::Own, SummarizerKind::Anthropic) => Some(Protocol::Anthropic),
+        _ => None,
+    }
+    .map(|protocol| {
+        let timeout = serve
+            .engine
+            .summarizer
+            .summarizer_timeout
+            .map(std::time::Duration::from_secs_f64);
+        super::summarizer_http::backend(protocol, &serve.engine.summarizer.http, timeout, false)
+    })
+    .transpose()?;
     let (compactor, client_key) = match serve.summarizer_key {
-        SummarizerKey::Own => (engine.compactor(false)?.0, None),
+        // A server's `auto`: never the local model.
+        SummarizerKey::Own => (engine.compactor_with(engine.summarizer.build_for_server()?)?.0, None),
         SummarizerKey::Client => {
             let protocol = match serve.engine.summarizer.summarizer {
                 SummarizerKind::Openai => Protocol::OpenAi,
@@ -360,6 +388,15 @@ async fn build_config(serve: &ServeArgs) -> Result<ProxyConfig, CliError> {
     }
     if let Some(summarizer) = &client_key {
         builder = builder.summarizer_key_from_client(summarizer);
+    }
+    if let Some(backend) = &own_http {
+        builder = builder.summarizer_endpoint(backend.endpoint(), backend.model());
+    }
+    if upstream_summarizer {
+        crate::out::stderr_line(
+            "compactor proxy: summarizer upstream: each request's own model through the upstream, billed to the client's key",
+        )?;
+        builder = builder.summarizer_upstream();
     }
     if let Some(secs) = serve.lease_ttl {
         builder = builder.lease_ttl(std::time::Duration::from_secs_f64(secs));

@@ -35,8 +35,15 @@ pub enum SummarizerKind {
     /// nothing.
     Ledger,
     /// OPENAI_API_KEY set: openai; else ANTHROPIC_API_KEY: anthropic; else the local
-    /// model when it has been fetched; else the ledger. Says which on stderr.
+    /// model when it has been fetched (never for `compactor proxy`: a server's
+    /// summarizer does not depend on a cache directory); else the ledger. Says which on
+    /// stderr.
     Auto,
+    /// `compactor proxy` only: the model of the request being compacted, through the
+    /// proxy's `--upstream`, with the client's key (summaries are billed to the client's
+    /// key; it is never stored or logged), reading the agent's prompt cache. No
+    /// `--model`, `--base-url` or `--api-key-env`.
+    Upstream,
 }
 
 /// The local summarizer's flags.
@@ -90,6 +97,21 @@ impl SummarizerOpts {
     /// # Errors
     /// As [`SummarizerOpts::build`].
     pub fn build_with_progress(&self, progress: bool) -> Result<Option<Arc<dyn Summarizer>>, CliError> {
+        self.build_as(progress, false)
+    }
+
+    /// [`SummarizerOpts::build`] for a server (`compactor proxy`): `auto` never picks the
+    /// local model there (an API key in the environment: that provider; else the
+    /// ledger), so what a proxy summarizes with does not change with what was once
+    /// fetched into a cache directory. `upstream` is the proxy's to build: `None` here.
+    ///
+    /// # Errors
+    /// As [`SummarizerOpts::build`].
+    pub fn build_for_server(&self) -> Result<Option<Arc<dyn Summarizer>>, CliError> {
+        self.build_as(false, true)
+    }
+
+    fn build_as(&self, progress: bool, server: bool) -> Result<Option<Arc<dyn Summarizer>>, CliError> {
         let timeout = match self.summarizer_timeout {
             None => None,
             Some(secs) if secs.is_finite() && secs > 0.0 => Some(Duration::from_secs_f64(secs)),
@@ -99,7 +121,7 @@ impl SummarizerOpts {
                 )));
             }
         };
-        let (kind, http_args) = self.resolve()?;
+        let (kind, http_args) = self.resolve(server)?;
         let http = matches!(kind, SummarizerKind::Openai | SummarizerKind::Anthropic);
         if self.summarizer != SummarizerKind::Auto {
             self.http.check_unused(http)?;
@@ -110,6 +132,10 @@ impl SummarizerOpts {
         let http_args = http_args.as_ref().unwrap_or(&self.http);
         match kind {
             SummarizerKind::None | SummarizerKind::Auto => Ok(None),
+            SummarizerKind::Upstream if server => Ok(None),
+            SummarizerKind::Upstream => Err(CliError::Usage(
+                "--summarizer upstream is for `compactor proxy` (it summarizes through the proxy's --upstream)".into(),
+            )),
             SummarizerKind::Ledger => Ok(Some(Arc::new(LedgerSummarizer))),
             SummarizerKind::Local => build_local(self.local.model_path.as_deref(), progress),
             SummarizerKind::Openai => super::summarizer_http::build(Protocol::OpenAi, http_args, timeout).map(Some),
@@ -136,7 +162,10 @@ impl SummarizerOpts {
     /// What `--summarizer` means here: `auto` resolved (with one line on stderr saying
     /// which and why), plus the HTTP flags with a default `--model` when auto picked a
     /// provider and none was given.
-    fn resolve(&self) -> Result<(SummarizerKind, Option<super::summarizer_http::HttpSummarizerArgs>), CliError> {
+    fn resolve(
+        &self,
+        server: bool,
+    ) -> Result<(SummarizerKind, Option<super::summarizer_http::HttpSummarizerArgs>), CliError> {
         if self.summarizer != SummarizerKind::Auto {
             return Ok((self.summarizer, None));
         }
@@ -160,6 +189,12 @@ impl SummarizerOpts {
                 args.model.as_deref().unwrap_or_default()
             );
             (SummarizerKind::Anthropic, Some(args), why)
+        } else if server {
+            (
+                SummarizerKind::Ledger,
+                None,
+                "no API key in the environment: the model-free ledger; a proxy never picks the local model (--summarizer local asks for it, --summarizer upstream summarizes with the agent's own model)".to_owned(),
+            )
         } else {
             match local_model(self.local.model_path.as_deref())? {
                 Some(path) => (

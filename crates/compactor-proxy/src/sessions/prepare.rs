@@ -14,17 +14,17 @@
 //! replaced fails the digest check and is discarded. Only a round over the hard limit
 //! (the budget) waits, bounded, then compacts inline as before.
 //!
-//! With `--summarizer-key client` the background pass pays with the key of the round
-//! that started it (handed to the task, never stored) and its summary request is that
+//! With `--summarizer-key client` or `--summarizer upstream` the background pass pays
+//! with the key of the round that started it (handed to the task, never stored); when
+//! the summarizer is the agent's own model on the upstream its summary request is that
 //! round's request as the upstream received it plus one instruction
-//! ([`llm_compactor::backend::http::with_agent_request`]), so the upstream bills most of
-//! it as cache reads.
+//! ([`crate::upstream_summarizer::with_agent_round`]), so the upstream bills most of it
+//! as cache reads.
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use llm_compactor::backend::http::{AgentRequest, Secret, with_agent_request};
 use llm_compactor::compactor::PreparedPass;
 use llm_compactor::message::Message;
 use llm_compactor::plan::prepared::{self, Pace, PrepareStep, PrepareView, Snapshot};
@@ -33,9 +33,10 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use super::SessionState;
-use crate::client_key::with_client_key;
+use crate::client_key::{ClientAuth, with_client_auth};
 use crate::config::PrepareConfig;
 use crate::metrics::Metrics;
+use crate::upstream_summarizer::{AgentRound, with_agent_round};
 
 /// The transcript line type of a prepared pass's fate (the library's).
 pub use llm_compactor::session::TYPE_PREPARED;
@@ -101,11 +102,11 @@ pub(super) enum Decision {
 
 /// What the background pass needs from the round that starts it.
 pub(crate) struct Start {
-    /// The key of the round (`--summarizer-key client`).
-    pub(crate) key: Option<Secret>,
-    /// The round's request as the upstream receives it, when the summary should read
-    /// its cache.
-    pub(crate) agent: Option<Arc<AgentRequest>>,
+    /// The credentials of the round (`--summarizer-key client`, `--summarizer upstream`).
+    pub(crate) auth: ClientAuth,
+    /// The round (route, model, and its request as the upstream receives it when the
+    /// summary reads its cache).
+    pub(crate) agent: Option<Arc<AgentRound>>,
 }
 
 impl Preparer {
@@ -222,7 +223,7 @@ impl SessionState {
             let snapshot = Snapshot::of(&messages);
             let started = tokio::time::Instant::now();
             let pass = compactor.compact(&messages, options);
-            let work = with_client_key(start.key, with_agent_request(start.agent, pass));
+            let work = with_client_auth(start.auth, with_agent_round(start.agent, pass));
             let result = super::sync::renewing_lease(store.as_ref(), &holder, ttl, &key, work).await?;
             Ok(Outcome::Prepared(
                 Box::new(PreparedPass { snapshot, result }),
@@ -322,28 +323,17 @@ impl SessionState {
         if !self.should_prepare(prepare, round.compactor, tokens) {
             return;
         }
-        let key = crate::client_key::current_client_key();
-        let protocol = match round.api {
-            crate::api::Api::OpenAi => Some(llm_compactor::backend::http::Protocol::OpenAi),
-            crate::api::Api::Anthropic => Some(llm_compactor::backend::http::Protocol::Anthropic),
-            crate::api::Api::Responses => None,
-        };
+        let auth = ClientAuth::current();
         // The agent's request is the summary's prefix only when the summarizer is the
-        // agent's own model behind the upstream (`--summarizer-key client`).
-        let agent = protocol
-            .filter(|_| round.config.client_key && key.is_some())
-            .and_then(|protocol| {
-                serde_json::from_slice(body)
-                    .ok()
-                    .map(|body| Arc::new(AgentRequest { protocol, body }))
-            });
+        // agent's own model behind the upstream (`ProxyConfig::summary_reads_cache`).
+        let agent = Some(round.agent_round(Some(body), &self.key));
         let lease = PrepareLease {
             store: Arc::clone(&round.config.store),
             holder: round.config.holder.clone(),
             ttl: round.config.lease_ttl,
             key: format!("{}{PREPARE_LEASE_SUFFIX}", self.store_key),
         };
-        self.start_preparation(Arc::clone(round.compactor), round.metrics, Start { key, agent }, lease);
+        self.start_preparation(Arc::clone(round.compactor), round.metrics, Start { auth, agent }, lease);
     }
 
     /// Checks `prepared` against the transcript as it is (under the lease, caught up
@@ -424,6 +414,7 @@ impl SessionState {
         &mut self,
         round: &super::Round<'_>,
         target: Option<usize>,
+        agent: Option<Arc<AgentRound>>,
     ) -> Result<llm_compactor::CompactionResult, crate::error::ProxyError> {
         self.cancel_preparation(round.metrics);
         let options = CompactOptions {
@@ -433,9 +424,8 @@ impl SessionState {
             ..CompactOptions::default()
         };
         let started = tokio::time::Instant::now();
-        let result = round
-            .compactor
-            .compact(self.replayer.messages(), options)
+        let pass = round.compactor.compact(self.replayer.messages(), options);
+        let result = with_agent_round(agent, pass)
             .await
             .map_err(|e| crate::error::ProxyError::BadRequest(format!("the conversation cannot be compacted: {e}")))?;
         if !result.summary.is_empty() {

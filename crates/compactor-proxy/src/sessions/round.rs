@@ -8,10 +8,12 @@
 use std::sync::Arc;
 
 use llm_compactor::Compactor;
+use llm_compactor::message::Message;
 
 use crate::api::{Api, Request};
 use crate::config::ProxyConfig;
 use crate::metrics::Metrics;
+use crate::upstream_summarizer::AgentRound;
 
 /// Which attempt at a request a round is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -45,6 +47,51 @@ pub struct Round<'a> {
     pub attempt: Attempt,
 }
 
+impl Round<'_> {
+    /// [`Round::agent_round`] for an inline pass: the request as the upstream would
+    /// receive it uncompacted (the client's, or `rewritten` in its place), serialized
+    /// only when the summary reads the cache.
+    pub(super) fn inline_agent_round(&self, rewritten: Option<&[Message]>, session: &str) -> Arc<AgentRound> {
+        let reads_cache = self.attempt == Attempt::First && self.config.summary_reads_cache(&self.request.model);
+        let uncompacted = match (reads_cache, rewritten) {
+            (false, _) => None,
+            (true, None) => Some(self.original.clone()),
+            (true, Some(messages)) => serde_json::to_vec(&self.request.wire.to_value(messages.to_vec()).0)
+                .ok()
+                .map(bytes::Bytes::from),
+        };
+        self.agent_round(uncompacted.as_ref(), session)
+    }
+
+    /// What the summarizer of a pass this round runs may know of it: the route, the
+    /// model, and, when the summary reads the agent's cache (a first attempt whose
+    /// summarizer is the agent's own model on the upstream:
+    /// [`ProxyConfig::summary_reads_cache`]), `forwarded` as the upstream receives it
+    /// (breakpoints and cache key included; `session` is the session's key).
+    pub(super) fn agent_round(&self, forwarded: Option<&bytes::Bytes>, session: &str) -> Arc<AgentRound> {
+        let cached = forwarded
+            .filter(|_| self.attempt == Attempt::First && self.config.summary_reads_cache(&self.request.model))
+            .and_then(|body| {
+                // Its own counters: what the round sends is counted when it is sent.
+                let counters = crate::outgoing::WireCounters::default();
+                let finished = crate::outgoing::finish(
+                    self.api,
+                    &self.config.wire,
+                    &counters,
+                    self.original,
+                    body.clone(),
+                    session,
+                );
+                serde_json::from_slice(&finished).ok()
+            });
+        Arc::new(AgentRound {
+            api: self.api,
+            model: self.request.model.clone(),
+            cached,
+        })
+    }
+}
+
 /// Whether this round holds the session's compaction lease.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Lease {
@@ -66,6 +113,8 @@ pub(super) struct PassRequest<'a> {
     pub install: Option<Box<llm_compactor::compactor::PreparedPass>>,
     /// The conversation's tokens as counted for this round.
     pub tokens: usize,
+    /// What the summarizer of an inline pass may know of the round.
+    pub agent: Option<Arc<AgentRound>>,
 }
 
 /// What a session's compaction did for a round.

@@ -29,6 +29,7 @@ pub struct Received {
     pub authorization: Option<String>,
     pub api_key: Option<String>,
     pub session_header: Option<String>,
+    pub anthropic_beta: Option<String>,
     pub body: Value,
 }
 

@@ -80,6 +80,7 @@ fn record(script: &Script, path: &str, headers: &HeaderMap, body: &Value) -> Rec
         authorization: header(headers, "authorization"),
         api_key: header(headers, "x-api-key"),
         session_header: header(headers, "x-compactor-session"),
+        anthropic_beta: header(headers, "anthropic-beta"),
         body: body.clone(),
     };
     script.received.lock().unwrap().push(received.clone());
