@@ -8,10 +8,15 @@ the k-th assistant turn, as the agent would. A round's added latency is what the
 own `compactor_proxy_added_latency_seconds_sum` grew by (the exact time it spent before
 forwarding the request: session, rewrite, record, compaction or waiting).
 
-Modes: `inline` (no preparation: passes run when a request reaches the trigger),
-`prepared` (--prepare-ratio 0.65, the summarizer its own server), `prepared-client`
-(--prepare-ratio 0.65 --summarizer-key client: the summarizer is the upstream, and the
-summary request is the agent's request plus one instruction).
+Modes: `inline` (--no-prepare: passes run when a request reaches the trigger),
+`defaults` (no flag but the summarizer: a model summarizer is prepared by default, started
+from the session's pace), `upstream` (--summarizer upstream and nothing else: the
+summarizer is the agent's own model through the upstream, and the summary request is the
+agent's request plus one instruction).
+
+Only the first ROUNDS model requests (40 by default) are replayed. The script checks its
+own gauge: `inline` must show rounds over 1 s (a pass waits for its 5 s summary there), or
+the replay did not exercise what it measures and the script fails.
 
 Between rounds the agent "works" for AGENT_ROUND_SECONDS (1 by default; not counted).
 Prints one JSON object per mode, then a Markdown table.
@@ -32,6 +37,7 @@ SUMMARY_DELAY = float(os.environ.get("SUMMARY_DELAY", "5"))
 # The agent's own time between two requests (its model writing the turn, the tool
 # running): without it a replay crosses the whole budget faster than any summary.
 AGENT_ROUND_SECONDS = float(os.environ.get("AGENT_ROUND_SECONDS", "1"))
+ROUNDS = int(os.environ.get("ROUNDS", "40"))
 INSTRUCTION_MARK = "The conversation to summarize is everything above this message."
 SUMMARY = "The agent is fixing the reported bug; it has read the relevant sources and run the tests."
 
@@ -148,14 +154,14 @@ def run(mode, compactor, messages, budget):
     up = f"http://127.0.0.1:{upstream.server_port}"
     port = free_port()
     args = [compactor, "proxy", "--listen", f"127.0.0.1:{port}", "--upstream", up, "--store", "memory:",
-            "--budget", str(budget), "--summarizer", "openai", "--model", "summarizer",
-            "--summarizer-context", "128000"]
-    if mode == "prepared-client":
-        args += ["--base-url", f"{up}/v1", "--summarizer-key", "client", "--prepare-ratio", "0.65"]
+            "--budget", str(budget)]
+    if mode == "upstream":
+        args += ["--summarizer", "upstream"]
     else:
-        args += ["--base-url", f"http://127.0.0.1:{summarizer.server_port}/v1"]
-        if mode == "prepared":
-            args += ["--prepare-ratio", "0.65"]
+        args += ["--summarizer", "openai", "--model", "summarizer", "--summarizer-context", "128000",
+                 "--base-url", f"http://127.0.0.1:{summarizer.server_port}/v1"]
+        if mode == "inline":
+            args += ["--no-prepare"]
     env = dict(os.environ, OPENAI_API_KEY="sk-bench", RUST_LOG="warn")
     proxy = subprocess.Popen(args, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
@@ -166,6 +172,8 @@ def run(mode, compactor, messages, budget):
         for k, message in enumerate(messages):
             if message["role"] != "assistant" or k == 0:
                 continue
+            if len(added) == ROUNDS:
+                break
             body = {"model": "gpt-agent", "messages": messages[:k], "prompt_cache_key": "bench"}
             post(f"http://127.0.0.1:{port}/v1/chat/completions", body, headers)
             total = latency_sum(port)
@@ -180,7 +188,7 @@ def run(mode, compactor, messages, budget):
         summarizer.shutdown()
     ms = sorted(a * 1000 for a in added)
     q = lambda f: ms[min(len(ms) - 1, int(f * len(ms)))]
-    summaries = billing.summaries if mode == "prepared-client" else summarizer_billing.summaries
+    summaries = billing.summaries if mode == "upstream" else summarizer_billing.summaries
     prepared = {line.split('fate="')[1].split('"')[0]: int(float(line.split()[-1]))
                 for line in metrics.splitlines() if line.startswith("compactor_proxy_prepared_total{")}
     compactions = next((int(float(l.split()[-1])) for l in metrics.splitlines()
@@ -201,7 +209,7 @@ def main():
                                capture_output=True).stdout
     value = json.loads(converted)
     messages = value["messages"] if isinstance(value, dict) else value
-    results = [run(mode, compactor, messages, budget) for mode in ("inline", "prepared", "prepared-client")]
+    results = [run(mode, compactor, messages, budget) for mode in ("inline", "defaults", "upstream")]
     for r in results:
         print(json.dumps(r))
     print()
@@ -210,6 +218,10 @@ def main():
     for r in results:
         print(f"| {r['mode']} | {r['rounds']} | {r['p50_ms']} | {r['p99_ms']} | {r['worst_ms']} | {r['over_100ms']} | "
               f"{r['over_1s']} | {r['compactions']} | {r['summary_requests']} | {r['summary_cache_read_share']} |")
+    inline = next(r for r in results if r["mode"] == "inline")
+    if inline["over_1s"] == 0 or inline["summary_requests"] == 0:
+        sys.exit(f"self-check failed: inline passes never waited for a summary ({inline}); "
+                 "the replay does not reach the trigger: use a smaller BUDGET or more ROUNDS")
 
 
 if __name__ == "__main__":
