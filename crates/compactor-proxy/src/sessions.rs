@@ -497,7 +497,7 @@ impl SessionState {
             ..
         } = *round;
         let result = match install {
-            Some(prepared) => match self.install_prepared(&prepared, compactor, metrics, lines, tokens)? {
+            Some(prepared) => match self.install_prepared(&prepared, compactor, metrics, lines)? {
                 Some(result) => result,
                 // Discarded under the hard limit: the round goes out as it is (a new
                 // pass is prepared at the end of the round).

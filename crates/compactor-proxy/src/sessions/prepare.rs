@@ -157,11 +157,6 @@ impl SessionState {
                 needed: due,
                 running: self.preparer.running.is_some(),
                 ready: self.preparer.ready.is_some(),
-                ready_elides_only: self
-                    .preparer
-                    .ready
-                    .as_ref()
-                    .is_some_and(|p| p.result.summary.is_empty()),
             };
             match prepared::next_step(&view) {
                 PrepareStep::Inline => return Decision::Inline,
@@ -345,19 +340,17 @@ impl SessionState {
         compactor: &Compactor,
         metrics: &Metrics,
         lines: &mut llm_compactor::session::Lines,
-        tokens: usize,
     ) -> Result<Option<llm_compactor::CompactionResult>, crate::error::ProxyError> {
         use llm_compactor::plan::prepared::{InstallPlan, Verdict};
         let current = self.replayer.messages();
         let len = prepared.snapshot.len;
         let digest = (current.len() >= len).then(|| llm_compactor::message::conversation_digest(&current[..len]));
         let check = prepared.check(current, digest.as_deref(), compactor);
-        let hard = compactor.config().context_budget;
-        let ceiling = if tokens > hard {
-            hard
-        } else {
-            compactor.config().trigger()
-        };
+        // The ceiling is the hard limit, for a request under it too: a pass that leaves the
+        // conversation over the trigger is still a pass done (the next one starts at once);
+        // discarding it would throw its summary away and let the session reach the hard
+        // limit, where a request waits.
+        let ceiling = compactor.config().context_budget;
         let counter: &dyn llm_compactor::count::TokenCounter = self.counter.as_ref();
         let plan = prepared.plan(current, &check, compactor, counter, Some(ceiling));
         let (payload, result) = match plan {

@@ -234,7 +234,6 @@ impl Preparation {
         let prepare_at = prepared::start_at(budget, hard, &self.options.start_rule(), &self.pace);
         loop {
             let (running, ready) = (self.running.is_some(), self.ready.is_some());
-            let ready_elides_only = self.ready.as_ref().is_some_and(|p| p.result.summary.is_empty());
             let view = PrepareView {
                 tokens,
                 trigger,
@@ -243,7 +242,6 @@ impl Preparation {
                 needed,
                 running,
                 ready,
-                ready_elides_only,
             };
             match prepared::next_step(&view) {
                 PrepareStep::Inline => return Ok(Step::Inline),
@@ -258,7 +256,11 @@ impl Preparation {
                     let Some(prepared) = self.ready.take() else {
                         continue;
                     };
-                    let ceiling = if tokens > hard { hard } else { trigger };
+                    // The hard limit, for a request under it too: a pass that leaves the
+                    // conversation over the trigger is still a pass done (the next starts at
+                    // once); discarding it would throw its summary away and let the session
+                    // reach the hard limit, where a request waits.
+                    let ceiling = hard;
                     if let Some(report) = Self::install(host, request, &prepared, ceiling)? {
                         return Ok(Step::Installed(Box::new(report)));
                     }

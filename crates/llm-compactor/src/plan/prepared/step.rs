@@ -10,12 +10,6 @@
 //! hard limit: over it, a running pass is waited for (bounded, by the caller), and then
 //! only an inline pass remains. The caller loops: after `Wait` or an install its checks
 //! refused, it asks again with what changed.
-//!
-//! One exception installs before the trigger: a ready pass that only elided (the cost
-//! policy found stubs enough, so it took no summary and no time) is installed at the next
-//! request past the prepare threshold instead of holding the session's one slot until
-//! the trigger; otherwise a fast session would start its summary only at the trigger,
-//! too late for the summary to be ready before the hard limit.
 
 /// What the loop sees before a request.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -36,8 +30,6 @@ pub struct PrepareView {
     pub running: bool,
     /// A prepared pass is finished and waiting to be installed.
     pub ready: bool,
-    /// The ready pass only elided (no summary).
-    pub ready_elides_only: bool,
 }
 
 /// What to do with the request.
@@ -70,9 +62,6 @@ pub fn next_step(view: &PrepareView) -> PrepareStep {
     let busy = view.running || view.ready;
     let summary_due = view.tokens > view.trigger || view.tokens > view.hard;
     if !view.needed || !summary_due {
-        if view.ready && view.ready_elides_only && view.tokens >= view.prepare_at {
-            return PrepareStep::Install;
-        }
         if view.needed && !busy {
             return PrepareStep::Inline;
         }
@@ -105,17 +94,7 @@ mod tests {
             needed,
             running,
             ready,
-            ready_elides_only: false,
         }
-    }
-
-    #[test]
-    fn a_ready_pass_that_only_elided_installs_past_the_threshold_to_free_the_slot() {
-        let mut v = view(7_000, false, false, true);
-        v.ready_elides_only = true;
-        assert_eq!(next_step(&v), PrepareStep::Install);
-        v.tokens = 6_000;
-        assert_eq!(next_step(&v), PrepareStep::AsIs { start: false });
     }
 
     #[test]
