@@ -186,7 +186,17 @@ async fn kill_during_compaction(
         started.display(),
         go.display()
     );
-    let flags = engine(&["--summarizer", "exec", "--summarizer-cmd", &command, "--lease-ttl", "2"]);
+    // Inline passes (a model summarizer is prepared by default): the round that triggers
+    // the pass is the one that holds the lease while the summarizer blocks.
+    let flags = engine(&[
+        "--summarizer",
+        "exec",
+        "--summarizer-cmd",
+        &command,
+        "--lease-ttl",
+        "2",
+        "--no-prepare",
+    ]);
     let mut c = ProxyProcess::start(&upstream.url, &store_for("proxy-c"), &as_refs(&flags));
     let d = ProxyProcess::start(&upstream.url, &store_for("proxy-d"), &as_refs(&flags));
     let http = client();
