@@ -160,6 +160,9 @@ fn replay_events(
 pub struct Prepared {
     /// The body to forward.
     pub body: bytes::Bytes,
+    /// `body` as JSON when the round rewrote it (the wire options read it rather than
+    /// parse the body again); `None` when it goes as the client sent it.
+    pub json: Option<Value>,
     /// The conversation it carries (for calibration from the reported usage).
     pub messages: Vec<Message>,
     /// The session's calibrated counter.
@@ -394,12 +397,13 @@ impl SessionState {
         if self.pointer_due {
             self.point_here(config).await?;
         }
-        let body = if !rewritten && !compacted {
-            original.clone()
+        let (body, json) = if !rewritten && !compacted {
+            (original.clone(), None)
         } else {
             let (value, messages) = request.wire.to_value(effective);
             effective = messages;
-            bytes::Bytes::from(serde_json::to_vec(&value).map_err(|e| ProxyError::Internal(e.to_string()))?)
+            let body = serde_json::to_vec(&value).map_err(|e| ProxyError::Internal(e.to_string()))?;
+            (bytes::Bytes::from(body), Some(value))
         };
         if !compacted && round.attempt == Attempt::First {
             self.maybe_prepare(round, &body, tokens);
@@ -416,6 +420,7 @@ impl SessionState {
             pass,
             done,
             body,
+            json,
             messages: effective,
             counter: self.counter.clone(),
             store_key: self.store_key.clone(),
