@@ -245,7 +245,7 @@ impl SessionState {
                         "the compaction lease was taken twice in one round".to_owned(),
                     )));
                 }
-                Ok(Step::Ready(prepared)) => break Ok(prepared),
+                Ok(Step::Ready(prepared)) => break Ok(*prepared),
                 Err(e) => break Err(e),
             }
         };
@@ -416,7 +416,7 @@ impl SessionState {
         let needs_drop_block = (rewritten || compacted)
             && self.stale_thinking
             && binding::needs_drop_block(request.thinking, request.drop_block, &request.model);
-        Ok(Step::Ready(Prepared {
+        Ok(Step::Ready(Box::new(Prepared {
             pass,
             done,
             body,
@@ -426,7 +426,7 @@ impl SessionState {
             store_key: self.store_key.clone(),
             removed,
             needs_drop_block,
-        }))
+        })))
     }
 
     fn start_over(&mut self) {
@@ -574,8 +574,8 @@ async fn release_lease(config: &ProxyConfig, key: &str, store_key: &str) {
 
 /// How preparing one round ended.
 enum Step {
-    /// The body to send.
-    Ready(Prepared),
+    /// The body to send (boxed: the other variant is empty).
+    Ready(Box<Prepared>),
     /// This round waited for another instance's compaction lease and now holds it: the
     /// round is prepared again from the store.
     LeaseTaken,
