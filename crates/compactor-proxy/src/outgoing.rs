@@ -121,7 +121,8 @@ pub struct Sent<'a> {
 /// What a round forwards before the wire options apply: the body, and its JSON when the
 /// round rewrote it (the body's serialization; not parsed again).
 pub struct Forwarded {
-    /// The body.
+    /// The body; empty when the round left writing it to [`finish`] (then `json` is the
+    /// body: a rewritten Messages request, written once, with its breakpoints).
     pub body: Bytes,
     /// The body as JSON, when the round had it.
     pub json: Option<Value>,
@@ -142,6 +143,12 @@ pub fn finish(
 ) -> Bytes {
     let Forwarded { body: forwarded, json } = forwarded;
     let original = sent.bytes;
+    // A body the round left unwritten: written from its JSON whatever is done below.
+    let unwritten = forwarded.is_empty() && json.is_some();
+    let write = |json: &Value| serde_json::to_vec(json).map_or_else(|_| forwarded.clone(), Bytes::from);
+    if unwritten && api != Api::Anthropic {
+        return json.as_ref().map_or(forwarded.clone(), write);
+    }
     match api {
         // Off still writes the client's own messages back with their current marks (the
         // recorded history has none) and keeps a request within four.
@@ -154,7 +161,7 @@ pub fn finish(
                         parsed = v;
                         &parsed
                     }
-                    Err(_) => return forwarded,
+                    Err(_) => return json.as_ref().filter(|_| unwritten).map_or(forwarded.clone(), write),
                 },
             };
             let mut out = if forwarded == *original {
@@ -169,7 +176,7 @@ pub fn finish(
                 }
             };
             let placement = place_breakpoints(client, &mut out, &options.anthropic_cache);
-            if !placement.changed() {
+            if !placement.changed() && !unwritten {
                 return forwarded;
             }
             counters
@@ -178,7 +185,7 @@ pub fn finish(
             counters
                 .breakpoints_moved
                 .fetch_add(placement.moved as u64, Ordering::Relaxed);
-            serde_json::to_vec(&out).map_or(forwarded, Bytes::from)
+            write(&out)
         }
         Api::OpenAi | Api::Responses if options.openai_cache_key => {
             let Ok(Value::Object(mut out)) = json.map_or_else(|| serde_json::from_slice::<Value>(&forwarded), Ok)
@@ -278,6 +285,36 @@ mod tests {
                 "s",
             );
             assert_eq!(parsed, given, "{forwarded}");
+            if rewritten {
+                // A body the round left unwritten is written from its JSON, once.
+                let unwritten = finish(
+                    Api::Anthropic,
+                    &options,
+                    &counters,
+                    Sent {
+                        bytes: &original,
+                        json: Some(client),
+                    },
+                    Forwarded {
+                        body: Bytes::new(),
+                        json: Some(forwarded.clone()),
+                    },
+                    "s",
+                );
+                assert_eq!(unwritten, given, "{forwarded}");
+                let chat = finish(
+                    Api::OpenAi,
+                    &options,
+                    &counters,
+                    sent(&original),
+                    Forwarded {
+                        body: Bytes::new(),
+                        json: Some(forwarded.clone()),
+                    },
+                    "s",
+                );
+                assert_eq!(chat, body);
+            }
             let out: Value = serde_json::from_slice(&given).unwrap();
             let marks = llm_compactor::plan::breakpoints::count_breakpoints(&out);
             assert!((1..=4).contains(&marks), "{out}");

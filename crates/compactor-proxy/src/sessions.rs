@@ -161,7 +161,9 @@ pub struct Prepared {
     /// The body to forward.
     pub body: bytes::Bytes,
     /// `body` as JSON when the round rewrote it (the wire options read it rather than
-    /// parse the body again); `None` when it goes as the client sent it.
+    /// parse the body again); `None` when it goes as the client sent it. A rewritten
+    /// Messages body is left empty (not written yet) unless a preparation may read it:
+    /// [`crate::outgoing::finish`] writes it from this, with the client's breakpoints.
     pub json: Option<Value>,
     /// The conversation it carries (for calibration from the reported usage).
     pub messages: Vec<Message>,
@@ -402,8 +404,15 @@ impl SessionState {
         } else {
             let (value, messages) = request.wire.to_value(effective);
             effective = messages;
-            let body = serde_json::to_vec(&value).map_err(|e| ProxyError::Internal(e.to_string()))?;
-            (bytes::Bytes::from(body), Some(value))
+            // Messages: the wire options write the body again from this JSON (they put
+            // the client's breakpoints back), so the round writes it only when a
+            // preparation may read it; an empty body is one not written yet.
+            let body = if api == crate::api::Api::Anthropic && config.prepare.is_none() {
+                bytes::Bytes::new()
+            } else {
+                bytes::Bytes::from(serde_json::to_vec(&value).map_err(|e| ProxyError::Internal(e.to_string()))?)
+            };
+            (body, Some(value))
         };
         if !compacted && round.attempt == Attempt::First {
             self.maybe_prepare(round, &body, tokens);
