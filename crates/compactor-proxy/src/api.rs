@@ -17,7 +17,7 @@ use llm_compactor::plan::breakpoints::{strip_marks, unmarked};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-use crate::identity::{Identity, SessionFrom, identify};
+use crate::identity::{Identity, SessionFrom, identify_with};
 
 /// Which API a request speaks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -118,15 +118,46 @@ pub struct Request {
 /// [`ParseError::Invalid`]: the problem in words (invalid JSON, not a conversation), for
 /// a 400; a Responses request that is malformed or not modelled is
 /// [`ParseError::Unsupported`] (the upstream answers it as it would without us).
+#[cfg(test)]
 pub fn parse(api: Api, body: &[u8], headers: &HeaderMap, session_from: &[SessionFrom]) -> Result<Request, ParseError> {
-    let invalid = |problem: String| match api {
+    parse_value(api, read_json(api, body)?, headers, session_from)
+}
+
+fn invalid(api: Api, problem: String) -> ParseError {
+    match api {
         Api::Responses => ParseError::Unsupported(problem),
         _ => ParseError::Invalid(problem),
-    };
-    let value: Value = serde_json::from_slice(body).map_err(|e| invalid(format!("request body is not JSON: {e}")))?;
-    if !value.is_object() {
-        return Err(invalid("request body must be a JSON object".to_owned()));
     }
+}
+
+/// A request body of `api` read as a JSON object: read once per request, then asked for
+/// its `context_management`, parsed ([`parse_value`]) and (Messages) kept for the
+/// breakpoints of the forwarded request.
+///
+/// # Errors
+/// As [`parse_value`], for a body that is not JSON or not an object.
+pub fn read_json(api: Api, body: &[u8]) -> Result<Value, ParseError> {
+    let value: Value =
+        serde_json::from_slice(body).map_err(|e| invalid(api, format!("request body is not JSON: {e}")))?;
+    if !value.is_object() {
+        return Err(invalid(api, "request body must be a JSON object".to_owned()));
+    }
+    Ok(value)
+}
+
+/// Reads a request of `api` from its body's JSON ([`read_json`]).
+///
+/// # Errors
+/// [`ParseError::Invalid`]: the problem in words (not a conversation), for a 400; a
+/// Responses request that is malformed or not modelled is [`ParseError::Unsupported`]
+/// (the upstream answers it as it would without us).
+pub fn parse_value(
+    api: Api,
+    value: Value,
+    headers: &HeaderMap,
+    session_from: &[SessionFrom],
+) -> Result<Request, ParseError> {
+    let invalid = |problem: String| invalid(api, problem);
     let model = value
         .get("model")
         .and_then(Value::as_str)
@@ -137,8 +168,8 @@ pub fn parse(api: Api, body: &[u8], headers: &HeaderMap, session_from: &[Session
         Api::Anthropic => (binding::thinking_enabled(&value), binding::asks_drop_block(&value)),
         _ => (false, false),
     };
-    let derived_key = derived_key(api, &model, &value);
-    let identity = identify(headers, &value, session_from, &derived_key);
+    // The digest is worked out only for a request no client identity names.
+    let identity = identify_with(headers, &value, session_from, || derived_key(api, &model, &value));
     let document = |value, format| {
         Document::from_value(value, Some(format), "request")
             .map(Wire::Document)

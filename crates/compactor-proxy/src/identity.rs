@@ -231,7 +231,20 @@ fn user_id_session(body: &Value) -> Option<&str> {
 
 /// The session of a request with `headers` and JSON `body`: the first tier that answers,
 /// `derived_key` (the digest) when none does.
+#[cfg(test)]
 pub fn identify(headers: &HeaderMap, body: &Value, configured: &[SessionFrom], derived_key: &str) -> Identity {
+    identify_with(headers, body, configured, || derived_key.to_owned())
+}
+
+/// The session of a request with `headers` and JSON `body`: the first tier that answers,
+/// else the digest `derived_key` works out, called only then (it hashes the system prompt
+/// and the first user message: most requests never need it).
+pub fn identify_with(
+    headers: &HeaderMap,
+    body: &Value,
+    configured: &[SessionFrom],
+    derived_key: impl FnOnce() -> String,
+) -> Identity {
     let parent = PARENT_HEADERS
         .iter()
         .find_map(|name| header(headers, name))
@@ -267,7 +280,7 @@ pub fn identify(headers: &HeaderMap, body: &Value, configured: &[SessionFrom], d
             return found(value.to_owned(), Tier::Configured, from.to_string());
         }
     }
-    found(derived_key.to_owned(), Tier::Digest, "digest".to_owned())
+    found(derived_key(), Tier::Digest, "digest".to_owned())
 }
 
 #[cfg(test)]

@@ -9,7 +9,7 @@ use std::fmt::Write;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use bytes::Bytes;
-use llm_compactor::plan::breakpoints::{BreakpointPolicy, CacheMode, place_breakpoints};
+use llm_compactor::plan::breakpoints::{BreakpointPolicy, CacheMode, keeps_as_sent, place_breakpoints};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
@@ -110,32 +110,73 @@ pub fn cache_key(session: &str) -> String {
     format!("compactor-{}", &hex::encode(Sha256::digest(session.as_bytes()))[..32])
 }
 
-/// The body to forward for `original`, after the rewrite gave `forwarded`.
+/// The request as the client sent it.
+pub struct Sent<'a> {
+    /// Its bytes.
+    pub bytes: &'a Bytes,
+    /// Its JSON, when the route read it already (Messages): not parsed again.
+    pub json: Option<&'a Value>,
+}
+
+/// What a round forwards before the wire options apply: the body, and its JSON when the
+/// round rewrote it (the body's serialization; not parsed again).
+pub struct Forwarded {
+    /// The body; empty when the round left writing it to [`finish`] (then `json` is the
+    /// body: a rewritten Messages request, written once, with its breakpoints).
+    pub body: Bytes,
+    /// The body as JSON, when the round had it.
+    pub json: Option<Value>,
+}
+
+/// The body to forward for the client's request `sent`, after the rewrite gave
+/// `forwarded`.
+///
+/// Each request is read as JSON once: the client's JSON and the rewrite's come with
+/// them, and a request forwarded as sent whose own breakpoints stand is not copied.
 pub fn finish(
     api: Api,
     options: &WireOptions,
     counters: &WireCounters,
-    original: &Bytes,
-    forwarded: Bytes,
+    sent: Sent<'_>,
+    forwarded: Forwarded,
     session: &str,
 ) -> Bytes {
+    let Forwarded { body: forwarded, json } = forwarded;
+    let original = sent.bytes;
+    // A body the round left unwritten: written from its JSON whatever is done below.
+    let unwritten = forwarded.is_empty() && json.is_some();
+    let write = |json: &Value| serde_json::to_vec(json).map_or_else(|_| forwarded.clone(), Bytes::from);
+    if unwritten && api != Api::Anthropic {
+        return json.as_ref().map_or(forwarded.clone(), write);
+    }
     match api {
         // Off still writes the client's own messages back with their current marks (the
         // recorded history has none) and keeps a request within four.
         Api::Anthropic if options.anthropic_cache.mode != CacheMode::Off || forwarded != *original => {
-            let Ok(client) = serde_json::from_slice::<Value>(original) else {
-                return forwarded;
+            let parsed;
+            let client = match sent.json {
+                Some(client) => client,
+                None => match serde_json::from_slice::<Value>(original) {
+                    Ok(v) => {
+                        parsed = v;
+                        &parsed
+                    }
+                    Err(_) => return json.as_ref().filter(|_| unwritten).map_or(forwarded.clone(), write),
+                },
             };
             let mut out = if forwarded == *original {
+                if keeps_as_sent(client, &options.anthropic_cache) {
+                    return forwarded;
+                }
                 client.clone()
             } else {
-                match serde_json::from_slice::<Value>(&forwarded) {
+                match json.map_or_else(|| serde_json::from_slice::<Value>(&forwarded), Ok) {
                     Ok(v) => v,
                     Err(_) => return forwarded,
                 }
             };
-            let placement = place_breakpoints(&client, &mut out, &options.anthropic_cache);
-            if !placement.changed() {
+            let placement = place_breakpoints(client, &mut out, &options.anthropic_cache);
+            if !placement.changed() && !unwritten {
                 return forwarded;
             }
             counters
@@ -144,10 +185,11 @@ pub fn finish(
             counters
                 .breakpoints_moved
                 .fetch_add(placement.moved as u64, Ordering::Relaxed);
-            serde_json::to_vec(&out).map_or(forwarded, Bytes::from)
+            write(&out)
         }
         Api::OpenAi | Api::Responses if options.openai_cache_key => {
-            let Ok(Value::Object(mut out)) = serde_json::from_slice::<Value>(&forwarded) else {
+            let Ok(Value::Object(mut out)) = json.map_or_else(|| serde_json::from_slice::<Value>(&forwarded), Ok)
+            else {
                 return forwarded;
             };
             if out.get("prompt_cache_key").is_some_and(|k| !k.is_null()) {
@@ -164,6 +206,18 @@ pub fn finish(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
+
+    fn as_is(body: &Bytes) -> Forwarded {
+        Forwarded {
+            body: body.clone(),
+            json: None,
+        }
+    }
+
+    fn sent(bytes: &Bytes) -> Sent<'_> {
+        Sent { bytes, json: None }
+    }
 
     #[test]
     fn an_unchanged_body_is_the_same_bytes_and_keys_are_digests() {
@@ -173,8 +227,8 @@ mod tests {
             Api::Anthropic,
             &WireOptions::default(),
             &counters,
-            &body,
-            body.clone(),
+            sent(&body),
+            as_is(&body),
             "s",
         );
         assert_eq!(out, body);
@@ -183,9 +237,91 @@ mod tests {
             openai_cache_key: true,
             ..WireOptions::default()
         };
-        let out = finish(Api::OpenAi, &options, &counters, &chat, chat.clone(), "secret-session");
+        let out = finish(
+            Api::OpenAi,
+            &options,
+            &counters,
+            sent(&chat),
+            as_is(&chat),
+            "secret-session",
+        );
         let v: Value = serde_json::from_slice(&out).unwrap();
         assert_eq!(v["prompt_cache_key"], cache_key("secret-session"));
         assert!(!String::from_utf8_lossy(&out).contains("secret-session"));
+    }
+
+    /// The JSON a route and a round already hold stands for their bytes: the same
+    /// forwarded bytes whether it is given or parsed again.
+    #[test]
+    fn given_json_forwards_the_same_bytes_as_parsing() {
+        let mark = json!({"type": "ephemeral"});
+        let client = json!({"model": "m", "system": [{"type": "text", "text": "rules", "cache_control": mark}],
+            "messages": [
+                {"role": "user", "content": "old"},
+                {"role": "assistant", "content": "older"},
+                {"role": "user", "content": [{"type": "text", "text": "new", "cache_control": mark}]}]});
+        let rewrite = json!({"model": "m", "system": [{"type": "text", "text": "rules"}],
+            "messages": [{"role": "user", "content": "summary"}, {"role": "user", "content": "new"}]});
+        let bare = json!({"model": "m", "messages": [{"role": "user", "content": "hi"}]});
+        let bytes = |v: &Value| Bytes::from(serde_json::to_vec(v).unwrap());
+        let options = WireOptions::default();
+        for (client, forwarded) in [(&client, &rewrite), (&client, &client), (&bare, &bare)] {
+            let (original, body) = (bytes(client), bytes(forwarded));
+            let rewritten = forwarded != client;
+            let counters = WireCounters::default();
+            let parsed = finish(Api::Anthropic, &options, &counters, sent(&original), as_is(&body), "s");
+            let given = finish(
+                Api::Anthropic,
+                &options,
+                &counters,
+                Sent {
+                    bytes: &original,
+                    json: Some(client),
+                },
+                Forwarded {
+                    body: body.clone(),
+                    json: rewritten.then(|| forwarded.clone()),
+                },
+                "s",
+            );
+            assert_eq!(parsed, given, "{forwarded}");
+            if rewritten {
+                // A body the round left unwritten is written from its JSON, once.
+                let unwritten = finish(
+                    Api::Anthropic,
+                    &options,
+                    &counters,
+                    Sent {
+                        bytes: &original,
+                        json: Some(client),
+                    },
+                    Forwarded {
+                        body: Bytes::new(),
+                        json: Some(forwarded.clone()),
+                    },
+                    "s",
+                );
+                assert_eq!(unwritten, given, "{forwarded}");
+                let chat = finish(
+                    Api::OpenAi,
+                    &options,
+                    &counters,
+                    sent(&original),
+                    Forwarded {
+                        body: Bytes::new(),
+                        json: Some(forwarded.clone()),
+                    },
+                    "s",
+                );
+                assert_eq!(chat, body);
+            }
+            let out: Value = serde_json::from_slice(&given).unwrap();
+            let marks = llm_compactor::plan::breakpoints::count_breakpoints(&out);
+            assert!((1..=4).contains(&marks), "{out}");
+            if rewritten {
+                assert_eq!(out["messages"][1], client["messages"][2], "the client's mark goes out");
+                assert_eq!(out["system"], client["system"]);
+            }
+        }
     }
 }

@@ -160,9 +160,12 @@ fn relay(response: reqwest::Response, tap: Option<Tap>) -> Response {
 async fn compacted(state: Arc<AppState>, api: Api, request: Request) -> Result<Response, ProxyError> {
     let (method, path, headers, body) = read_body(&state, request).await?;
     let started = Instant::now();
-    let stance = match api {
-        Api::OpenAi => Stance::Absent,
-        _ => context_management::stance_in(&body),
+    // The body is read as JSON once: for its `context_management`, its conversation, and
+    // (Messages) the client's breakpoints when the forwarded request is written.
+    let json = api::read_json(api, &body);
+    let stance = match (api, &json) {
+        (Api::OpenAi, _) | (_, Err(_)) => Stance::Absent,
+        (_, Ok(value)) => context_management::stance_of(value),
     };
     if stance == Stance::LeftToClient {
         state.metrics.wire.kept_compacting();
@@ -182,7 +185,13 @@ async fn compacted(state: Arc<AppState>, api: Api, request: Request) -> Result<R
         let response = send(&state, method, &path, &headers, body).await?;
         return Ok(stamp(relay(response, None), overhead, None));
     }
-    let parsed = match api::parse(api, &body, &headers, &state.config.wire.session_from) {
+    // Messages: the client's request as JSON, for its breakpoints (the parse below takes
+    // the JSON apart and strips them from the conversation).
+    let client_json = match (api, &json) {
+        (Api::Anthropic, Ok(value)) => Some(value.clone()),
+        _ => None,
+    };
+    let parsed = match json.and_then(|value| api::parse_value(api, value, &headers, &state.config.wire.session_from)) {
         Ok(parsed) => parsed,
         Err(ParseError::Invalid(problem)) => return Err(ProxyError::BadRequest(problem)),
         Err(ParseError::Unsupported(why)) => {
@@ -219,7 +228,7 @@ async fn compacted(state: Arc<AppState>, api: Api, request: Request) -> Result<R
         let pass = guard.prepare(&round);
         with_client_auth(client_auth.clone(), pass).await?
     };
-    prepared.body = finish(&state, api, &body, prepared.body, &key);
+    prepared.body = finish(&state, api, &body, client_json.as_ref(), &mut prepared, &key);
     // Thinking a pass moved onto a new prefix: the provider drops it instead of a 400.
     let mut headers = headers;
     if prepared.needs_drop_block
@@ -281,7 +290,7 @@ async fn compacted(state: Arc<AppState>, api: Api, request: Request) -> Result<R
             let pass = guard.prepare(&round);
             with_client_auth(client_auth, pass).await?
         };
-        retried.body = finish(&state, api, &body, retried.body, &key);
+        retried.body = finish(&state, api, &body, client_json.as_ref(), &mut retried, &key);
         offered = offer_expand(&state, api, &mut retried);
         traced.round(&retried);
         let overhead = overhead + retry_started.elapsed();
@@ -345,14 +354,28 @@ fn offer_expand(state: &AppState, api: Api, prepared: &mut crate::sessions::Prep
     }
 }
 
-/// The forwarded body with the wire options applied (breakpoints, cache key).
-fn finish(state: &AppState, api: Api, original: &Bytes, forwarded: Bytes, session: &str) -> Bytes {
+/// The forwarded body of `prepared` with the wire options applied (breakpoints, cache
+/// key); `client_json` is the client's request as JSON, when the route read it.
+fn finish(
+    state: &AppState,
+    api: Api,
+    original: &Bytes,
+    client_json: Option<&serde_json::Value>,
+    prepared: &mut crate::sessions::Prepared,
+    session: &str,
+) -> Bytes {
     outgoing::finish(
         api,
         &state.config.wire,
         &state.metrics.wire,
-        original,
-        forwarded,
+        outgoing::Sent {
+            bytes: original,
+            json: client_json,
+        },
+        outgoing::Forwarded {
+            body: std::mem::take(&mut prepared.body),
+            json: prepared.json.take(),
+        },
         session,
     )
 }

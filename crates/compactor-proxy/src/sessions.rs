@@ -160,6 +160,11 @@ fn replay_events(
 pub struct Prepared {
     /// The body to forward.
     pub body: bytes::Bytes,
+    /// `body` as JSON when the round rewrote it (the wire options read it rather than
+    /// parse the body again); `None` when it goes as the client sent it. A rewritten
+    /// Messages body is left empty (not written yet) unless a preparation may read it:
+    /// [`crate::outgoing::finish`] writes it from this, with the client's breakpoints.
+    pub json: Option<Value>,
     /// The conversation it carries (for calibration from the reported usage).
     pub messages: Vec<Message>,
     /// The session's calibrated counter.
@@ -242,7 +247,7 @@ impl SessionState {
                         "the compaction lease was taken twice in one round".to_owned(),
                     )));
                 }
-                Ok(Step::Ready(prepared)) => break Ok(prepared),
+                Ok(Step::Ready(prepared)) => break Ok(*prepared),
                 Err(e) => break Err(e),
             }
         };
@@ -398,12 +403,20 @@ impl SessionState {
         if self.pointer_due {
             self.point_here(config).await?;
         }
-        let body = if !rewritten && !compacted {
-            original.clone()
+        let (body, json) = if !rewritten && !compacted {
+            (original.clone(), None)
         } else {
             let (value, messages) = request.wire.to_value(effective);
             effective = messages;
-            bytes::Bytes::from(serde_json::to_vec(&value).map_err(|e| ProxyError::Internal(e.to_string()))?)
+            // Messages: the wire options write the body again from this JSON (they put
+            // the client's breakpoints back), so the round writes it only when a
+            // preparation may read it; an empty body is one not written yet.
+            let body = if api == crate::api::Api::Anthropic && config.prepare.is_none() {
+                bytes::Bytes::new()
+            } else {
+                bytes::Bytes::from(serde_json::to_vec(&value).map_err(|e| ProxyError::Internal(e.to_string()))?)
+            };
+            (body, Some(value))
         };
         if !compacted && round.attempt == Attempt::First {
             self.maybe_prepare(round, &body, tokens);
@@ -416,16 +429,17 @@ impl SessionState {
         let needs_drop_block = (rewritten || compacted)
             && self.stale_thinking
             && binding::needs_drop_block(request.thinking, request.drop_block, &request.model);
-        Ok(Step::Ready(Prepared {
+        Ok(Step::Ready(Box::new(Prepared {
             pass,
             done,
             body,
+            json,
             messages: effective,
             counter: self.counter.clone(),
             store_key: self.store_key.clone(),
             removed,
             needs_drop_block,
-        }))
+        })))
     }
 
     fn start_over(&mut self) {
@@ -574,8 +588,8 @@ async fn release_lease(config: &ProxyConfig, key: &str, store_key: &str) {
 
 /// How preparing one round ended.
 enum Step {
-    /// The body to send.
-    Ready(Prepared),
+    /// The body to send (boxed: the other variant is empty).
+    Ready(Box<Prepared>),
     /// This round waited for another instance's compaction lease and now holds it: the
     /// round is prepared again from the store.
     LeaseTaken,

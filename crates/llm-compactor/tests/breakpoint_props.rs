@@ -9,7 +9,7 @@
 //! the end of the replacement; `off` changes nothing; `auto` adds only `cache_control`.
 
 use llm_compactor::plan::breakpoints::{
-    BreakpointPolicy, CACHE_CONTROL, CacheMode, CacheTtl, MAX_BREAKPOINTS, can_carry, count_breakpoints,
+    BreakpointPolicy, CACHE_CONTROL, CacheMode, CacheTtl, MAX_BREAKPOINTS, can_carry, count_breakpoints, keeps_as_sent,
     place_breakpoints,
 };
 use proptest::prelude::*;
@@ -282,6 +282,12 @@ proptest! {
         let placement = place_breakpoints(&client, &mut out, &policy);
         let client_marks = count_breakpoints(&client);
         prop_assert!(client_marks <= MAX_BREAKPOINTS);
+        // The shortcut for a request forwarded as sent never skips a change.
+        let mut as_sent = client.clone();
+        if keeps_as_sent(&client, &policy) {
+            prop_assert!(!place_breakpoints(&client, &mut as_sent, &policy).changed());
+            prop_assert_eq!(&as_sent, &client);
+        }
         prop_assert!(count_breakpoints(&out) <= MAX_BREAKPOINTS, "{} breakpoints", count_breakpoints(&out));
         prop_assert_eq!(placement.total, count_breakpoints(&out));
         prop_assert!(marks_are_valid(&out));

@@ -229,3 +229,43 @@ fn a_memo_keeping_all_counts_each_message_once_across_replays() {
         "the default memo holds the last call's messages"
     );
 }
+
+/// The memo of a shared counter (`counter_by_name`'s) keeps recently seen counts up to a
+/// capacity: callers counting different conversations in turn (a client's history, then
+/// the rewrite that stands for it) do not evict each other's, a message counted on its
+/// own is not counted again, and the cache never holds more than the capacity or the last
+/// call's messages.
+#[test]
+fn a_capacity_memo_keeps_conversations_counted_in_turn_and_stays_bounded() {
+    let memo = MemoCounter::with_capacity(HeuristicCounter, 100);
+    let history: Vec<Message> = (0..40).map(|i| Message::user(format!("turn {i}"))).collect();
+    let rewrite = vec![Message::user("summary"), history[39].clone()];
+    assert_eq!(memo.count_messages(&history), HeuristicCounter.count_messages(&history));
+    assert_eq!(memo.count_messages(&rewrite), HeuristicCounter.count_messages(&rewrite));
+    let before = memo.stats().misses;
+    assert_eq!(memo.count_messages(&history), HeuristicCounter.count_messages(&history));
+    assert_eq!(memo.stats().misses, before, "the history's counts were kept");
+    let single = Message::assistant("counted as it arrived");
+    assert_eq!(memo.count_message(&single), HeuristicCounter.count_message(&single));
+    let before = memo.stats().misses;
+    let grown: Vec<Message> = history.iter().cloned().chain([single]).collect();
+    assert_eq!(memo.count_messages(&grown), HeuristicCounter.count_messages(&grown));
+    assert_eq!(memo.stats().misses, before, "a single count fills the cache");
+    for round in 0..50 {
+        let other: Vec<Message> = (0..30)
+            .map(|i| Message::user(format!("round {round} message {i}")))
+            .collect();
+        assert_eq!(memo.count_messages(&other), HeuristicCounter.count_messages(&other));
+        assert!(memo.stats().entries <= 100, "round {round}: {:?}", memo.stats());
+        let one = Message::user(format!("single {round}"));
+        assert_eq!(memo.count_message(&one), HeuristicCounter.count_message(&one));
+        assert!(memo.stats().entries <= 100, "round {round}: {:?}", memo.stats());
+    }
+    // A call larger than the capacity keeps its own messages, and only them.
+    let big: Vec<Message> = (0..150).map(|i| Message::user(format!("big {i}"))).collect();
+    assert_eq!(memo.count_messages(&big), HeuristicCounter.count_messages(&big));
+    assert_eq!(memo.stats().entries, 150);
+    let before = memo.stats().misses;
+    assert_eq!(memo.count_messages(&big), HeuristicCounter.count_messages(&big));
+    assert_eq!(memo.stats().misses, before);
+}

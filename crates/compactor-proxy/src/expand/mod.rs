@@ -273,8 +273,14 @@ impl Exchange {
             self.api,
             &config.wire,
             &metrics.wire,
-            &self.original,
-            Bytes::from(body),
+            outgoing::Sent {
+                bytes: &self.original,
+                json: None,
+            },
+            outgoing::Forwarded {
+                body: Bytes::from(body),
+                json: Some(value),
+            },
             &self.key,
         );
         let last = round + 1 >= self.max_calls();

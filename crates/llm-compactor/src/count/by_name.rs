@@ -4,6 +4,9 @@ use std::sync::Arc;
 
 use crate::count::{HeuristicCounter, TokenCounter};
 
+/// How many message counts the memo of a named BPE counter keeps (a few MB).
+pub const MEMO_ENTRIES: usize = 1 << 16;
+
 /// The names [`counter_by_name`] accepts.
 pub const COUNTER_NAMES: &[&str] = &["heuristic", "o200k", "cl100k"];
 
@@ -30,7 +33,9 @@ pub enum CounterByNameError {
 /// The BPE counters come memoized ([`crate::count::MemoCounter`]), because every caller
 /// of a named counter counts conversations that share most of their messages (a loop's
 /// growing transcript, the compactor's candidates); the numbers are the plain
-/// [`crate::count::BpeCounter`]'s.
+/// [`crate::count::BpeCounter`]'s. The memo keeps the [`MEMO_ENTRIES`] most recently
+/// seen messages ([`crate::count::MemoCounter::with_capacity`]): one counter is shared by
+/// whatever counts with it (a proxy's sessions, a pass and the rewrite it stands for).
 ///
 /// ```
 /// use llm_compactor::count::counter_by_name;
@@ -57,7 +62,7 @@ fn bpe_counter(name: &str) -> Result<Arc<dyn TokenCounter>, CounterByNameError> 
     } else {
         BpeCounter::cl100k()
     };
-    Ok(Arc::new(MemoCounter::new(counter)))
+    Ok(Arc::new(MemoCounter::with_capacity(counter, MEMO_ENTRIES)))
 }
 
 #[cfg(not(feature = "bpe"))]

@@ -32,6 +32,16 @@
 //! [`MemoCounter::keeping_all`] keeps every count instead (the simulator's, which
 //! replays one trajectory once per strategy).
 //!
+//! A memo made with [`MemoCounter::with_capacity`] keeps the most recently seen counts up
+//! to a number of entries instead: for a counter shared by callers that count different
+//! conversations in turn. One call holding exactly its own messages makes such callers
+//! evict each other's counts: the proxy counts a client's whole history and then the
+//! rewrite that stands for it, and a compaction pass counts the conversation and then
+//! its candidates, so every pass tokenized the whole client history again (two thirds of
+//! a Claude Code pass's time at a 40k budget). Its single counts fill the cache too (the
+//! message a conversation counts as it arrives is counted again by the next pass).
+//! [`crate::count::counter_by_name`] makes its memo this way.
+//!
 //! Only additive counters can be memoized message by message; over a non-additive one
 //! (see [`TokenCounter::additive`]) the memo delegates every call unchanged.
 
@@ -88,9 +98,28 @@ pub struct MemoCounter<C> {
     generation: AtomicU64,
     hits: AtomicU64,
     misses: AtomicU64,
-    /// Every count is kept ([`MemoCounter::keeping_all`]): nothing is evicted, and a
-    /// single message's count fills the cache too.
-    keep_all: bool,
+    /// What the cache keeps.
+    policy: Keep,
+}
+
+/// What a [`MemoCounter`]'s cache keeps.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Keep {
+    /// The messages of the last call ([`MemoCounter::new`]).
+    LastCall,
+    /// The most recently seen, up to this many entries, and at least the last call's
+    /// messages ([`MemoCounter::with_capacity`]); single counts fill it too.
+    Recent(usize),
+    /// Every count ([`MemoCounter::keeping_all`]): nothing is evicted, and a single
+    /// message's count fills the cache too.
+    All,
+}
+
+impl Keep {
+    /// A single message's count joins the cache.
+    fn fills_on_single(self) -> bool {
+        self != Keep::LastCall
+    }
 }
 
 impl<C: TokenCounter> std::fmt::Debug for MemoCounter<C> {
@@ -112,7 +141,33 @@ impl<C: TokenCounter> MemoCounter<C> {
             generation: AtomicU64::new(0),
             hits: AtomicU64::new(0),
             misses: AtomicU64::new(0),
-            keep_all: false,
+            policy: Keep::LastCall,
+        }
+    }
+
+    /// Memoizes `inner` and keeps the counts of the most recently seen messages, up to
+    /// `entries` of them (never fewer than the last call's messages): for a counter
+    /// shared by callers that count different conversations in turn (sessions of a
+    /// proxy, a pass and its candidates), which [`MemoCounter::new`]'s cache of the last
+    /// call alone would make evict each other's counts. An entry is a few dozen bytes.
+    ///
+    /// ```
+    /// use llm_compactor::count::{HeuristicCounter, MemoCounter, TokenCounter};
+    /// use llm_compactor::Message;
+    ///
+    /// let memo = MemoCounter::with_capacity(HeuristicCounter, 1_000);
+    /// let history = vec![Message::user("a long history"), Message::assistant("of turns")];
+    /// let rewrite = vec![Message::user("its summary")];
+    /// memo.count_messages(&history);
+    /// memo.count_messages(&rewrite);
+    /// let before = memo.stats().misses;
+    /// assert_eq!(memo.count_messages(&history), HeuristicCounter.count_messages(&history));
+    /// assert_eq!(memo.stats().misses, before); // the history's counts were kept
+    /// ```
+    pub fn with_capacity(inner: C, entries: usize) -> Self {
+        MemoCounter {
+            policy: Keep::Recent(entries),
+            ..MemoCounter::new(inner)
         }
     }
 
@@ -122,7 +177,7 @@ impl<C: TokenCounter> MemoCounter<C> {
     /// messages again on every replay.
     pub fn keeping_all(inner: C) -> Self {
         MemoCounter {
-            keep_all: true,
+            policy: Keep::All,
             ..MemoCounter::new(inner)
         }
     }
@@ -178,7 +233,7 @@ impl<C: TokenCounter> MemoCounter<C> {
         }
         let counts: Vec<usize> = counts.into_iter().map(|c| c.unwrap_or_default()).collect();
         let mut cache = self.lock();
-        if evict && !self.keep_all {
+        if evict && self.policy != Keep::All {
             let stamp = self.generation.fetch_add(1, Ordering::Relaxed) + 1;
             let mut seen = 0usize;
             for (key, &count) in keys.iter().zip(&counts) {
@@ -186,8 +241,10 @@ impl<C: TokenCounter> MemoCounter<C> {
                     seen += 1;
                 }
             }
-            if cache.len() > seen {
-                cache.retain(|_, entry| entry.1 == stamp);
+            match self.policy {
+                Keep::Recent(entries) => evict_oldest(&mut cache, entries.max(seen), stamp),
+                _ if cache.len() > seen => cache.retain(|_, entry| entry.1 == stamp),
+                _ => {}
             }
         } else {
             let stamp = self.generation.load(Ordering::Relaxed);
@@ -229,9 +286,14 @@ impl<C: TokenCounter> TokenCounter for MemoCounter<C> {
             None => {
                 self.misses.fetch_add(1, Ordering::Relaxed);
                 let count = self.inner.count_message(message);
-                if self.keep_all {
+                if self.policy.fills_on_single() {
                     let stamp = self.generation.load(Ordering::Relaxed);
-                    self.lock().insert(key, (count, stamp));
+                    let mut cache = self.lock();
+                    // A bounded cache takes single counts while it has room (they share
+                    // the last call's stamp, so a sweep could not tell them apart).
+                    if !matches!(self.policy, Keep::Recent(cap) if cache.len() >= cap) {
+                        cache.insert(key, (count, stamp));
+                    }
                 }
                 count
             }
@@ -273,6 +335,22 @@ impl<C: TokenCounter> TokenCounter for MemoCounter<C> {
     fn additive(&self) -> bool {
         self.inner.additive()
     }
+}
+
+/// Evicts the entries seen longest ago once the cache holds more than `cap`, down to
+/// about three quarters of it (so a sweep runs once per quarter of `cap` new entries, not
+/// on every call); entries stamped `current` are always kept.
+fn evict_oldest(cache: &mut HashMap<Key, (usize, u64)>, cap: usize, current: u64) {
+    if cache.len() <= cap {
+        return;
+    }
+    let keep = (cap - cap / 4).max(1);
+    let mut stamps: Vec<u64> = cache.values().map(|entry| entry.1).collect();
+    // The `keep`-th newest stamp: entries as old as it go (fewer than `keep` are newer),
+    // save the current call's.
+    let (_, cutoff, _) = stamps.select_nth_unstable_by(keep - 1, |a, b| b.cmp(a));
+    let cutoff = *cutoff;
+    cache.retain(|_, entry| entry.1 > cutoff || entry.1 == current);
 }
 
 fn content_len(content: &Content) -> usize {

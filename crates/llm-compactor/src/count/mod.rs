@@ -190,7 +190,7 @@ mod view;
 
 #[cfg(feature = "bpe")]
 pub use bpe::BpeCounter;
-pub use by_name::{COUNTER_NAMES, CounterByNameError, counter_by_name};
+pub use by_name::{COUNTER_NAMES, CounterByNameError, MEMO_ENTRIES, counter_by_name};
 pub use calibrated::{CalibratedCounter, CalibrationRecord};
 #[cfg(feature = "bpe")]
 pub use encoding::Encoding;

@@ -126,10 +126,23 @@ pub fn stance_in(body: &[u8]) -> Stance {
     let Ok(request) = serde_json::from_slice::<Value>(body) else {
         return Stance::Absent;
     };
+    stance_of(&request)
+}
+
+/// The [`Stance`] of a request already read as JSON (a caller that reads the body anyway
+/// need not have [`stance_in`] read it a second time).
+///
+/// ```
+/// use llm_compactor::format::context_management::{Stance, stance_of};
+/// let keep_all = serde_json::json!({"context_management": {"edits": [{"type": "clear_thinking_20251015", "keep": "all"}]}});
+/// assert_eq!(stance_of(&keep_all), Stance::LeftToClient);
+/// assert_eq!(stance_of(&serde_json::json!({"messages": []})), Stance::Absent);
+/// ```
+pub fn stance_of(request: &Value) -> Stance {
     if request.get("context_management").is_none_or(Value::is_null) {
         return Stance::Absent;
     }
-    match provider_compacts(&request) {
+    match provider_compacts(request) {
         Some(edit) => Stance::Provider(edit),
         None => Stance::LeftToClient,
     }

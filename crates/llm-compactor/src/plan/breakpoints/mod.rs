@@ -271,6 +271,25 @@ pub fn place_breakpoints(client: &Value, outgoing: &mut Value, policy: &Breakpoi
     placement
 }
 
+/// True when [`place_breakpoints`] would leave `client`'s request unchanged if it were
+/// forwarded as sent: its own marks are within [`MAX_BREAKPOINTS`], and either it has
+/// some (they stand) or the policy adds none to a request without. A caller forwarding
+/// the client's bytes then need not copy the request to find out (a Claude Code request
+/// is hundreds of KB). `false` says only that the placement must be run.
+///
+/// ```
+/// use llm_compactor::plan::breakpoints::{BreakpointPolicy, keeps_as_sent};
+/// let marked = serde_json::json!({"messages": [{"role": "user",
+///     "content": [{"type": "text", "text": "hi", "cache_control": {"type": "ephemeral"}}]}]});
+/// assert!(keeps_as_sent(&marked, &BreakpointPolicy::default()));
+/// let bare = serde_json::json!({"messages": [{"role": "user", "content": "hi"}]});
+/// assert!(!keeps_as_sent(&bare, &BreakpointPolicy::default()), "auto marks it");
+/// ```
+pub fn keeps_as_sent(client: &Value, policy: &BreakpointPolicy) -> bool {
+    let marks = count_breakpoints(client);
+    marks <= MAX_BREAKPOINTS && (marks > 0 || policy.mode != CacheMode::Auto)
+}
+
 /// The last message of the replacement (or before it) that can carry a mark.
 fn mark_replacement_end(outgoing: &mut Value, replacement_len: usize, mark: &Value) -> bool {
     let Some(Value::Array(out)) = outgoing.get_mut("messages") else {
