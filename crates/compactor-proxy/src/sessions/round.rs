@@ -78,8 +78,14 @@ impl Round<'_> {
                     self.api,
                     &self.config.wire,
                     &counters,
-                    self.original,
-                    body.clone(),
+                    crate::outgoing::Sent {
+                        bytes: self.original,
+                        json: None,
+                    },
+                    crate::outgoing::Forwarded {
+                        body: body.clone(),
+                        json: None,
+                    },
                     session,
                 );
                 serde_json::from_slice(&finished).ok()
