@@ -12,7 +12,9 @@
 //! rewritten saves `removed x cache_read` (`removed`: the client's tokens minus the
 //! tokens sent, by the engine's counter), and each pass costs what it broke in the cache
 //! (`tokens_rewritten x (cache_write - cache_read)`, from the pass's cost receipt) plus
-//! its summarizer calls (`summarizer_price x (input x uncached + output x output)`). The
+//! its summarizer calls (`summarizer_price x (uncached input x uncached + cache-read input
+//! x cache_read + output x output)`: a summary request that reads the agent's cache,
+//! `--summarizer upstream`, is billed its cache reads at the cache-read price). The
 //! new messages of a request cost the same either way and are left out. An estimate,
 //! not a bill: the provider's cache can expire, and the counter is not its tokenizer.
 //!
@@ -109,7 +111,8 @@ impl Metrics {
         let p = &self.pricing;
         let rewrite = receipt.tokens_rewritten as f64 * (p.cache_write - p.cache_read).max(0.0);
         let summarizer = summarizer_price
-            * (receipt.summarizer_input_tokens as f64 * p.uncached
+            * (receipt.summarizer_uncached_input_tokens() as f64 * p.uncached
+                + receipt.summarizer_cache_read_tokens as f64 * p.cache_read
                 + receipt.summarizer_output_tokens as f64 * p.output);
         let cost = rewrite + summarizer;
         self.add_cost(-cost);
@@ -327,5 +330,30 @@ mod tests {
         let net = value(&text, "compactor_proxy_estimated_cost_saved{pricing=\"anthropic\"}");
         assert!((pass - 10_350.0).abs() < 1e-6, "{text}");
         assert!((net - (100.0 - 10_350.0)).abs() < 1e-6, "net, not gross: {text}");
+    }
+
+    #[test]
+    fn a_summary_that_reads_the_cache_is_billed_its_reads_at_the_cache_read_price() {
+        let metrics = Metrics::new(Pricing::ANTHROPIC);
+        let policy = CostPolicy::default();
+        // A summary of a 10,000-token prompt, 9,700 of it read from the agent's cache,
+        // nothing rewritten (a prepared pass not installed).
+        let receipt = CostReceipt::compute(
+            &ReceiptInput {
+                tokens_before: 10_000,
+                tokens_after: 10_000,
+                cached_prefix_kept: 10_000,
+                summarizer_input_tokens: 10_000,
+                summarizer_output_tokens: 500,
+                rounds: 1,
+            },
+            &policy,
+        )
+        .with_summarizer_cache_reads(9_700, &policy);
+        metrics.pass_cost(&receipt, 1.0);
+        let text = metrics.render(0);
+        // 300 x 1 + 9,700 x 0.1 + 500 x 5 = 3,770 units (not 10,000 + 2,500).
+        let pass = value(&text, "compactor_proxy_estimated_pass_cost{pricing=\"anthropic\"}");
+        assert!((pass - 3_770.0).abs() < 1e-6, "{text}");
     }
 }

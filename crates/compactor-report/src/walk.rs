@@ -18,7 +18,9 @@
 //! from the cache (`uncompacted x cache_read`); with it, each request reads what it sent
 //! from the cache, each pass writes what it rewrote (`tokens_rewritten x (cache_write -
 //! cache_read)`, the tokens after the pass when no receipt was recorded), and the
-//! summarizer's billed calls cost `summarizer_price x (input x uncached + output x output)`.
+//! summarizer's billed calls cost `summarizer_price x (uncached input x uncached +
+//! cache-read input x cache_read + output x output)` (a summary request that reads the
+//! agent's cache is billed its reads at the cache-read price).
 
 use std::collections::{HashMap, HashSet};
 
@@ -410,8 +412,12 @@ fn totals(requests: &[RequestPoint], passes: &[PassView], options: &ReportOption
         let rewritten = pass.receipt.as_ref().map_or(pass.tokens_after, |r| r.tokens_rewritten);
         let price = pass.receipt.as_ref().map_or(1.0, |r| r.summarizer_price);
         let u = pass.summarizer_usage;
+        let read = u.cache_read_tokens.min(u.input_tokens);
         pass_cost += rewritten as f64 * (p.cache_write - p.cache_read)
-            + price * (u.input_tokens as f64 * p.uncached + u.output_tokens as f64 * p.output);
+            + price
+                * ((u.input_tokens - read) as f64 * p.uncached
+                    + read as f64 * p.cache_read
+                    + u.output_tokens as f64 * p.output);
     }
     let without = totals.tokens_uncompacted as f64 * p.cache_read;
     let with = totals.tokens_sent as f64 * p.cache_read + pass_cost;

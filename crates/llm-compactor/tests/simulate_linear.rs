@@ -41,6 +41,7 @@ fn naive(kind: StrategyKind, t: &[Message], window: usize) -> Vec<(u64, u64)> {
             window,
             previous_len: previous.len(),
             max_output: 0,
+            agent_summarizer: true,
         };
         strategy.prepare(&t[next..at], &env).unwrap();
         next = at;

@@ -96,6 +96,7 @@ mod session_replay_prop;
 mod session_tolerance;
 mod session_transcript;
 mod simulate_cost;
+mod simulate_default;
 mod simulate_determinism;
 mod simulate_linear;
 mod simulate_peers;

@@ -145,7 +145,12 @@ fn grid(
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 struct Bill {
     agent: Tokens,
+    /// The summarizer's bill when it is the agent's own model (summarizer price 1).
     summarizer: Tokens,
+    /// The summarizer's bill when it is another model (any other price): differs from
+    /// `summarizer` only for `ours`, whose summary request reads the agent's cache when
+    /// the summarizer is the agent's model.
+    summarizer_other: Tokens,
     rounds_over: u64,
     compactions: u64,
     epochs: u64,
@@ -161,6 +166,7 @@ impl Bill {
     fn merge(&mut self, o: &Bill) {
         add(&mut self.agent, &o.agent);
         add(&mut self.summarizer, &o.summarizer);
+        add(&mut self.summarizer_other, &o.summarizer_other);
         self.rounds_over += o.rounds_over;
         self.compactions += o.compactions;
         self.epochs += o.epochs;
@@ -171,7 +177,12 @@ impl Bill {
     }
 
     fn cost(&self, pricing: &Pricing, summarizer_price: f64) -> f64 {
-        pricing.cost(&self.agent) + summarizer_price * pricing.cost(&self.summarizer)
+        let summarizer = if summarizer_price == 1.0 {
+            &self.summarizer
+        } else {
+            &self.summarizer_other
+        };
+        pricing.cost(&self.agent) + summarizer_price * pricing.cost(summarizer)
     }
 
     fn cache_hit(&self) -> f64 {
@@ -212,11 +223,14 @@ impl Strategy for Recording<'_> {
     }
 }
 
+/// One replay at `summarizer_price` (1: the summarizer is the agent's own model), its
+/// summarizer's bill kept as both `summarizer` and `summarizer_other`.
 fn bill(
     trajectory: &[Message],
     strategy: &mut dyn Strategy,
     window: usize,
     max_output: usize,
+    summarizer_price: f64,
     counter: &dyn TokenCounter,
 ) -> Result<Bill, SimError> {
     let mut recording = Recording {
@@ -227,11 +241,12 @@ fn bill(
         window,
         max_output,
         pricing: &Pricing::ANTHROPIC,
-        summarizer_price: 1.0,
+        summarizer_price,
     };
     let report = replay_with(trajectory, &mut recording, &limits, counter)?;
     let mut b = Bill {
         summarizer: recording.summarizer,
+        summarizer_other: recording.summarizer,
         rounds_over: report.totals.rounds_over_window,
         compactions: report.totals.compactions,
         epochs: report.totals.elision_epochs,
@@ -299,7 +314,7 @@ const SETTINGS: [(Pricing, f64); 4] = [
 ];
 
 /// The peers (and named `ours` variants) every grid point is compared with.
-const PEERS: [StrategyKind; 16] = StrategyKind::ALL;
+const PEERS: [StrategyKind; 17] = StrategyKind::ALL;
 
 fn arg(args: &[String], name: &str) -> Option<String> {
     args.iter()
@@ -390,7 +405,15 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 let mut per: BTreeMap<String, Bill> = BTreeMap::new();
                 for &kind in &peers {
                     let mut s = kind.build(window, counter.clone())?;
-                    let b = bill(trajectory, s.as_mut(), window, max_output, counter.as_ref())?;
+                    let mut b = bill(trajectory, s.as_mut(), window, max_output, 1.0, counter.as_ref())?;
+                    if kind == StrategyKind::Ours {
+                        // The default bills its summary request by the summarizer: replayed
+                        // again with another model's price (the same passes, another bill).
+                        let mut s = kind.build(window, counter.clone())?;
+                        let other = bill(trajectory, s.as_mut(), window, max_output, 0.1, counter.as_ref())?;
+                        debug_assert_eq!(other.agent, b.agent);
+                        b.summarizer_other = other.summarizer;
+                    }
                     per.insert(kind.name().to_owned(), b);
                 }
                 let family_points = if grid_families.contains(family.name) {
@@ -401,7 +424,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 for p in family_points {
                     let Some(config) = p.config(window) else { continue };
                     let mut s = Ours::with_config("grid", config, counter.clone())?;
-                    let b = bill(trajectory, &mut s, window, max_output, counter.as_ref())?;
+                    let b = bill(trajectory, &mut s, window, max_output, 1.0, counter.as_ref())?;
                     per.insert(p.label(), b);
                 }
                 // Nothing to manage: `none` never goes over `ours`' trigger.
@@ -412,7 +435,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                         .entry((family.name.to_owned(), window))
                         .or_default()
                         .add(name, &per);
-                    for variant in ["ours", "ours-aging"] {
+                    for variant in [
+                        "ours",
+                        "ours-inline",
+                        "ours-aging",
+                        "ours-prepared",
+                        "ours-prepared-cached",
+                    ] {
                         if per.get(variant).is_some_and(|b| *b != per["none"]) {
                             quiet_diff.push(format!("{variant} on {name}"));
                         }
@@ -423,7 +452,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 }
             }
             let line = format!(
-                "{} at {window}: {quiet} of {} trajectories never pass the default trigger; `ours` and `ours-aging` \
+                "{} at {window}: {quiet} of {} trajectories never pass the default trigger; `ours`, `ours-inline`, `ours-aging`, `ours-prepared` and `ours-prepared-cached` \
                  (when run) bill exactly what `none` bills on them{}",
                 family.name,
                 family.trajectories.len(),

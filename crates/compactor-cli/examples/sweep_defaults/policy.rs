@@ -127,7 +127,9 @@ pub(crate) fn policy_report(
     let _ = writeln!(
         md,
         "\n\"Keeps context\": `none`, `clear-tool-uses`, `clear-tool-uses-scaled`, \
-         `summarize-at-threshold` (Codex-like), `claude-code-like`, `ours-no-aging`. The default's \
+         `summarize-at-threshold` (Codex-like), `claude-code-like`, `ours-no-aging`, `ours-inline`. \
+         The default (`ours`) prepares its passes and, at summarizer price 1 (the agent's own model), \
+         sends the cache-reading summary request; at 0.1 (another model) a plain one. The default's \
          goal: inside the window and within 1% of the cheapest of those inside. Economy's goal: \
          within 1% of the cheapest of all strategies inside the window, and the cheapest at 32k.\n"
     );

@@ -34,7 +34,7 @@ pub struct Args {
     /// Pricing preset: anthropic, openai-gpt5 or openai-4o.
     #[arg(long, default_value = "anthropic")]
     pub pricing: String,
-    /// A strategy to simulate (repeatable; default: all). One of none, ours, ours-aging, ours-no-aging, ours-seed,
+    /// A strategy to simulate (repeatable; default: all). One of none, ours, ours-inline, ours-aging, ours-no-aging, ours-seed,
     /// ours-economy, ours-prepared, ours-prepared-cached, mask-last-n, mask-last-n-batched, jetbrains-hybrid,
     /// jetbrains-hybrid-batched, clear-tool-uses, clear-tool-uses-scaled, summarize-at-threshold, claude-code-like.
     #[arg(long = "strategy")]
@@ -50,7 +50,9 @@ pub struct Args {
     #[arg(long)]
     pub max_output: Option<usize>,
     /// The summarizer's price relative to the agent model's (1 = the same model; 0.1 = a
-    /// model ten times cheaper).
+    /// model ten times cheaper). At 1 the summarizer is taken to be the agent's own model,
+    /// and `ours` (the default) sends its summary request in the cache-reading form; at
+    /// any other price it is another model, and the request reads nothing from the cache.
     #[arg(long, default_value_t = 1.0)]
     pub summarizer_price: f64,
     /// Print the summary as JSON.

@@ -21,7 +21,8 @@ impl StrategyKind {
     pub fn build(self, window: usize, counter: Arc<dyn TokenCounter>) -> Result<Box<dyn Strategy>, SimError> {
         Ok(match self {
             StrategyKind::None => Box::new(none::NoManagement::default()),
-            StrategyKind::Ours => Box::new(ours::Ours::defaults(window, counter)?),
+            StrategyKind::Ours => Box::new(prepared::Prepared::defaults(window, counter)?),
+            StrategyKind::OursInline => Box::new(ours::Ours::defaults(window, counter)?),
             StrategyKind::OursAging => Box::new(ours::Ours::new(window, true, counter)?),
             StrategyKind::OursNoAging => Box::new(ours::Ours::new(window, false, counter)?),
             StrategyKind::OursSeed => Box::new(ours::Ours::seed(window, counter)?),

@@ -1,8 +1,11 @@
-//! `ours` and its variants: the engine, [`crate::Compactor`], as an agent loop drives it.
+//! `ours-inline` and its variants: the engine, [`crate::Compactor`], as an agent loop
+//! drives it with every pass inline, on the request that needs it.
 //!
-//! `ours` is every default of [`crate::CompactorConfig`] with the budget set to the
-//! window: what a user gets. Variants: `ours-aging` (aging on), `ours-no-aging` (aging
-//! off), `ours-economy` (the economy policy), `ours-seed` (the first release: aging on with the seed's rules, no cost policy).
+//! `ours-inline` is every default of [`crate::CompactorConfig`] with the budget set to
+//! the window, passes inline: what a user got before preparation became the default
+//! (`ours`, the configured default, is in [`crate::simulate::prepared`]). Variants:
+//! `ours-aging` (aging on), `ours-no-aging` (aging off), `ours-economy` (the economy
+//! policy), `ours-seed` (the first release: aging on with the seed's rules, no cost policy).
 //! The summarizer is the stand-in. Before each request the loop asks `needs_compaction` and, if it says yes,
 //! runs one `compact` pass and continues with its messages. A pass that only elided is an
 //! elision epoch; a pass that summarized or trimmed is a compaction. Summarizer calls are
@@ -51,7 +54,7 @@ impl Ours {
     }
 
     /// The engine exactly as [`CompactorConfig::builder`] configures it by default,
-    /// budget = `window`: what a user gets. Reported as `ours`.
+    /// budget = `window`, every pass inline. Reported as `ours-inline`.
     ///
     /// # Errors
     /// An invalid configuration (a zero window) or no runtime.
@@ -59,11 +62,11 @@ impl Ours {
         let config = CompactorConfig::builder(window)
             .build()
             .map_err(|e| SimError::Config(e.to_string()))?;
-        Ours::with_config("ours", config, counter)
+        Ours::with_config("ours-inline", config, counter)
     }
 
-    /// The engine under a named [`crate::Policy`], budget = `window`: `ours` for the
-    /// default, `ours-economy` for economy.
+    /// The engine under a named [`crate::Policy`], budget = `window`, passes inline:
+    /// `ours-inline` for the default, `ours-economy` for economy.
     ///
     /// # Errors
     /// An invalid configuration (a zero window) or no runtime.
@@ -73,7 +76,7 @@ impl Ours {
             .build()
             .map_err(|e| SimError::Config(e.to_string()))?;
         let name = match policy {
-            crate::Policy::Default => "ours",
+            crate::Policy::Default => "ours-inline",
             crate::Policy::Economy => "ours-economy",
         };
         Ours::with_config(name, config, counter)

@@ -34,7 +34,9 @@ pub struct SimConfig {
     /// [`DEFAULT_MAX_OUTPUT`].
     pub max_output: usize,
     /// The summarizer's price relative to the agent model's (1.0: the same model; 0.1:
-    /// a model ten times cheaper).
+    /// a model ten times cheaper). At exactly 1.0 the summarizer is taken to be the
+    /// agent's own model, whose summary request `ours` sends in the cache-reading form
+    /// ([`crate::simulate::Env::agent_summarizer`]).
     pub summarizer_price: f64,
 }
 
@@ -95,7 +97,8 @@ pub struct ReplayLimits<'a> {
     pub max_output: usize,
     /// What the provider bills.
     pub pricing: &'a Pricing,
-    /// The summarizer's price relative to the agent's (1.0: the same model).
+    /// The summarizer's price relative to the agent's (1.0: the same model, which the
+    /// replay takes to be the agent's own model: [`Env::agent_summarizer`]).
     pub summarizer_price: f64,
 }
 
@@ -144,6 +147,7 @@ pub fn replay_with(
             window,
             previous_len,
             max_output: limits.max_output,
+            agent_summarizer: limits.summarizer_price == 1.0,
         };
         let step = strategy.prepare(&trajectory[next..at], &env)?;
         next = at;

@@ -31,6 +31,13 @@ pub struct Env<'a> {
     /// over `window - max_output` is rejected (what a strategy that defers passes must
     /// stay under).
     pub max_output: usize,
+    /// True when the summarizer is the agent's own model (same provider, same model, the
+    /// client's key): the default then sends the cache-reading summary request. The
+    /// replay sets it when the summarizer is priced as the agent's model
+    /// ([`crate::simulate::ReplayLimits::summarizer_price`] = 1): the simulator takes a
+    /// summarizer at the agent's price to be the agent's model, one at any other price
+    /// to be another model, whose request reads nothing of the agent's cache.
+    pub agent_summarizer: bool,
 }
 
 /// What a strategy did before one request.
@@ -72,8 +79,13 @@ pub trait Strategy {
 pub enum StrategyKind {
     /// `none`: no management at all.
     None,
-    /// `ours`: the engine with every default (what a user gets).
+    /// `ours`: the engine with every default, as a user gets it: passes prepared in the
+    /// background (`ours-prepared`), the summary request reading the agent's cache when
+    /// the summarizer is the agent's own model ([`Env::agent_summarizer`]).
     Ours,
+    /// `ours-inline`: the engine's defaults with every pass run inline, on the request
+    /// that needs it (what `ours` was before preparation became the default).
+    OursInline,
     /// `ours-aging`: the defaults with observation aging on.
     OursAging,
     /// `ours-no-aging`: the defaults with observation aging off.
@@ -128,6 +140,7 @@ impl StrategyKind {
             self,
             StrategyKind::None
                 | StrategyKind::Ours
+                | StrategyKind::OursInline
                 | StrategyKind::OursNoAging
                 | StrategyKind::ClearToolUses
                 | StrategyKind::ClearToolUsesScaled
@@ -137,9 +150,10 @@ impl StrategyKind {
     }
 
     /// Every strategy, in report order.
-    pub const ALL: [StrategyKind; 16] = [
+    pub const ALL: [StrategyKind; 17] = [
         StrategyKind::None,
         StrategyKind::Ours,
+        StrategyKind::OursInline,
         StrategyKind::OursEconomy,
         StrategyKind::OursAging,
         StrategyKind::OursNoAging,
@@ -161,6 +175,7 @@ impl StrategyKind {
         match self {
             StrategyKind::None => "none",
             StrategyKind::Ours => "ours",
+            StrategyKind::OursInline => "ours-inline",
             StrategyKind::OursAging => "ours-aging",
             StrategyKind::OursNoAging => "ours-no-aging",
             StrategyKind::OursSeed => "ours-seed",
@@ -188,7 +203,7 @@ impl fmt::Display for StrategyKind {
 /// A strategy name that the simulator does not know.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error(
-    "unknown strategy {0:?} (expected one of: none, ours, ours-economy, ours-aging, ours-no-aging, ours-seed, ours-prepared, ours-prepared-cached, mask-last-n, mask-last-n-batched, jetbrains-hybrid, jetbrains-hybrid-batched, clear-tool-uses, clear-tool-uses-scaled, summarize-at-threshold, claude-code-like)"
+    "unknown strategy {0:?} (expected one of: none, ours, ours-inline, ours-economy, ours-aging, ours-no-aging, ours-seed, ours-prepared, ours-prepared-cached, mask-last-n, mask-last-n-batched, jetbrains-hybrid, jetbrains-hybrid-batched, clear-tool-uses, clear-tool-uses-scaled, summarize-at-threshold, claude-code-like)"
 )]
 pub struct UnknownStrategy(pub String);
 

@@ -8,8 +8,11 @@
 //! - compacting: the first request reads the kept prefix and writes the rest,
 //!   `cached_prefix_kept x cache_read + tokens_rewritten x cache_write`, the others read
 //!   the smaller conversation, `(rounds - 1) x tokens_after x cache_read`, and the
-//!   summarizer's own call is billed uncached at `summarizer_price` times the agent's
-//!   prices.
+//!   summarizer's own call is billed at `summarizer_price` times the agent's prices:
+//!   uncached, except the input its provider reported read from the cache (the
+//!   cache-reading summary request, the default when the summarizer is the agent's own
+//!   model), which [`CostReceipt::with_summarizer_cache_reads`] bills at the cache-read
+//!   price: the engine applies it to every pass's receipt.
 //!
 //! `net_cost` is the second minus the first: negative when the pass saves money.
 //!
