@@ -95,11 +95,15 @@ def handler(billing, delay_all):
                 "usage": {"prompt_tokens": tokens, "completion_tokens": 20, "total_tokens": tokens + 20,
                           "prompt_tokens_details": {"cached_tokens": cached}},
             }).encode()
-            self.send_response(200)
-            self.send_header("content-type", "application/json")
-            self.send_header("content-length", str(len(answer)))
-            self.end_headers()
-            self.wfile.write(answer)
+            try:
+                self.send_response(200)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(answer)))
+                self.end_headers()
+                self.wfile.write(answer)
+            except (BrokenPipeError, ConnectionResetError):
+                # A summary still being written when the mode's proxy stopped.
+                pass
 
     return Handler
 

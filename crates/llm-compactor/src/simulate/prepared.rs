@@ -276,11 +276,6 @@ impl Strategy for Prepared {
                 needed,
                 running: self.pending.is_some() && !ready,
                 ready,
-                ready_elides_only: ready
-                    && self
-                        .pending
-                        .as_ref()
-                        .is_some_and(|p| p.prepared.result.summary.is_empty()),
             };
             match next_step(&view) {
                 PrepareStep::Inline => {
