@@ -189,7 +189,7 @@ fn request_parts(tools: Option<&str>) -> PyResult<Vec<Value>> {
 #[pymethods]
 impl PyContextManager {
     #[new]
-    #[pyo3(signature = (compactor, path, format="openai", window=None, completion_reserve=0, safety_margin=0, max_forced_compactions=None))]
+    #[pyo3(signature = (compactor, path, format="openai", window=None, completion_reserve=0, safety_margin=0, max_forced_compactions=None, prepare=None))]
     fn new(
         compactor: &PyCompactor,
         path: PathBuf,
@@ -198,6 +198,7 @@ impl PyContextManager {
         completion_reserve: usize,
         safety_margin: usize,
         max_forced_compactions: Option<u32>,
+        prepare: Option<bool>,
     ) -> PyResult<Self> {
         let format = session_format(format)?;
         let session = Python::attach(|py| py.detach(|| open_or_create(&path)))?;
@@ -211,6 +212,14 @@ impl PyContextManager {
         }
         if let Some(max) = max_forced_compactions {
             manager = manager.with_max_forced_compactions(max);
+        }
+        // `None`: the library's default (prepared when the summarizer is a model).
+        match prepare {
+            Some(false) => manager = manager.without_preparation(),
+            Some(true) if !manager.prepares() => {
+                manager = manager.with_preparation(llm_compactor::session::PrepareOptions::default());
+            }
+            _ => {}
         }
         if let Some(calibrated) = compactor.calibrated.clone() {
             manager = manager.with_usage_recorder(calibrated);

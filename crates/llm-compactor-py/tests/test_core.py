@@ -294,6 +294,40 @@ def test_context_manager_loop_records_usage_and_compacts(tmp_path: Any) -> None:
     assert_paired(manager.messages)
 
 
+def test_context_manager_prepares_with_a_model_summarizer_unless_asked_not_to(tmp_path: Any) -> None:
+    calls: List[int] = []
+
+    def summarize(instruction: str, transcript: str) -> str:
+        calls.append(len(transcript))
+        return "The agent ran the shell and read its output."
+
+    def reasons(name: str, **options: Any) -> List[str]:
+        compactor = Compactor(budget=4000, summarizer=summarize, ledger_max_tokens=0)
+        manager = ContextManager(compactor, str(tmp_path / f"{name}.jsonl"), **options)
+        manager.push([{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Fix it."}])
+        seen = []
+        for i in range(40):
+            prepared = manager.prepare()
+            assert prepared.request_tokens <= 4000
+            if prepared.reason is not None:
+                seen.append(prepared.reason)
+            call = {"id": f"c{i}", "type": "function", "function": {"name": "bash", "arguments": "{}"}}
+            manager.record_response(
+                [{"role": "assistant", "content": None, "tool_calls": [call]},
+                 {"role": "tool", "tool_call_id": f"c{i}", "content": f"out {i} " * 150}],
+                model="scripted",
+            )
+        assert_paired(manager.messages)
+        return seen
+
+    # A model summarizer (a callable): passes are prepared off the request path by default.
+    assert "prepared" in reasons("default")
+    assert calls, "the summarizer wrote the prepared summaries"
+    # prepare=False: every pass runs inside `prepare`, at the trigger.
+    inline = reasons("inline", prepare=False)
+    assert inline and "prepared" not in inline
+
+
 def test_non_ascii_text_round_trips(tmp_path: Any) -> None:
     messages = openai_conversation(rounds=3, size=5)
     text = "Corrige le test de l'analyseur — «vite» 🎉 中文"

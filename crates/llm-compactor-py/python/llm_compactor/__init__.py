@@ -426,7 +426,12 @@ class ContextManager:
     """The agent-loop glue: before each request ``prepare`` (counts the request, compacts
     when needed, records the pass); after each response ``record_response`` (feeds the
     billed usage to the calibrated counter, appends the new messages). The transcript at
-    ``path`` is created when absent and resumed otherwise."""
+    ``path`` is created when absent and resumed otherwise.
+
+    ``prepare``: with a model summarizer (a callable, ``openai``, ``anthropic``, ``exec``)
+    passes are prepared in the background by default, so that ``prepare`` never waits for a
+    summary below the hard limit; ``prepare=False`` runs every pass inline (the call then
+    waits for the summary), ``prepare=True`` prepares with any summarizer."""
 
     def __init__(
         self,
@@ -438,10 +443,12 @@ class ContextManager:
         completion_reserve: int = 0,
         safety_margin: int = 0,
         max_forced_compactions: Optional[int] = None,
+        prepare: Optional[bool] = None,
     ) -> None:
         self._compactor = compactor
         self._core = _core.ContextManager(
-            compactor._core, path, format, window, completion_reserve, safety_margin, max_forced_compactions
+            compactor._core, path, format, window, completion_reserve, safety_margin, max_forced_compactions,
+            prepare,
         )
 
     def push(self, messages: Sequence[Mapping[str, Any]]) -> None:
