@@ -190,6 +190,8 @@ fn request_parts(tools: Option<&str>) -> PyResult<Vec<Value>> {
 impl PyContextManager {
     #[new]
     #[pyo3(signature = (compactor, path, format="openai", window=None, completion_reserve=0, safety_margin=0, max_forced_compactions=None, prepare=None))]
+    // Python's keyword arguments, one parameter each (the idiom there, not a builder).
+    #[allow(clippy::too_many_arguments)]
     fn new(
         compactor: &PyCompactor,
         path: PathBuf,
