@@ -405,3 +405,34 @@ fn the_inspector_off_loopback_needs_a_token() {
     assert!(!unset.status.success());
     assert!(support::stderr(&unset).contains("COMPACTOR_TEST_UNSET_TOKEN"));
 }
+
+/// Issue 43: `--native-compaction` takes auto, serve or forward; the key's variable must
+/// be set and hold at least 16 bytes (a usage error naming it otherwise).
+#[test]
+fn native_compaction_flags_are_checked() {
+    let base = [
+        "proxy",
+        "--upstream",
+        "http://127.0.0.1:9",
+        "--budget",
+        "10000",
+        "--store",
+        "memory:",
+        "--listen",
+        "127.0.0.1:0",
+    ];
+    let bad_mode = run(&[&base[..], &["--native-compaction", "always"]].concat(), None);
+    assert!(!bad_mode.status.success());
+    let said = support::stderr(&bad_mode);
+    assert!(said.contains("auto, serve or forward"), "{said}");
+    let unset = run(
+        &[&base[..], &["--native-compaction-key-env", "COMPACTOR_TEST_UNSET_KEY"]].concat(),
+        None,
+    );
+    assert!(!unset.status.success());
+    let said = support::stderr(&unset);
+    assert!(
+        said.contains("COMPACTOR_TEST_UNSET_KEY") && said.contains("16 bytes"),
+        "{said}"
+    );
+}

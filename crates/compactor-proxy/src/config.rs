@@ -14,6 +14,7 @@ use llm_compactor::{Compactor, Policy};
 use crate::budgets::Budgets;
 use crate::client_key::{ClientKeySummarizer, same_origin};
 use crate::error::ProxyError;
+use crate::native::NativeCompaction;
 use crate::outgoing::WireOptions;
 use crate::upstream_summarizer::UpstreamSummarizer;
 use llm_compactor::backend::http::DEFAULT_TIMEOUT;
@@ -49,6 +50,8 @@ pub struct ProxyConfig {
     pub(crate) ui_token: Option<crate::ui_token::UiToken>,
     pub(crate) wire: WireOptions,
     pub(crate) expand_tool: Option<ExpandTool>,
+    pub(crate) native_compaction: NativeCompaction,
+    pub(crate) sealer: crate::native::Sealer,
 }
 
 /// `--expand-tool`: the proxy offers the model the `compactor_expand` tool in requests of
@@ -107,6 +110,8 @@ impl ProxyConfig {
             ui_token: None,
             wire: WireOptions::default(),
             expand_tool: None,
+            native_compaction: NativeCompaction::default(),
+            native_compaction_key: None,
         }
     }
 
@@ -183,9 +188,26 @@ pub struct ProxyConfigBuilder {
     ui_token: Option<String>,
     wire: WireOptions,
     expand_tool: Option<ExpandTool>,
+    native_compaction: NativeCompaction,
+    native_compaction_key: Option<String>,
 }
 
 impl ProxyConfigBuilder {
+    /// Who answers `POST /v1/responses/compact` (default [`NativeCompaction::Auto`]: the
+    /// upstream, until it answers that it has no such endpoint; then the proxy).
+    pub fn native_compaction(mut self, mode: NativeCompaction) -> Self {
+        self.native_compaction = mode;
+        self
+    }
+
+    /// The key that seals the compaction items the proxy writes (at least 16 bytes;
+    /// `--native-compaction-key-env`). Instances behind one address share it; without
+    /// one a key is drawn at start, and items written before a restart are refused.
+    pub fn native_compaction_key(mut self, key: Option<String>) -> Self {
+        self.native_compaction_key = key;
+        self
+    }
+
     /// Offers the `compactor_expand` tool to the model in compacted sessions and answers
     /// its calls from the store (`--expand-tool`; off by default). The summaries and
     /// stubs must name handles for the model to ask for, so the compactor should be
@@ -422,6 +444,16 @@ impl ProxyConfigBuilder {
             expand_tool: self.expand_tool.map(|e| ExpandTool {
                 max_calls: e.max_calls.max(1),
             }),
+            native_compaction: self.native_compaction,
+            sealer: match self.native_compaction_key {
+                Some(key) if key.len() < 16 => {
+                    return Err(ProxyError::Config(
+                        "the native compaction key must be at least 16 bytes".to_owned(),
+                    ));
+                }
+                Some(key) => crate::native::Sealer::new(key.into_bytes()),
+                None => crate::native::Sealer::random(),
+            },
         })
     }
 }

@@ -25,6 +25,10 @@ pub enum ProxyError {
     /// The request is not a conversation the proxy can read. Clients get 400.
     #[error("bad request: {0}")]
     BadRequest(String),
+    /// A well-formed request the proxy cannot serve (input items its codec does not
+    /// model, on an endpoint it answers itself). Clients get 501.
+    #[error("not supported: {0}")]
+    Unsupported(String),
     /// The session store failed. Clients get 503.
     #[error("session store: {0}")]
     Store(#[from] llm_compactor::store::StoreError),
@@ -40,6 +44,7 @@ impl ProxyError {
             ProxyError::Upstream(_) => StatusCode::BAD_GATEWAY,
             ProxyError::TooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
             ProxyError::BadRequest(_) => StatusCode::BAD_REQUEST,
+            ProxyError::Unsupported(_) => StatusCode::NOT_IMPLEMENTED,
             ProxyError::Store(_) => StatusCode::SERVICE_UNAVAILABLE,
             ProxyError::Config(_) | ProxyError::Io(_) | ProxyError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
@@ -50,6 +55,7 @@ impl ProxyError {
             ProxyError::Upstream(_) => "upstream_unreachable",
             ProxyError::TooLarge { .. } => "request_too_large",
             ProxyError::BadRequest(_) => "invalid_request_error",
+            ProxyError::Unsupported(_) => "not_supported",
             ProxyError::Store(_) => "store_unavailable",
             ProxyError::Config(_) | ProxyError::Io(_) | ProxyError::Internal(_) => "proxy_error",
         }

@@ -52,6 +52,7 @@ mod expand;
 mod identity;
 mod metrics;
 mod models;
+mod native;
 mod outgoing;
 mod pass_done;
 
@@ -82,6 +83,7 @@ pub use identity::{
     KNOWN_CLIENTS, KnownClient, KnownSource, PARENT_HEADERS, RecordedIdentity, SESSION_HEADER, SessionFrom, Tier,
 };
 pub use models::{CONTEXT_WINDOWS, context_window};
+pub use native::NativeCompaction;
 pub use outgoing::WireOptions;
 pub use routes::{COMPACTED_HEADER, OVERHEAD_HEADER};
 #[cfg(feature = "otel")]
@@ -113,6 +115,7 @@ pub async fn serve(
     let state = Arc::new(state::AppState {
         sessions: sessions::Sessions::new(config.max_sessions),
         metrics: metrics::Metrics::new(config.pricing),
+        serves_compaction: std::sync::atomic::AtomicBool::new(config.native_compaction == NativeCompaction::Serve),
         config,
         client,
     });

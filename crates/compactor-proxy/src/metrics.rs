@@ -72,6 +72,8 @@ pub struct Metrics {
     latency_count: AtomicU64,
     latency_sum_us: AtomicU64,
     pub(crate) wire: crate::outgoing::WireCounters,
+    /// `/v1/responses/compact`, served or forwarded, and the items opened.
+    pub(crate) native: crate::native::NativeCounters,
 }
 
 /// Which route a request took.
@@ -240,6 +242,17 @@ impl Metrics {
                 ("{why=\"rewrite\"}", get(&self.drop_block_pass)),
                 ("{why=\"recovery\"}", get(&self.drop_block_recovery)),
             ],
+        );
+        let (served, forwarded, resolved) = self.native.get();
+        counter(
+            "compactor_proxy_native_compactions_total",
+            "POST /v1/responses/compact requests, by who answered: the proxy itself (the upstream has no such endpoint, or --native-compaction serve), or the upstream.",
+            &[("{by=\"proxy\"}", served), ("{by=\"upstream\"}", forwarded)],
+        );
+        counter(
+            "compactor_proxy_native_compaction_items_resolved_total",
+            "Compaction items the proxy wrote, opened into their summary in later requests.",
+            &[("", resolved)],
         );
         counter(
             "compactor_proxy_prompt_tokens_removed_total",

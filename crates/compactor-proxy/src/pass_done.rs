@@ -15,6 +15,11 @@ pub struct PassDone {
     pub elisions: usize,
     /// The receipt's expected net cost (negative saves), when it has one.
     pub net_cost: Option<f64>,
+    /// The whole text of the summary message the pass inserted; `None` when it inserted
+    /// none (an elision-only pass).
+    pub summary: Option<String>,
+    /// What the pass's summarizer was billed.
+    pub usage: llm_compactor::Usage,
 }
 
 impl PassDone {
@@ -26,6 +31,8 @@ impl PassDone {
             messages_replaced: result.dropped,
             elisions: result.elisions.len(),
             net_cost: result.receipt.as_ref().map(|r| r.net_cost),
+            summary: (!result.summary.is_empty()).then(|| result.summary.clone()),
+            usage: result.usage,
         }
     }
 }

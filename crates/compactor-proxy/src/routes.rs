@@ -20,6 +20,7 @@ use crate::client_key::{ClientAuth, with_client_auth};
 use crate::error::ProxyError;
 use crate::expand;
 use crate::metrics::Route;
+use crate::native::{self, NativeCompaction};
 use crate::outgoing;
 use crate::sessions::{Attempt, Round};
 use crate::state::AppState;
@@ -45,6 +46,7 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/v1/chat/completions", post(chat))
         .route("/v1/messages", post(messages))
         .route("/v1/responses", post(responses))
+        .route("/v1/responses/compact", post(responses_compact))
         .merge(crate::ui::routes())
         .fallback(passthrough)
         .with_state(state)
@@ -77,6 +79,33 @@ async fn responses(State(state): State<Arc<AppState>>, request: Request) -> Resp
     compacted(state, Api::Responses, request)
         .await
         .unwrap_or_else(|e| e.into_response())
+}
+
+/// `POST /v1/responses/compact`: forwarded, or answered by the proxy where the upstream
+/// has no such endpoint (see [`crate::native`]).
+async fn responses_compact(State(state): State<Arc<AppState>>, request: Request) -> Response {
+    state.metrics.request(Route::Responses);
+    let result = async {
+        let (method, path, headers, body) = read_body(&state, request).await?;
+        let started = Instant::now();
+        if !state.serves_compaction.load(Ordering::Relaxed) {
+            let response = send(&state, method, &path, &headers, body.clone()).await?;
+            let lacks = NativeCompaction::lacks_endpoint(response.status().as_u16());
+            if !(lacks && state.config.native_compaction == NativeCompaction::Auto) {
+                state.metrics.native.forwarded();
+                return Ok(relay(response, None));
+            }
+            tracing::info!(
+                status = response.status().as_u16(),
+                "the upstream has no /v1/responses/compact: the proxy answers it from now on"
+            );
+            state.serves_compaction.store(true, Ordering::Relaxed);
+        }
+        let response = native::serve_compaction(&state, &headers, &body).await?;
+        Ok::<_, ProxyError>(stamp(response, started.elapsed(), None))
+    }
+    .await;
+    result.unwrap_or_else(|e| e.into_response())
 }
 
 /// The body, or 413 when it is (or claims to be) over the limit.
@@ -162,7 +191,20 @@ async fn compacted(state: Arc<AppState>, api: Api, request: Request) -> Result<R
     let started = Instant::now();
     // The body is read as JSON once: for its `context_management`, its conversation, and
     // (Messages) the client's breakpoints when the forwarded request is written.
-    let json = api::read_json(api, &body);
+    let mut json = api::read_json(api, &body);
+    // Compaction items this proxy served become their summaries before anything reads
+    // the request: the session, the transcript and the upstream see the conversation.
+    let mut body = body;
+    if api == Api::Responses
+        && let Ok(value) = &mut json
+    {
+        let owner = native::owner_of(&headers);
+        let opened = native::resolve_items(value, &state.config.sealer, &owner).map_err(ProxyError::BadRequest)?;
+        if opened > 0 {
+            state.metrics.native.items_resolved(opened);
+            body = Bytes::from(serde_json::to_vec(value).map_err(|e| ProxyError::Internal(e.to_string()))?);
+        }
+    }
     let stance = match (api, &json) {
         (Api::OpenAi, _) | (_, Err(_)) => Stance::Absent,
         (_, Ok(value)) => context_management::stance_of(value),

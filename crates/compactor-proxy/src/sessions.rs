@@ -367,6 +367,7 @@ impl SessionState {
                 compactor.pass_due(&fit).map(|_| config.target)
             }
             Attempt::ContextLengthRetry => Some(Some(compactor.context_length_target(tokens, config.target))),
+            Attempt::Requested => Some(config.target),
         };
         // Prepared compaction (issue 28): the pass may be under way, or ready to install.
         let (target, install) = self.prepared_round(round, tokens, target).await;

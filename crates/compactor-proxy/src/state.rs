@@ -12,4 +12,7 @@ pub struct AppState {
     pub(crate) client: reqwest::Client,
     pub(crate) sessions: Sessions,
     pub(crate) metrics: Metrics,
+    /// `--native-compaction auto` learned that the upstream has no compaction endpoint:
+    /// the proxy answers it from now on.
+    pub(crate) serves_compaction: std::sync::atomic::AtomicBool,
 }

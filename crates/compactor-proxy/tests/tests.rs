@@ -17,6 +17,7 @@ mod expand_rules;
 mod http;
 mod http_responses;
 mod identity;
+mod native_compaction;
 mod options;
 mod prepared;
 mod repairs;

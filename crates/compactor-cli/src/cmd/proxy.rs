@@ -8,7 +8,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use compactor_proxy::{
-    ClientKeySummarizer, DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_SESSIONS, ProxyConfig, SessionFrom, WireOptions,
+    ClientKeySummarizer, DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_SESSIONS, NativeCompaction, ProxyConfig, SessionFrom,
+    WireOptions,
 };
 use llm_compactor::backend::http::Protocol;
 use llm_compactor::plan::Pricing;
@@ -172,6 +173,17 @@ struct ServeArgs {
     /// loopback (the proxy refuses to start without it there).
     #[arg(long, value_name = "VAR", requires = "ui")]
     ui_token_env: Option<String>,
+    /// Who answers `POST /v1/responses/compact` (OpenAI's standalone compaction):
+    /// `auto` forwards it until the upstream answers that it has no such endpoint (404,
+    /// 405, 501), then answers it itself; `serve` always answers it; `forward` never does.
+    /// See docs/native-compaction.md.
+    #[arg(long, value_name = "MODE", default_value = "auto", value_parser = native_compaction)]
+    native_compaction: NativeCompaction,
+    /// The environment variable holding the key that seals the compaction items the
+    /// proxy writes (at least 16 bytes). Without it a key is drawn at start and items
+    /// written before a restart are refused; instances behind one address share it.
+    #[arg(long, value_name = "VAR")]
+    native_compaction_key_env: Option<String>,
     /// Anthropic cache breakpoints: `auto` marks the static prefix, the rewritten prefix
     /// and the last message when a request carries no `cache_control`, and keeps a
     /// client's own; `keep` only keeps the client's; `off` changes nothing.
@@ -361,6 +373,8 @@ async fn build_config(serve: &ServeArgs) -> Result<ProxyConfig, CliError> {
         .max_sessions(serve.max_sessions)
         .ui(serve.ui)
         .ui_token(ui_token(serve.ui_token_env.as_deref())?)
+        .native_compaction(serve.native_compaction)
+        .native_compaction_key(native_compaction_key(serve.native_compaction_key_env.as_deref())?)
         .expand_tool(serve.expand_tool.then_some(compactor_proxy::ExpandTool {
             max_calls: serve.expand_max_calls,
         }))
@@ -414,6 +428,23 @@ async fn build_config(serve: &ServeArgs) -> Result<ProxyConfig, CliError> {
         builder = builder.prepare(Some(prepare));
     }
     builder.build().map_err(|e| CliError::Usage(e.to_string()))
+}
+
+/// `--native-compaction`'s modes.
+fn native_compaction(text: &str) -> Result<NativeCompaction, String> {
+    NativeCompaction::parse(text).ok_or_else(|| format!("{text:?}: expected auto, serve or forward"))
+}
+
+/// The compaction items' key from the variable `--native-compaction-key-env` names
+/// (never echoed).
+fn native_compaction_key(var: Option<&str>) -> Result<Option<String>, CliError> {
+    let Some(var) = var else { return Ok(None) };
+    match std::env::var(var) {
+        Ok(key) if key.len() >= 16 => Ok(Some(key)),
+        _ => Err(CliError::Usage(format!(
+            "--native-compaction-key-env {var}: the variable is not set, or holds fewer than 16 bytes"
+        ))),
+    }
 }
 
 /// The inspector's token from the variable `--ui-token-env` names (never echoed).

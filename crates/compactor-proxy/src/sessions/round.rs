@@ -25,6 +25,10 @@ pub enum Attempt {
     /// aimed as the library's `ContextManager` aims one
     /// ([`Compactor::context_length_target`]).
     ContextLengthRetry,
+    /// The client asked the server to compact (`POST /v1/responses/compact`, served by
+    /// the proxy for an upstream without it): a pass is forced, aimed at the configured
+    /// target (the compactor's own when none).
+    Requested,
 }
 
 /// One round of a session, as [`super::SessionState::prepare`] takes it.

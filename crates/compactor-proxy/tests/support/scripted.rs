@@ -33,6 +33,8 @@ pub struct Script {
     /// Tokens every chat completion's usage reports beyond the messages (tool
     /// declarations, hidden framing: what only the provider's bill shows).
     pub usage_overhead: std::sync::atomic::AtomicUsize,
+    /// Paths asked for that the upstream has no route for (answered 404), in order.
+    pub unrouted: Mutex<Vec<String>>,
 }
 
 pub struct Upstream {
@@ -61,6 +63,7 @@ pub async fn upstream() -> Upstream {
             "/v1/models",
             get(|| async { axum::Json(json!({"object":"list","data":[{"id":"m","object":"model"}]})) }),
         )
+        .fallback(unrouted)
         .with_state(script.clone());
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
@@ -68,6 +71,17 @@ pub async fn upstream() -> Upstream {
         axum::serve(listener, app).await.unwrap();
     });
     Upstream { addr, script }
+}
+
+/// A path the upstream has no route for: recorded, and answered 404 as a server
+/// without that endpoint does.
+async fn unrouted(State(script): State<Arc<Script>>, uri: axum::http::Uri) -> Response {
+    script.unrouted.lock().unwrap().push(uri.path().to_owned());
+    error(
+        StatusCode::NOT_FOUND,
+        "not_found",
+        &format!("no route for {}", uri.path()),
+    )
 }
 
 fn header(headers: &HeaderMap, name: &str) -> Option<String> {

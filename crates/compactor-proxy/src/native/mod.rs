@@ -1,0 +1,58 @@
+//! The providers' own compaction protocols, served for upstreams that lack them.
+//!
+//! Clients now ask the server to compact: OpenAI's `POST /v1/responses/compact` (the
+//! official SDKs' `responses.compact`, the Agents SDK's compaction session, Codex's
+//! remote compaction) answers a `response.compaction` object whose output replaces the
+//! conversation, with an opaque `compaction` item standing for what was summarized. Only
+//! OpenAI (and Azure) answer it; every other model behind the proxy — vLLM, Ollama,
+//! llama.cpp, a gateway — returns 404, and the client's compaction fails.
+//!
+//! So the proxy answers it itself ([`NativeCompaction`]): the request is a round of its
+//! session like any `/v1/responses` request, with a pass forced (the same pass, ledger
+//! and transcript as every other), and the output is the compacted conversation with the
+//! summary message sealed into a `compaction` item ([`seal`]). When that item comes back
+//! in a later request's `input`, it is opened into the summary before anything else reads
+//! the request ([`resolve`]): the upstream sees an ordinary conversation. An item this
+//! proxy did not seal for the presenting client is refused with a 400 naming it.
+
+mod counters;
+mod resolve;
+mod seal;
+mod serve;
+
+pub(crate) use counters::NativeCounters;
+pub(crate) use resolve::resolve_items;
+pub(crate) use seal::{Sealer, owner_of};
+pub(crate) use serve::serve_compaction;
+
+/// Who answers `POST /v1/responses/compact` (`--native-compaction`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum NativeCompaction {
+    /// Forward it; when the upstream answers 404, 405 or 501 (it has no such endpoint),
+    /// serve it from then on (remembered for the proxy's life). The default.
+    #[default]
+    Auto,
+    /// Always serve it (the upstream is never asked).
+    Serve,
+    /// Always forward it (the upstream's own compaction, or its error).
+    Forward,
+}
+
+impl NativeCompaction {
+    /// Reads `auto`, `serve` or `forward`.
+    pub fn parse(text: &str) -> Option<Self> {
+        match text {
+            "auto" => Some(NativeCompaction::Auto),
+            "serve" => Some(NativeCompaction::Serve),
+            "forward" => Some(NativeCompaction::Forward),
+            _ => None,
+        }
+    }
+
+    /// True when an upstream's answer of `status` to the compaction endpoint says it has
+    /// none (what `auto` learns from).
+    pub(crate) fn lacks_endpoint(status: u16) -> bool {
+        matches!(status, 404 | 405 | 501)
+    }
+}
