@@ -243,7 +243,7 @@ impl Metrics {
                 ("{why=\"recovery\"}", get(&self.drop_block_recovery)),
             ],
         );
-        let (served, forwarded, resolved) = self.native.get();
+        let (served, forwarded, resolved, server_side) = self.native.get();
         counter(
             "compactor_proxy_native_compactions_total",
             "POST /v1/responses/compact requests, by who answered: the proxy itself (the upstream has no such endpoint, or --native-compaction serve), or the upstream.",
@@ -253,6 +253,11 @@ impl Metrics {
             "compactor_proxy_native_compaction_items_resolved_total",
             "Compaction items the proxy wrote, opened into their summary in later requests.",
             &[("", resolved)],
+        );
+        counter(
+            "compactor_proxy_native_server_side_total",
+            "/v1/responses requests that asked for server-side compaction (context_management compaction) of an upstream without it: compacted by the proxy, the field not forwarded.",
+            &[("", server_side)],
         );
         counter(
             "compactor_proxy_prompt_tokens_removed_total",

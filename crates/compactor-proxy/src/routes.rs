@@ -205,10 +205,24 @@ async fn compacted(state: Arc<AppState>, api: Api, request: Request) -> Result<R
             body = Bytes::from(serde_json::to_vec(value).map_err(|e| ProxyError::Internal(e.to_string()))?);
         }
     }
-    let stance = match (api, &json) {
+    let mut stance = match (api, &json) {
         (Api::OpenAi, _) | (_, Err(_)) => Stance::Absent,
         (_, Ok(value)) => context_management::stance_of(value),
     };
+    // Server-side compaction asked of an upstream that has none (the proxy serves the
+    // compaction endpoint for it): the proxy compacts as for any request, and the field
+    // the upstream would refuse or ignore is not forwarded.
+    if api == Api::Responses
+        && stance == Stance::Provider(context_management::Edit::Compact)
+        && state.serves_compaction.load(Ordering::Relaxed)
+        && let Ok(value) = &mut json
+        && let Some(object) = value.as_object_mut()
+    {
+        object.shift_remove("context_management");
+        body = Bytes::from(serde_json::to_vec(value).map_err(|e| ProxyError::Internal(e.to_string()))?);
+        stance = Stance::Absent;
+        state.metrics.native.server_side();
+    }
     if stance == Stance::LeftToClient {
         state.metrics.wire.kept_compacting();
     }

@@ -310,3 +310,34 @@ async fn the_agents_sdk_compaction_session_compacts_through_the_proxy() {
         );
     }
 }
+
+/// Server-side compaction (`context_management` compaction on `/v1/responses`) asked of
+/// an upstream without it: once the proxy serves the compaction endpoint (here `serve`),
+/// it compacts such a request as any other and does not forward the field; before that
+/// (`auto`, nothing learned) it stands down and forwards it untouched.
+#[tokio::test]
+async fn server_side_compaction_is_done_by_the_proxy_for_an_upstream_without_it() {
+    let mut input = vec![json!({"role": "user", "content": "go"})];
+    input.extend(rounds(0, 12));
+    let request = json!({
+        "model": "m",
+        "context_management": [{"type": "compaction", "compact_threshold": 1000}],
+        "input": input,
+    });
+    for (mode, compacts) in [(NativeCompaction::Serve, true), (NativeCompaction::Auto, false)] {
+        let up = upstream().await;
+        let store: Arc<dyn SessionStore> = Arc::new(MemoryStore::new());
+        let builder = ProxyConfig::builder(&up.url(), ledger_compactor(3_000), store.clone()).native_compaction(mode);
+        let proxy = proxy_with(builder, store).await;
+        let (status, answer) = post(&proxy.url(), "/v1/responses", "sk-a", &request).await;
+        assert_eq!(status, 200, "{answer}");
+        let seen = up.received().last().unwrap().clone();
+        assert_eq!(seen.body.get("context_management").is_none(), compacts, "{mode:?}");
+        assert_eq!(seen.tokens() <= 3_000, compacts, "{mode:?}: {} tokens", seen.tokens());
+        let text = metrics(&proxy.url()).await;
+        assert_eq!(
+            metric(&text, "compactor_proxy_native_server_side_total"),
+            if compacts { 1.0 } else { 0.0 }
+        );
+    }
+}

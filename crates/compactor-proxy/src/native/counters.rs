@@ -8,6 +8,7 @@ pub(crate) struct NativeCounters {
     served: AtomicU64,
     forwarded: AtomicU64,
     resolved: AtomicU64,
+    server_side: AtomicU64,
 }
 
 impl NativeCounters {
@@ -26,12 +27,19 @@ impl NativeCounters {
         self.resolved.fetch_add(n as u64, Ordering::Relaxed);
     }
 
-    /// (served, forwarded, items resolved).
-    pub(crate) fn get(&self) -> (u64, u64, u64) {
+    /// A `/v1/responses` request that asked for server-side compaction, compacted by the
+    /// proxy instead (the upstream has none).
+    pub(crate) fn server_side(&self) {
+        self.server_side.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// (served, forwarded, items resolved, server-side requests compacted by the proxy).
+    pub(crate) fn get(&self) -> (u64, u64, u64, u64) {
         (
             self.served.load(Ordering::Relaxed),
             self.forwarded.load(Ordering::Relaxed),
             self.resolved.load(Ordering::Relaxed),
+            self.server_side.load(Ordering::Relaxed),
         )
     }
 }
