@@ -210,17 +210,16 @@ async fn compacted(state: Arc<AppState>, api: Api, request: Request) -> Result<R
         (_, Ok(value)) => context_management::stance_of(value),
     };
     // Server-side compaction asked of an upstream that has none (the proxy serves the
-    // compaction endpoint for it): the proxy compacts as for any request, and the field
-    // the upstream would refuse or ignore is not forwarded.
-    if api == Api::Responses
-        && stance == Stance::Provider(context_management::Edit::Compact)
+    // compaction endpoint for it): the proxy compacts as for any request, and the edit
+    // the upstream would refuse or ignore is not forwarded (the client's others are).
+    if api != Api::OpenAi
+        && matches!(stance, Stance::Provider(_))
         && state.serves_compaction.load(Ordering::Relaxed)
         && let Ok(value) = &mut json
-        && let Some(object) = value.as_object_mut()
+        && context_management::without_compaction(value) > 0
     {
-        object.shift_remove("context_management");
         body = Bytes::from(serde_json::to_vec(value).map_err(|e| ProxyError::Internal(e.to_string()))?);
-        stance = Stance::Absent;
+        stance = context_management::stance_of(value);
         state.metrics.native.server_side();
     }
     if stance == Stance::LeftToClient {

@@ -341,3 +341,43 @@ async fn server_side_compaction_is_done_by_the_proxy_for_an_upstream_without_it(
         );
     }
 }
+
+/// Anthropic's threshold compaction (`context_management.edits` `compact_20260112` on
+/// `/v1/messages`) under `serve`: the proxy compacts, the compaction edit is not
+/// forwarded, the client's other edits are.
+#[tokio::test]
+async fn anthropic_threshold_compaction_is_done_by_the_proxy_under_serve() {
+    let up = upstream().await;
+    let store: Arc<dyn SessionStore> = Arc::new(MemoryStore::new());
+    let builder = ProxyConfig::builder(&up.url(), ledger_compactor(3_000), store.clone())
+        .native_compaction(NativeCompaction::Serve);
+    let proxy = proxy_with(builder, store).await;
+    let mut messages = vec![json!({"role": "user", "content": "go"})];
+    for i in 0..12 {
+        messages.push(json!({"role": "assistant", "content": [
+            {"type": "tool_use", "id": format!("t{i}"), "name": "shell", "input": {"cmd": format!("cat f{i}")}}]}));
+        messages.push(json!({"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": format!("t{i}"), "content": format!("line of f{i}\n").repeat(60)}]}));
+    }
+    let request = json!({
+        "model": "claude-x",
+        "max_tokens": 100,
+        "context_management": {"edits": [
+            {"type": "compact_20260112", "trigger": {"type": "input_tokens", "value": 1000}},
+            {"type": "clear_thinking_20251015", "keep": "all"},
+        ]},
+        "messages": messages,
+    });
+    let (status, answer) = post(&proxy.url(), "/v1/messages", "sk-a", &request).await;
+    assert_eq!(status, 200, "{answer}");
+    let seen = up.received().last().unwrap().clone();
+    assert_eq!(
+        seen.body["context_management"],
+        json!({"edits": [{"type": "clear_thinking_20251015", "keep": "all"}]})
+    );
+    assert!(seen.tokens() <= 3_000, "{} tokens", seen.tokens());
+    assert_eq!(
+        metric(&metrics(&proxy.url()).await, "compactor_proxy_native_server_side_total"),
+        1.0
+    );
+}

@@ -97,6 +97,56 @@ pub fn edits(request: &Value) -> Vec<Edit> {
     }
 }
 
+/// Removes from a request body's `context_management` every edit that asks the provider
+/// to compact ([`Edit::Compact`]: OpenAI's `compaction`, Anthropic's `compact_*`), and
+/// the field itself when nothing else is left in it; returns how many it removed. For a
+/// server that has no compaction of its own, where a compactor in front of it does that
+/// work instead; every other edit stays as the client sent it.
+///
+/// ```
+/// use llm_compactor::format::context_management::without_compaction;
+/// let mut responses = serde_json::json!({"context_management": [{"type": "compaction", "compact_threshold": 9}]});
+/// assert_eq!(without_compaction(&mut responses), 1);
+/// assert_eq!(responses, serde_json::json!({}));
+/// let mut messages = serde_json::json!({"context_management": {"edits": [
+///     {"type": "compact_20260112"}, {"type": "clear_thinking_20251015", "keep": "all"}]}});
+/// assert_eq!(without_compaction(&mut messages), 1);
+/// assert_eq!(messages["context_management"]["edits"].as_array().unwrap().len(), 1);
+/// ```
+pub fn without_compaction(request: &mut Value) -> usize {
+    let is_compaction = |edit: &Value| {
+        edit.get("type")
+            .and_then(Value::as_str)
+            .is_some_and(|kind| Edit::of(kind) == Edit::Compact)
+    };
+    let Some(object) = request.as_object_mut() else {
+        return 0;
+    };
+    let (removed, empty) = match object.get_mut("context_management") {
+        Some(Value::Array(list)) => {
+            let before = list.len();
+            list.retain(|edit| !is_compaction(edit));
+            (before - list.len(), list.is_empty())
+        }
+        Some(Value::Object(inner)) => {
+            let others = inner.len() - 1;
+            match inner.get_mut("edits") {
+                Some(Value::Array(list)) => {
+                    let before = list.len();
+                    list.retain(|edit| !is_compaction(edit));
+                    (before - list.len(), list.is_empty() && others == 0)
+                }
+                _ => (0, false),
+            }
+        }
+        _ => (0, false),
+    };
+    if removed > 0 && empty {
+        object.shift_remove("context_management");
+    }
+    removed
+}
+
 /// The first edit with which the provider keeps the conversation small itself (a
 /// compactor in front of it stands down), or `None` when the request leaves that to the
 /// client.
