@@ -381,3 +381,27 @@ async fn anthropic_threshold_compaction_is_done_by_the_proxy_under_serve() {
         1.0
     );
 }
+
+/// The official `anthropic` Python SDK with the threshold-compaction beta, 20 long turns
+/// through the proxy under `serve`: every turn answered, no compaction edit forwarded,
+/// every request the upstream sees within the budget, and passes run.
+#[tokio::test]
+async fn the_official_anthropic_sdk_threshold_compaction_is_done_by_the_proxy() {
+    let Some(python) = support::python() else { return };
+    let up = upstream().await;
+    let store: Arc<dyn SessionStore> = Arc::new(MemoryStore::new());
+    let builder = ProxyConfig::builder(&up.url(), ledger_compactor(3_000), store.clone())
+        .native_compaction(NativeCompaction::Serve);
+    let proxy = proxy_with(builder, store).await;
+    let out = support::run_python(&python, "anthropic_compaction.py", &[], &[("PROXY", proxy.url())]).await;
+    assert!(out.contains("anthropic compaction ok"), "{out}");
+    let received = up.received();
+    assert_eq!(received.len(), 20);
+    for request in &received {
+        assert!(request.body.get("context_management").is_none(), "{:?}", request.body);
+        assert!(request.tokens() <= 3_000, "{} tokens", request.tokens());
+    }
+    let text = metrics(&proxy.url()).await;
+    assert_eq!(metric(&text, "compactor_proxy_native_server_side_total"), 20.0);
+    assert!(metric(&text, "compactor_proxy_compactions_total") >= 2.0, "{text}");
+}
