@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# THE test command: the Rust workspace's tests, then the Python package's (pytest over
+# THE test command: the Rust workspace's tests, the Node package's (scripts/node-package.sh),
+# then the Python package's (pytest over
 # crates/llm-compactor-py/tests, and mypy --strict over a typed usage file that checks
 # the stubs). The Python part needs the package built into target/py-compactor by
 # scripts/python-package.sh, which this script runs first (idempotent; fast when
@@ -11,6 +12,9 @@ VENV="${COMPACTOR_PY_VENV:-target/py-compactor}"
 
 echo "== cargo test --workspace --all-features"
 cargo test --workspace --all-features
+
+echo "== the Node package (native addon, node --test, tsc --strict)"
+bash scripts/node-package.sh
 
 if [ "${COMPACTOR_PY_BUILT:-}" != 1 ]; then
     echo "== the Python package (build + install)"

@@ -74,6 +74,7 @@
 //! results first in their user turn and no extras.
 
 pub(crate) mod anthropic;
+pub mod caller;
 pub mod context_management;
 mod convert;
 mod detect;

@@ -1,0 +1,89 @@
+// The Node package against the native addon: every entry point, each shape of input,
+// and the errors a caller gets. Run by scripts/node-package.sh (node --test).
+'use strict'
+
+const test = require('node:test')
+const assert = require('node:assert/strict')
+const { compact, countTokens, detectFormat } = require('..')
+
+/** An OpenAI tool loop of `rounds` rounds with long outputs. */
+function openaiLoop(rounds) {
+  const messages = [
+    { role: 'system', content: 'You are a coding agent.' },
+    { role: 'user', content: 'Make the build green. Always run pytest -x before committing.' },
+  ]
+  for (let i = 0; i < rounds; i++) {
+    messages.push({
+      role: 'assistant',
+      content: null,
+      tool_calls: [{ id: `c${i}`, type: 'function', function: { name: 'shell', arguments: `{"cmd":"cat src/f${i}.py"}` } }],
+    })
+    messages.push({ role: 'tool', tool_call_id: `c${i}`, content: `line of src/f${i}.py\n`.repeat(80) })
+  }
+  return messages
+}
+
+test('compact: an OpenAI tool loop fits its budget, pairs kept, in the caller format', async () => {
+  const messages = openaiLoop(30)
+  const before = countTokens(messages)
+  const result = await compact(messages, { budget: 4000 })
+  assert.equal(result.format, 'openai')
+  assert.ok(result.tokensBefore === before, `${result.tokensBefore} vs ${before}`)
+  assert.ok(result.tokensAfter <= 4000, `${result.tokensAfter} tokens`)
+  assert.equal(result.exhausted, false)
+  assert.ok(result.summary.length > 0, 'the ledger wrote a summary')
+  assert.ok(result.summary.includes('Always run pytest -x'), 'the user instruction survives verbatim')
+  assert.equal(result.messages[0].role, 'system')
+  // Every kept tool result answers a kept call.
+  const calls = new Set(result.messages.flatMap((m) => (m.tool_calls || []).map((c) => c.id)))
+  for (const m of result.messages.filter((m) => m.role === 'tool')) {
+    assert.ok(calls.has(m.tool_call_id), `orphan ${m.tool_call_id}`)
+  }
+  assert.equal(countTokens(result.messages), result.tokensAfter)
+})
+
+test('compact: Anthropic turns with system, and a whole Responses request', async () => {
+  const turns = []
+  for (let i = 0; i < 20; i++) {
+    turns.push({ role: 'user', content: `step ${i}: ` + 'the log says ok. '.repeat(60) })
+    turns.push({ role: 'assistant', content: [{ type: 'text', text: `done ${i}` }] })
+  }
+  turns.push({ role: 'user', content: 'next' })
+  const anthropic = await compact(turns, { budget: 3000, format: 'anthropic', system: 'Be brief.' })
+  assert.equal(anthropic.format, 'anthropic')
+  assert.ok(anthropic.tokensAfter <= 3000)
+  assert.equal(anthropic.messages.at(-1).content, 'next', 'the last turn kept verbatim')
+
+  const request = { model: 'm', instructions: 'Be brief.', input: turns.map((t) => ({ role: t.role, content: typeof t.content === 'string' ? t.content : t.content[0].text })) }
+  assert.equal(detectFormat(request), 'responses')
+  const responses = await compact(request, { budget: 3000 })
+  assert.equal(responses.request.model, 'm')
+  assert.equal(responses.request.instructions, 'Be brief.')
+  assert.ok(responses.tokensAfter <= 3000)
+})
+
+test('compact runs off the event loop: timers fire while passes run', async () => {
+  let ticks = 0
+  const timer = setInterval(() => ticks++, 1)
+  const passes = Array.from({ length: 8 }, () => compact(openaiLoop(200), { budget: 8000 }))
+  const results = await Promise.all(passes)
+  clearInterval(timer)
+  assert.ok(results.every((r) => r.tokensAfter <= 8000))
+  assert.ok(ticks > 0, 'the event loop turned while the passes ran')
+})
+
+test('errors name the option or the message', async () => {
+  await assert.rejects(compact(openaiLoop(2), { budgett: 10 }), (e) => e.code === 'InvalidArg' && /budgett/.test(e.message))
+  await assert.rejects(compact(openaiLoop(2), { summarizer: 'gpt' }), /unknown summarizer/)
+  await assert.rejects(compact(openaiLoop(2), { format: 'xml' }), /unknown format/)
+  await assert.rejects(compact([{ role: 'user', content: 'a' }, 7], { format: 'openai' }), /messages\[1\]/)
+  assert.throws(() => countTokens([{ role: 'user', content: 'hi' }], { counter: 'nope' }), /nope/)
+})
+
+test('counting agrees with itself across counters', () => {
+  const messages = openaiLoop(3)
+  const o200k = countTokens(messages)
+  const heuristic = countTokens(messages, { counter: 'heuristic' })
+  assert.ok(o200k > 100 && heuristic > 100)
+  assert.notEqual(o200k, heuristic)
+})
