@@ -9,6 +9,28 @@
 /** A message or item as your SDK writes it (read by the library's codecs). */
 export type WireMessage = Record<string, unknown>
 
+/** What a summarizer function is called with. */
+export interface SummaryArgs {
+  /** The summarizer's instructions. */
+  system: string
+  /** The rendered messages to summarize. */
+  transcript: string
+  /** The most tokens the answer may take. */
+  maxOutputTokens: number
+}
+
+/** What a summarizer function answers. */
+export type SummaryAnswer =
+  | string
+  | {
+      text: string
+      truncated?: boolean
+      usage?: { inputTokens?: number; outputTokens?: number; cacheReadTokens?: number; cacheWriteTokens?: number }
+    }
+
+/** A summarizer: your model call. */
+export type Summarize = (args: SummaryArgs) => SummaryAnswer | Promise<SummaryAnswer>
+
 /** What the options may say; every one has the library's default. */
 export interface CompactOptions {
   /** The context budget in tokens (default 128,000). */
@@ -29,8 +51,13 @@ export interface CompactOptions {
   counter?: 'o200k' | 'o200k_base' | 'cl100k' | 'cl100k_base' | 'heuristic'
   /** The ledger's cap in tokens; 0 turns the ledger off. */
   ledgerMaxTokens?: number
-  /** `ledger` (default: the model-free summary) or `none` (the hard trim). */
-  summarizer?: 'ledger' | 'none'
+  /**
+   * `ledger` (default: the model-free summary), `none` (the hard trim), or a function that
+   * writes the summary (your model call): sync or async, returning the text or
+   * `{text, truncated?, usage?}`. It runs on the event loop; the pass awaits it off it. A
+   * throw or rejection is a failed attempt (the pass retries, then falls back), not a crash.
+   */
+  summarizer?: 'ledger' | 'none' | Summarize
   /** The messages' format (default `auto`: detected). */
   format?: 'auto' | 'openai' | 'anthropic' | 'responses' | 'mini-swe-agent'
   /** Anthropic's `system` beside a bare list of turns. */

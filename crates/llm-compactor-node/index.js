@@ -16,8 +16,32 @@ if (!existsSync(file)) {
 }
 const native = require(file)
 
+/**
+ * The caller's summarizer (sync or async; a string or {text, truncated?, usage?}) as the
+ * async function the addon calls: it always resolves to the answer as JSON text.
+ */
+function wrapSummarizer(summarize) {
+  if (typeof summarize !== 'function') {
+    throw new TypeError('llm-compactor: options.summarizer must be "ledger", "none" or a function')
+  }
+  return async ({ system, transcript, maxOutputTokens }) => {
+    const answer = await summarize({ system, transcript, maxOutputTokens })
+    return JSON.stringify(typeof answer === 'string' ? { text: answer } : answer)
+  }
+}
+
+/** One compaction pass; `options.summarizer` may be a function that writes the summary. */
+async function compact(messages, options) {
+  const summarizer = options && options.summarizer
+  if (summarizer === undefined || typeof summarizer === 'string') {
+    return native.compact(messages, options)
+  }
+  const { summarizer: _, ...rest } = options
+  return native.compact(messages, rest, wrapSummarizer(summarizer))
+}
+
 module.exports = {
-  compact: native.compact,
+  compact,
   countTokens: native.countTokens,
   detectFormat: native.detectFormat,
 }

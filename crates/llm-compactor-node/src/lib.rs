@@ -19,6 +19,7 @@
 
 mod options;
 mod result;
+mod summarizer;
 
 use llm_compactor::CompactOptions;
 use llm_compactor::format::caller;
@@ -59,11 +60,25 @@ pub fn detect_format(messages: Value) -> Result<String> {
 
 /// One compaction pass over `messages` (like a manual `/compact`: it compacts even below
 /// the trigger), resolving to the result with the messages in the caller's format.
+/// `summarizer`: a JavaScript function (wrapped by `index.js`) that writes the summary;
+/// absent, `options.summarizer` names one (`ledger` by default).
 #[napi]
-pub async fn compact(messages: Value, options: Option<Value>) -> Result<Value> {
+pub async fn compact(
+    messages: Value,
+    options: Option<Value>,
+    summarizer: Option<summarizer::SummarizerFn>,
+) -> Result<Value> {
     let options = Options::read(options).map_err(invalid)?;
     let (messages, wire) = read(messages, &options)?;
-    let compactor = options.compactor().map_err(invalid)?;
+    let mut compactor = options.compactor().map_err(invalid)?;
+    if let Some(function) = summarizer {
+        if options.summarizer.is_some() {
+            return Err(invalid(
+                "pass either a summarizer function or options.summarizer, not both",
+            ));
+        }
+        compactor = compactor.with_summarizer(std::sync::Arc::new(summarizer::JsSummarizer::new(function)));
+    }
     let pass = CompactOptions {
         target: options.target,
         ..CompactOptions::default()

@@ -87,3 +87,45 @@ test('counting agrees with itself across counters', () => {
   assert.ok(o200k > 100 && heuristic > 100)
   assert.notEqual(o200k, heuristic)
 })
+
+test('a JavaScript summarizer writes the summary, awaited off the event loop', async () => {
+  const seen = []
+  const summarizer = async ({ system, transcript, maxOutputTokens }) => {
+    seen.push({ system, transcript, maxOutputTokens })
+    // A real model call takes time on the event loop: the pass must not block it.
+    await new Promise((resolve) => setTimeout(resolve, 20))
+    return { text: 'The agent read src/f0.py to src/f29.py; the build is still red.', usage: { inputTokens: 1200, outputTokens: 30 } }
+  }
+  const result = await compact(openaiLoop(30), { budget: 4000, summarizer })
+  assert.equal(seen.length >= 1, true)
+  assert.ok(seen[0].transcript.includes('src/f0.py'), 'the transcript holds the replaced messages')
+  assert.ok(seen[0].maxOutputTokens > 0)
+  assert.ok(result.summary.includes('the build is still red'), result.summary)
+  assert.equal(result.summarizer, 'js')
+  assert.equal(result.usage.inputTokens, 1200)
+  assert.equal(result.fallback, false)
+  assert.ok(result.tokensAfter <= 4000)
+})
+
+test('a sync summarizer returning a string works; a throwing one is a failed attempt, not a crash', async () => {
+  const sync = await compact(openaiLoop(30), { budget: 4000, summarizer: () => 'A plain summary of the read files src/f1.py.' })
+  assert.ok(sync.summary.includes('A plain summary'), sync.summary)
+  let calls = 0
+  const failing = await compact(openaiLoop(30), {
+    budget: 4000,
+    summarizer: () => {
+      calls++
+      throw new Error('model down')
+    },
+  })
+  assert.ok(calls >= 1)
+  assert.ok(failing.attempts.length >= 1)
+  const summaries = failing.attempts.filter((a) => a.kind === 'summary')
+  assert.ok(summaries.length >= 1 && summaries.every((a) => a.outcome === 'failed'), JSON.stringify(failing.attempts))
+  assert.ok(summaries[0].note.includes('model down'), 'the error is named')
+  // The model's summary failed: the ledger stands in for it (no hard trim).
+  assert.equal(failing.attempts.at(-1).kind, 'ledger')
+  assert.equal(failing.fallback, false)
+  assert.ok(failing.tokensAfter <= 4000, 'the pass still fits (ledger or hard trim)')
+  await assert.rejects(compact(openaiLoop(2), { summarizer: 42 }), /must be "ledger", "none" or a function/)
+})
