@@ -12,8 +12,10 @@ mod support;
 
 mod cancel_signals;
 mod compact;
+mod completions;
 mod convert;
 mod count;
+mod docs_links;
 mod eval;
 mod hardening;
 mod model;
@@ -21,6 +23,7 @@ mod plan;
 mod proxy;
 mod proxy_postgres;
 mod proxy_upstream;
+mod readme_proxy;
 mod real_clients;
 mod report;
 mod session;
