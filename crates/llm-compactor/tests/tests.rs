@@ -5,6 +5,8 @@
 #[path = "../examples/agent_loop.rs"]
 #[allow(unused_imports)]
 mod agent_loop;
+#[path = "../examples/one_shot.rs"]
+mod one_shot;
 #[path = "format_support/codex_run.rs"]
 #[allow(dead_code, unused_imports)]
 mod codex_run;
@@ -48,6 +50,7 @@ mod engine_policies;
 mod engine_props;
 mod engine_repetition_retry;
 mod engine_trajectories;
+mod example_one_shot;
 mod exec_limits;
 mod expand_handles;
 mod format_compaction_items;
