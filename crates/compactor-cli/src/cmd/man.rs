@@ -40,7 +40,9 @@ fn render(command: &clap::Command) -> Result<String, CliError> {
 /// Writes `NAME.1` for `command` and, recursively, `NAME-SUB.1` for each subcommand.
 fn write_tree(command: &clap::Command, name: &str, dir: &Path) -> Result<(), CliError> {
     let page = dir.join(format!("{name}.1"));
-    let command = command.clone().name(name.to_owned());
+    // clap names are `&'static str` (without its `string` feature); one small string per
+    // page, in a process that exits when the pages are written.
+    let command = command.clone().name(&*Box::leak(name.to_owned().into_boxed_str()));
     std::fs::write(&page, render(&command)?).map_err(|e| CliError::Failed(format!("{}: {e}", page.display())))?;
     for sub in command.get_subcommands().filter(|s| s.get_name() != "help") {
         write_tree(sub, &format!("{name}-{}", sub.get_name()), dir)?;
