@@ -37,7 +37,10 @@ fn the_bash_script_is_valid_bash_and_completes_subcommands() {
          _compactor compactor pro compactor; printf '%s\\n' \"${{COMPREPLY[@]}}\"",
         file.display()
     );
-    let output = std::process::Command::new("bash").args(["-c", &probe]).output().unwrap();
+    let output = std::process::Command::new("bash")
+        .args(["-c", &probe])
+        .output()
+        .unwrap();
     assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
     let words = String::from_utf8_lossy(&output.stdout);
     assert_eq!(words.trim(), "proxy", "completions of `compactor pro`: {words:?}");
@@ -48,17 +51,31 @@ fn the_man_page_and_one_page_per_subcommand() {
     let output = run(&["man"], None);
     assert!(output.status.success(), "{}", stderr(&output));
     let page = stdout(&output);
-    assert!(page.contains(".TH compactor 1"), "roff title: {}", &page[..page.len().min(300)]);
+    assert!(
+        page.contains(".TH compactor 1"),
+        "roff title: {}",
+        &page[..page.len().min(300)]
+    );
     assert!(page.contains("proxy"), "the subcommands are listed");
 
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("man1");
     let written = run(&["man", "--dir", out.to_str().unwrap()], None);
     assert!(written.status.success(), "{}", stderr(&written));
-    for name in ["compactor", "compactor-proxy", "compactor-proxy-sessions", "compactor-session-replay", "compactor-completions"] {
+    for name in [
+        "compactor",
+        "compactor-proxy",
+        "compactor-proxy-sessions",
+        "compactor-session-replay",
+        "compactor-completions",
+    ] {
         let path = out.join(format!("{name}.1"));
         let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-        assert!(text.contains(&format!(".TH {name} 1")), "{name}: {}", &text[..text.len().min(200)]);
+        assert!(
+            text.contains(&format!(".TH {name} 1")),
+            "{name}: {}",
+            &text[..text.len().min(200)]
+        );
     }
     let proxy = std::fs::read_to_string(out.join("compactor-proxy.1")).unwrap();
     assert!(

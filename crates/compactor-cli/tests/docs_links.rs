@@ -10,7 +10,10 @@ use std::path::{Path, PathBuf};
 
 /// The repository root.
 fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .unwrap()
 }
 
 /// GitHub's anchor for a heading: inline code and link syntax dropped, lower-cased, every
@@ -29,8 +32,12 @@ fn strip_links(text: &str) -> String {
     let mut out = String::new();
     let mut rest = text;
     while let Some(open) = rest.find('[') {
-        let Some(close) = rest[open..].find("](").map(|i| open + i) else { break };
-        let Some(end) = rest[close..].find(')').map(|i| close + i) else { break };
+        let Some(close) = rest[open..].find("](").map(|i| open + i) else {
+            break;
+        };
+        let Some(end) = rest[close..].find(')').map(|i| close + i) else {
+            break;
+        };
         out.push_str(&rest[..open]);
         out.push_str(&rest[open + 1..close]);
         rest = &rest[end + 1..];
@@ -192,8 +199,16 @@ fn the_link_checker_fails_on_broken_links() {
     .unwrap();
     let broken = broken_links(&[index]);
     assert_eq!(broken.len(), 3, "{broken:#?}");
-    assert!(broken[0].ends_with(":5: no such file: guide/missing.md"), "{}", broken[0]);
-    assert!(broken[1].contains("no heading for #nowhere in guide/page.md"), "{}", broken[1]);
+    assert!(
+        broken[0].ends_with(":5: no such file: guide/missing.md"),
+        "{}",
+        broken[0]
+    );
+    assert!(
+        broken[1].contains("no heading for #nowhere in guide/page.md"),
+        "{}",
+        broken[1]
+    );
     assert!(broken[2].contains("no heading for #nope"), "{}", broken[2]);
 }
 
@@ -204,12 +219,20 @@ fn the_front_door_stays_short() {
     let root = root();
     let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
     let benchmarks = std::fs::read_to_string(root.join("BENCHMARKS.md")).unwrap();
-    assert!(readme.lines().count() <= 250, "README.md has {} lines", readme.lines().count());
+    assert!(
+        readme.lines().count() <= 250,
+        "README.md has {} lines",
+        readme.lines().count()
+    );
     assert!(
         benchmarks.lines().count() <= 300,
         "BENCHMARKS.md has {} lines",
         benchmarks.lines().count()
     );
     let proxy = crate::readme_proxy::proxy_section(&readme);
-    assert!(proxy.lines().count() <= 40, "the proxy section has {} lines", proxy.lines().count());
+    assert!(
+        proxy.lines().count() <= 40,
+        "the proxy section has {} lines",
+        proxy.lines().count()
+    );
 }

@@ -64,7 +64,12 @@ struct Upstream {
 }
 
 /// Answers each route with the smallest valid reply and records the request.
-async fn answer(State(up): State<Arc<Upstream>>, uri: Uri, headers: HeaderMap, body: axum::Json<Value>) -> axum::Json<Value> {
+async fn answer(
+    State(up): State<Arc<Upstream>>,
+    uri: Uri,
+    headers: HeaderMap,
+    body: axum::Json<Value>,
+) -> axum::Json<Value> {
     let key = ["x-api-key", "authorization"]
         .iter()
         .find_map(|h| headers.get(*h))
@@ -105,7 +110,11 @@ async fn start_upstream() -> (String, Arc<Upstream>) {
 
 /// A port nothing listens on now.
 fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
 }
 
 /// curl, waiting (bounded) for the proxy the block started in the background to listen.
@@ -181,7 +190,11 @@ fn prepared(block: &str, upstream: &str, port: u16) -> String {
         .replace("https://api.anthropic.com", upstream)
         .replace("https://api.openai.com", upstream)
         .replace("127.0.0.1:8787", &format!("127.0.0.1:{port}"));
-    for line in block.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with('#')) {
+    for line in block
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+    {
         let command = line
             .split_whitespace()
             .find(|word| !word.contains('='))
@@ -191,7 +204,12 @@ fn prepared(block: &str, upstream: &str, port: u16) -> String {
             "the README's proxy section runs `{command}`, which this test does not know how to check: {line}"
         );
     }
-    let last = block.lines().map(str::trim).rev().find(|l| !l.is_empty()).unwrap_or_default();
+    let last = block
+        .lines()
+        .map(str::trim)
+        .rev()
+        .find(|l| !l.is_empty())
+        .unwrap_or_default();
     if last.starts_with("export ") {
         text.push_str("sdk-client\n");
     }
@@ -250,8 +268,14 @@ async fn the_readme_proxy_section_runs_as_written() {
             .status();
         let out = std::fs::read_to_string(&log).unwrap();
         let err = std::fs::read_to_string(dir.path().join("err.log")).unwrap();
-        assert!(status.success(), "the block failed ({status}):\n{text}\nstdout:\n{out}\nstderr:\n{err}");
-        assert!(out.contains("upstream says hi"), "the answer came back through the proxy:\n{text}\n{out}\n{err}");
+        assert!(
+            status.success(),
+            "the block failed ({status}):\n{text}\nstdout:\n{out}\nstderr:\n{err}"
+        );
+        assert!(
+            out.contains("upstream says hi"),
+            "the answer came back through the proxy:\n{text}\n{out}\n{err}"
+        );
         let seen = up.seen.lock().unwrap().clone();
         let marker = if block.contains("claude") {
             ("/v1/messages", "readme: claude", "sk-ant-readme")
@@ -261,9 +285,8 @@ async fn the_readme_proxy_section_runs_as_written() {
             ("/v1/chat/completions", "readme: sdk", "Bearer sk-readme")
         };
         assert!(
-            seen.iter().any(|s| s.path == marker.0
-                && s.key == marker.2
-                && s.body.to_string().contains(marker.1)),
+            seen.iter()
+                .any(|s| s.path == marker.0 && s.key == marker.2 && s.body.to_string().contains(marker.1)),
             "the upstream received the client's request on {} with its key: {seen:#?}\n{text}",
             marker.0
         );

@@ -22,13 +22,18 @@ use llm_compactor::{CompactOptions, CompactionResult, Compactor, CompactorConfig
 
 /// Compacts the conversation in `path` to `budget` tokens; returns the document in the
 /// input's format and the pass's result.
-pub async fn compact_file(path: &Path, budget: usize) -> Result<(serde_json::Value, CompactionResult), Box<dyn std::error::Error>> {
+pub async fn compact_file(
+    path: &Path,
+    budget: usize,
+) -> Result<(serde_json::Value, CompactionResult), Box<dyn std::error::Error>> {
     let document = Document::read_path(path, None)?;
     let config = CompactorConfig::builder(budget).build()?;
     let compactor = Compactor::new(config, counter_by_name("o200k")?)
         .with_ledger(LedgerPolicy::default())
         .with_summarizer(Arc::new(LedgerSummarizer));
-    let result = compactor.compact(document.messages(), CompactOptions::default()).await?;
+    let result = compactor
+        .compact(document.messages(), CompactOptions::default())
+        .await?;
     let out = document.with_messages(result.messages.clone()).to_value();
     Ok((out, result))
 }

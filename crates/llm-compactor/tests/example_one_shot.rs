@@ -9,7 +9,12 @@ use llm_compactor::format::Document;
 async fn the_one_shot_example_compacts_the_shipped_session_in_its_own_format() {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/sessions/long-agent-session.json");
     let (document, result) = crate::one_shot::compact_file(&path, 16_000).await.unwrap();
-    assert!(result.tokens_after < result.tokens_before, "{} -> {}", result.tokens_before, result.tokens_after);
+    assert!(
+        result.tokens_after < result.tokens_before,
+        "{} -> {}",
+        result.tokens_before,
+        result.tokens_after
+    );
     assert!(result.tokens_after <= 16_000);
     assert!(!result.fallback, "the ledger summary was taken, not the hard trim");
     let input = Document::read_path(&path, None).unwrap();

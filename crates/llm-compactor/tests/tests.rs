@@ -5,8 +5,6 @@
 #[path = "../examples/agent_loop.rs"]
 #[allow(unused_imports)]
 mod agent_loop;
-#[path = "../examples/one_shot.rs"]
-mod one_shot;
 #[path = "format_support/codex_run.rs"]
 #[allow(dead_code, unused_imports)]
 mod codex_run;
@@ -25,6 +23,8 @@ mod http_support;
 #[cfg(feature = "local")]
 #[allow(dead_code, unused_imports)]
 mod local_support;
+#[path = "../examples/one_shot.rs"]
+mod one_shot;
 #[allow(dead_code, unused_imports)]
 mod session_support;
 #[allow(dead_code, unused_imports)]

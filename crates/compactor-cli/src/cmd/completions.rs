@@ -5,7 +5,9 @@ use crate::error::CliError;
 
 /// Print the completion script for a shell.
 #[derive(clap::Args, Debug)]
-#[command(after_help = "Install, e.g.:\n  compactor completions bash > ~/.local/share/bash-completion/completions/compactor\n  compactor completions zsh > \"${fpath[1]}/_compactor\"\n  compactor completions fish > ~/.config/fish/completions/compactor.fish")]
+#[command(
+    after_help = "Install, e.g.:\n  compactor completions bash > ~/.local/share/bash-completion/completions/compactor\n  compactor completions zsh > \"${fpath[1]}/_compactor\"\n  compactor completions fish > ~/.config/fish/completions/compactor.fish"
+)]
 pub struct Args {
     /// The shell: bash, zsh, fish, elvish or powershell.
     #[arg(value_enum)]
