@@ -1,5 +1,6 @@
-//! Issue 44: the README's proxy section runs as written. Each `sh` block of "Way in 1"
-//! runs under bash, in a scratch directory, with the built `compactor` on PATH, against a
+//! Issue 44: the README's proxy section runs as written, and so do the proxy commands of
+//! the guides (Claude Code, Codex CLI, Getting started). Each `sh` block of the README's
+//! "Way in 1" (and of those pages) runs under bash, in a scratch directory, with the built `compactor` on PATH, against a
 //! scripted upstream on 127.0.0.1. Only two things are substituted: the provider's origin
 //! (`https://api.anthropic.com`, `https://api.openai.com`) becomes the scripted upstream,
 //! and the default port 8787 a free one (`compactor proxy` is given `--listen` on it).
@@ -216,19 +217,57 @@ fn prepared(block: &str, upstream: &str, port: u16) -> String {
     text
 }
 
+/// A page of the repository, read.
+fn page(relative: &str) -> String {
+    std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").join(relative)).unwrap()
+}
+
+/// The part of `text` from the heading `heading` to the next heading of its level.
+fn section<'a>(text: &'a str, heading: &str) -> &'a str {
+    let start = text.find(heading).unwrap_or_else(|| panic!("no heading {heading:?}"));
+    let level = heading.split(' ').next().unwrap();
+    let end = text[start + heading.len()..]
+        .find(&format!("\n{level} "))
+        .map_or(text.len(), |i| start + heading.len() + i + 1);
+    &text[start..end]
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_readme_proxy_section_runs_as_written() {
-    let readme = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../README.md")).unwrap();
+    let readme = page("README.md");
     let section = proxy_section(&readme);
-    let shell = blocks(section, "sh");
-    let toml = blocks(section, "toml");
-    assert!(shell.len() >= 3, "the proxy section's shell blocks: {shell:?}");
-    assert_eq!(toml.len(), 1, "one config.toml for Codex: {toml:?}");
+    assert!(
+        blocks(section, "sh").len() >= 3,
+        "the proxy section's shell blocks: {section}"
+    );
+    assert_eq!(blocks(section, "toml").len(), 1, "one config.toml for Codex: {section}");
+    run_blocks(section, &blocks(section, "toml")[0]).await;
+}
+
+/// The same for the guides' proxy commands: Claude Code, Codex CLI, and the getting
+/// started page's agent through the proxy.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_guides_proxy_commands_run_as_written() {
+    let readme = page("README.md");
+    let readme_toml = blocks(proxy_section(&readme), "toml").remove(0);
+    let codex = page("docs/guide/codex.md");
+    let codex_toml = blocks(&codex, "toml");
+    assert_eq!(codex_toml.len(), 1, "the Codex guide's config.toml");
+    run_blocks(&codex, &codex_toml[0]).await;
+    run_blocks(&page("docs/guide/claude-code.md"), &readme_toml).await;
+    let started = page("docs/guide/getting-started.md");
+    run_blocks(section(&started, "## Then: an agent through the proxy"), &readme_toml).await;
+}
+
+/// Runs every `sh` block of `text` as the module's docs say, with `toml` as Codex's
+/// `config.toml`.
+async fn run_blocks(text: &str, toml: &str) {
+    let shell = blocks(text, "sh");
+    assert!(!shell.is_empty(), "no shell block in {text}");
     assert!(
         std::process::Command::new("curl").arg("--version").output().is_ok(),
         "curl runs the client stand-ins"
     );
-
     for block in &shell {
         let (upstream, up) = start_upstream().await;
         let dir = tempfile::tempdir().unwrap();
@@ -238,7 +277,7 @@ async fn the_readme_proxy_section_runs_as_written() {
         std::fs::create_dir(&codex_home).unwrap();
         std::fs::write(
             codex_home.join("config.toml"),
-            toml[0].replace("127.0.0.1:8787", &format!("127.0.0.1:{port}")),
+            toml.replace("127.0.0.1:8787", &format!("127.0.0.1:{port}")),
         )
         .unwrap();
         let text = prepared(block, &upstream, port);
