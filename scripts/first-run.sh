@@ -8,7 +8,7 @@
 # (`--summarizer ledger`): the files the agent touched, the commands it ran with their
 # exit status, the errors still open, the user's requests -- extracted verbatim, so it
 # cannot invent anything, in milliseconds. For prose summaries set OPENAI_API_KEY or
-# ANTHROPIC_API_KEY (and use --summarizer auto), or see README "In-process, on the CPU"
+# ANTHROPIC_API_KEY (and use --summarizer auto), or see docs/guide/summarizers.md "In-process, on the CPU"
 # for the opt-in local model. It ends by writing an HTML report of the compaction (a
 # session transcript compacted once) and printing the path to open.
 set -euo pipefail

@@ -10,7 +10,7 @@ mod error;
 mod io;
 mod out;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 
 use crate::error::CliError;
 
@@ -44,6 +44,10 @@ enum Command {
     Model(cmd::model::Args),
     /// Serve the OpenAI- and Anthropic-compatible compaction proxy; list and export its sessions.
     Proxy(Box<cmd::proxy::Args>),
+    /// Print the completion script for a shell (bash, zsh, fish, elvish, powershell).
+    Completions(cmd::completions::Args),
+    /// Print the manual page, or write one page per command into a directory.
+    Man(cmd::man::Args),
 }
 
 fn main() {
@@ -70,6 +74,8 @@ fn main() {
         Command::Simulate(args) => cmd::simulate::run(args),
         Command::Model(args) => cmd::model::run(args),
         Command::Proxy(args) => cmd::proxy::run(*args),
+        Command::Completions(args) => cmd::completions::run(args, Cli::command()),
+        Command::Man(args) => cmd::man::run(args, Cli::command()),
     };
     match outcome {
         Ok(()) => {}

@@ -191,10 +191,17 @@ fn spawn_proxy(args: &[&str]) -> (std::process::Child, String) {
     spawn_proxy_with(args, &[])
 }
 
-/// [`spawn_proxy`] with these environment variables set.
+/// [`spawn_proxy`] with these environment variables set (on 127.0.0.1 unless `args`
+/// give a `--listen` of their own).
 fn spawn_proxy_with(args: &[&str], env: &[(&str, &str)]) -> (std::process::Child, String) {
+    let listen: &[&str] = if args.contains(&"--listen") {
+        &[]
+    } else {
+        &["--listen", "127.0.0.1:0"]
+    };
     let mut child = bin()
-        .args(["proxy", "--listen", "127.0.0.1:0"])
+        .arg("proxy")
+        .args(listen)
         .args(args)
         .envs(env.iter().copied())
         .stderr(Stdio::piped())
@@ -435,4 +442,42 @@ fn native_compaction_flags_are_checked() {
         said.contains("COMPACTOR_TEST_UNSET_KEY") && said.contains("16 bytes"),
         "{said}"
     );
+
+/// Issue 44, the other way: with a token the real binary serves the inspector on a
+/// non-loopback address, and `/ui` answers 401 without the token, 200 with it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_inspector_off_loopback_serves_with_a_token_and_checks_it() {
+    let (upstream, _up) = start_upstream().await;
+    let args = [
+        "--listen",
+        "0.0.0.0:0",
+        "--upstream",
+        &upstream,
+        "--store",
+        "memory:",
+        "--ui",
+        "--ui-token-env",
+        "COMPACTOR_TEST_UI_TOKEN",
+    ];
+    let (mut child, proxy) = spawn_proxy_with(&args, &[("COMPACTOR_TEST_UI_TOKEN", "tok-cli-7")]);
+    let proxy = proxy.replace("0.0.0.0", "127.0.0.1");
+    let client = reqwest::Client::new();
+    let bare = client.get(format!("{proxy}/ui")).send().await.unwrap();
+    let wrong = client
+        .get(format!("{proxy}/ui"))
+        .bearer_auth("tok-cli-")
+        .send()
+        .await
+        .unwrap();
+    let right = client
+        .get(format!("{proxy}/ui"))
+        .bearer_auth("tok-cli-7")
+        .send()
+        .await
+        .unwrap();
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert_eq!(bare.status(), 401);
+    assert_eq!(wrong.status(), 401);
+    assert_eq!(right.status(), 200);
 }

@@ -149,3 +149,8 @@ pub use usage::Usage;
 #[cfg(doctest)]
 #[doc = include_str!("../../../README.md")]
 pub struct ReadmeDoctests;
+
+/// The library guide's Rust examples (`docs/guide/library.md`), run as doctests too.
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/guide/library.md")]
+pub struct LibraryGuideDoctests;

@@ -23,6 +23,8 @@ mod http_support;
 #[cfg(feature = "local")]
 #[allow(dead_code, unused_imports)]
 mod local_support;
+#[path = "../examples/one_shot.rs"]
+mod one_shot;
 #[allow(dead_code, unused_imports)]
 mod session_support;
 #[allow(dead_code, unused_imports)]
@@ -48,6 +50,7 @@ mod engine_policies;
 mod engine_props;
 mod engine_repetition_retry;
 mod engine_trajectories;
+mod example_one_shot;
 mod exec_limits;
 mod expand_handles;
 mod format_compaction_items;

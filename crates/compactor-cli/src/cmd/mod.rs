@@ -2,6 +2,7 @@
 
 pub mod compact;
 pub mod compact_opts;
+pub mod completions;
 pub mod convert;
 pub mod count;
 pub mod eval;
@@ -10,6 +11,7 @@ pub mod eval_probes;
 pub mod eval_retrieve;
 pub mod expand;
 pub mod interrupt;
+pub mod man;
 pub mod model;
 pub mod plan;
 pub mod plot;
