@@ -442,6 +442,7 @@ fn native_compaction_flags_are_checked() {
         said.contains("COMPACTOR_TEST_UNSET_KEY") && said.contains("16 bytes"),
         "{said}"
     );
+}
 
 /// Issue 44, the other way: with a token the real binary serves the inspector on a
 /// non-loopback address, and `/ui` answers 401 without the token, 200 with it.
