@@ -15,11 +15,11 @@
 //! (the budget) waits, bounded, then compacts inline as before.
 //!
 //! With `--summarizer-key client` or `--summarizer upstream` the background pass pays
-//! with the key of the round that started it (handed to the task, never stored); when
-//! the summarizer is the agent's own model on the upstream its summary request is that
-//! round's request as the upstream received it plus one instruction
-//! ([`crate::upstream_summarizer::with_agent_round`]), so the upstream bills most of it
-//! as cache reads.
+//! with the key of the round that started it (in the pass's context, handed to the
+//! task, never stored); when the summarizer is the agent's own model on the upstream its
+//! summary request is that round's request as the upstream received it plus one
+//! instruction ([`crate::upstream_summarizer::pass_context`]), so the upstream bills most
+//! of it as cache reads.
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -28,15 +28,15 @@ use std::time::Duration;
 use llm_compactor::compactor::PreparedPass;
 use llm_compactor::message::Message;
 use llm_compactor::plan::prepared::{self, Pace, PrepareStep, PrepareView, Snapshot};
+use llm_compactor::summarize::PassContext;
 use llm_compactor::{CompactError, CompactOptions, Compactor};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use super::SessionState;
-use crate::client_key::{ClientAuth, with_client_auth};
 use crate::config::PrepareConfig;
 use crate::metrics::Metrics;
-use crate::upstream_summarizer::{AgentRound, with_agent_round};
+use crate::upstream_summarizer::{AgentRound, pass_context};
 
 /// The transcript line type of a prepared pass's fate (the library's).
 pub use llm_compactor::session::TYPE_PREPARED;
@@ -98,15 +98,6 @@ pub(super) enum Decision {
     AsIs,
     /// Install this prepared pass (through the compaction path, under the lease).
     Install(Box<PreparedPass>),
-}
-
-/// What the background pass needs from the round that starts it.
-pub(crate) struct Start {
-    /// The credentials of the round (`--summarizer-key client`, `--summarizer upstream`).
-    pub(crate) auth: ClientAuth,
-    /// The round (route, model, and its request as the upstream receives it when the
-    /// summary reads its cache).
-    pub(crate) agent: Option<Arc<AgentRound>>,
 }
 
 impl Preparer {
@@ -188,7 +179,7 @@ impl SessionState {
         &mut self,
         compactor: Arc<Compactor>,
         metrics: &Metrics,
-        start: Start,
+        pass: PassContext,
         lease: PrepareLease,
     ) {
         let messages: Vec<Message> = self.replayer.messages().to_vec();
@@ -197,6 +188,7 @@ impl SessionState {
             counter: Some(self.counter.clone()),
             cancel: cancel.clone(),
             ahead_of_trigger: true,
+            pass,
             ..CompactOptions::default()
         };
         let handle = tokio::spawn(async move {
@@ -217,8 +209,7 @@ impl SessionState {
             // The snapshot's digest off the request path too.
             let snapshot = Snapshot::of(&messages);
             let started = tokio::time::Instant::now();
-            let pass = compactor.compact(&messages, options);
-            let work = with_client_auth(start.auth, with_agent_round(start.agent, pass));
+            let work = compactor.compact(&messages, options);
             let result = super::sync::renewing_lease(store.as_ref(), &holder, ttl, &key, work).await?;
             Ok(Outcome::Prepared(
                 Box::new(PreparedPass { snapshot, result }),
@@ -318,17 +309,16 @@ impl SessionState {
         if !self.should_prepare(prepare, round.compactor, tokens) {
             return;
         }
-        let auth = ClientAuth::current();
         // The agent's request is the summary's prefix only when the summarizer is the
         // agent's own model behind the upstream (`ProxyConfig::summary_reads_cache`).
-        let agent = Some(round.agent_round(Some(body), &self.key));
+        let pass = pass_context(round.auth, Some(round.agent_round(Some(body), &self.key)));
         let lease = PrepareLease {
             store: Arc::clone(&round.config.store),
             holder: round.config.holder.clone(),
             ttl: round.config.lease_ttl,
             key: format!("{}{PREPARE_LEASE_SUFFIX}", self.store_key),
         };
-        self.start_preparation(Arc::clone(round.compactor), round.metrics, Start { auth, agent }, lease);
+        self.start_preparation(Arc::clone(round.compactor), round.metrics, pass, lease);
     }
 
     /// Checks `prepared` against the transcript as it is (under the lease, caught up
@@ -414,11 +404,13 @@ impl SessionState {
             counter: Some(self.counter.clone()),
             target,
             focus: round.config.focus.clone(),
+            pass: pass_context(round.auth, agent),
             ..CompactOptions::default()
         };
         let started = tokio::time::Instant::now();
-        let pass = round.compactor.compact(self.replayer.messages(), options);
-        let result = with_agent_round(agent, pass)
+        let result = round
+            .compactor
+            .compact(self.replayer.messages(), options)
             .await
             .map_err(|e| crate::error::ProxyError::BadRequest(format!("the conversation cannot be compacted: {e}")))?;
         if !result.summary.is_empty() {

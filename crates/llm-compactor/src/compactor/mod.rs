@@ -45,7 +45,7 @@ pub use summary::TRUNCATED_MARKER;
 
 use crate::count::TokenCounter;
 use crate::plan::AgingRules;
-use crate::summarize::{Prompts, Summarizer};
+use crate::summarize::{PassContext, Prompts, Summarizer};
 
 /// A compaction that could not even start: invalid input. A failing summarizer is NOT an
 /// error (it ends in the hard trim with `fallback: true`).
@@ -82,6 +82,10 @@ pub struct CompactOptions {
     /// below it (an elision-only result only when the cost policy would take one at the
     /// trigger, not whenever it gets under the trigger).
     pub ahead_of_trigger: bool,
+    /// What the pass's summarizer may know of the request that runs it (the agent's
+    /// request for the cache-reading summary, a client's key): handed to every
+    /// [`Summarizer::summarize_in`] call of the pass. Empty by default.
+    pub pass: PassContext,
 }
 
 impl std::fmt::Debug for CompactOptions {
@@ -92,6 +96,7 @@ impl std::fmt::Debug for CompactOptions {
             .field("cancelled", &self.cancel.is_cancelled())
             .field("focus", &self.focus)
             .field("ahead_of_trigger", &self.ahead_of_trigger)
+            .field("pass", &self.pass)
             .finish()
     }
 }

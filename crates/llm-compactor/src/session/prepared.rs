@@ -332,20 +332,16 @@ impl Preparation {
             counter: Some(request.counter(host.counter)),
             cancel: cancel.clone(),
             ahead_of_trigger: true,
+            // The request's pass context goes with the task (the agent's request, for a
+            // summary that reads its cache).
+            pass: request.pass_context(),
             ..CompactOptions::default()
         };
         let compactor = Arc::clone(host.compactor);
         let task_snapshot = snapshot.clone();
-        // A summary request that reads the agent's cache needs the agent's request in the
-        // task that summarizes (task-locals do not cross a spawn).
-        #[cfg(feature = "http")]
-        let agent = crate::backend::http::current_agent_request();
         let handle = tokio::spawn(async move {
             let started = tokio::time::Instant::now();
-            let pass = compactor.compact(&messages, options);
-            #[cfg(feature = "http")]
-            let pass = crate::backend::http::with_agent_request(agent, pass);
-            let outcome = pass.await.map(|result| PreparedPass {
+            let outcome = compactor.compact(&messages, options).await.map(|result| PreparedPass {
                 snapshot: task_snapshot,
                 result,
             });
