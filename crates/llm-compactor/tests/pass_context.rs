@@ -63,6 +63,8 @@ impl Summarizer for Recording {
     }
 }
 
+fn send<T: Send>(_: &T) {}
+
 fn compactor(summarizer: Arc<Recording>) -> Compactor {
     let config = CompactorConfig::builder(1_000)
         .keep_recent(2)
@@ -122,7 +124,10 @@ async fn the_manager_hands_the_requests_context_to_inline_and_background_passes(
             pass: Some(&pass),
             ..RequestShape::default()
         };
-        let out = manager.prepare(request, CancellationToken::new()).await.unwrap();
+        let round = manager.prepare(request, CancellationToken::new());
+        // A loop may run on a multi-threaded runtime: the round is Send.
+        send(&round);
+        let out = round.await.unwrap();
         assert_eq!(out.pass.is_some(), !prepared, "prepared: {prepared}");
         manager.settle_preparation().await;
         assert_eq!(manager.preparing(), prepared, "prepared: {prepared}: a pass is ready");

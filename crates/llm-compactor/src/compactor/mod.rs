@@ -19,6 +19,7 @@ mod ledger;
 mod pass;
 mod policy;
 mod prepared;
+mod preparer;
 mod report;
 mod result;
 mod summary;
@@ -38,7 +39,8 @@ pub use policy::{
     ECONOMY_EXPECTED_REMAINING_ROUNDS, ECONOMY_KEEP_RECENT, ECONOMY_MIN_CHARS, ECONOMY_TARGET_RATIO,
     ECONOMY_TRIGGER_RATIO, Policy, UnknownPolicy,
 };
-pub use prepared::PreparedPass;
+pub use prepared::{Judgment, PreparedPass};
+pub use preparer::{PassFuture, PrepareDecision, PrepareRequest, PreparedOutcome, Preparer, PreparerEvent};
 pub use report::{NeedReason, PlanReport, TrimPreview};
 pub use result::{Attempt, AttemptKind, AttemptOutcome, CompactionResult, Elision, Exhaustion};
 pub use summary::TRUNCATED_MARKER;
