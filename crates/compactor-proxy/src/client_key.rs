@@ -8,29 +8,24 @@
 //!
 //! How the key travels, and why it cannot go anywhere else:
 //! - it is read from the triggering request (`x-api-key`, else the `Authorization:
-//!   Bearer` token) into a [`Secret`] and handed to the pass through a tokio task-local
-//!   scoped around that one pass ([`with_client_auth`]); the engine calls the summarizer
-//!   inside the same task, so only that pass sees it, and it is gone when the pass ends.
-//!   It is never in the compactor, the session state, the store, a log line or a metric;
+//!   Bearer` token) into a [`Secret`] ([`ClientAuth::of`]) and handed to the pass in its
+//!   context ([`crate::upstream_summarizer::pass_context`], the library's
+//!   [`PassContext`]), which the compactor hands to each summarizer call of that one
+//!   pass; only that pass sees it, and it is gone when the pass ends. It is never in the
+//!   compactor, the session state, the store, a log line or a metric;
 //! - [`ClientKeySummarizer`] sends it only to its backend's endpoint, and the proxy
 //!   refuses at start-up a summarizer whose origin (scheme, host, port) is not the
 //!   upstream's ([`crate::ProxyConfigBuilder::summarizer_key_from_client`]); the HTTP
 //!   backend follows no cross-origin redirect;
-//! - with no scope (a library user forgot to register the summarizer, or the request
-//!   had no key) the summarizer sends no key at all, never another one.
-
-use std::future::Future;
+//! - with no credentials in the context (a library user forgot to register the
+//!   summarizer, or the request had no key) the summarizer sends no key at all, never
+//!   another one.
 
 use async_trait::async_trait;
 use axum::http::HeaderMap;
 use llm_compactor::backend::http::{HttpBackend, Secret};
-use llm_compactor::summarize::{Summarizer, SummarizerError, SummaryReply, SummaryRequest};
+use llm_compactor::summarize::{PassContext, Summarizer, SummarizerError, SummaryReply, SummaryRequest};
 use tokio_util::sync::CancellationToken;
-
-tokio::task_local! {
-    static CLIENT_KEY: Option<Secret>;
-    static CLIENT_HEADERS: ClientHeaders;
-}
 
 /// The headers of the triggering request that say who the client is to the upstream, as
 /// it sent them: `--summarizer upstream` sends its summary request with exactly these
@@ -71,14 +66,6 @@ impl ClientAuth {
         }
     }
 
-    /// The credentials in scope (what a task spawned for a background pass is handed).
-    pub(crate) fn current() -> ClientAuth {
-        ClientAuth {
-            key: current_client_key(),
-            headers: CLIENT_HEADERS.try_with(Clone::clone).unwrap_or_default(),
-        }
-    }
-
     /// `text` with every client secret in it redacted.
     pub(crate) fn redact(&self, text: &str) -> String {
         let mut text = self.key.as_ref().map_or_else(|| text.to_owned(), |k| k.redact(text));
@@ -91,14 +78,6 @@ impl ClientAuth {
         }
         text
     }
-}
-
-/// Runs `pass` with `auth` visible to the summarizers inside it (the key to a
-/// [`ClientKeySummarizer`], the headers too to the upstream summarizer).
-pub(crate) async fn with_client_auth<F: Future>(auth: ClientAuth, pass: F) -> F::Output {
-    CLIENT_KEY
-        .scope(auth.key, CLIENT_HEADERS.scope(auth.headers, pass))
-        .await
 }
 
 /// An HTTP summarizer that sends the triggering request's key (see the module docs).
@@ -138,13 +117,26 @@ impl Summarizer for ClientKeySummarizer {
         self.backend.input_room()
     }
 
+    fn input_room_in(&self, pass: &PassContext) -> Option<usize> {
+        self.backend.input_room_in(pass)
+    }
+
     async fn summarize(
         &self,
         request: SummaryRequest,
         cancel: &CancellationToken,
     ) -> Result<SummaryReply, SummarizerError> {
-        let key = CLIENT_KEY.try_with(Clone::clone).ok().flatten();
-        self.backend.with_api_key(key).summarize(request, cancel).await
+        self.summarize_in(request, &PassContext::new(), cancel).await
+    }
+
+    async fn summarize_in(
+        &self,
+        request: SummaryRequest,
+        pass: &PassContext,
+        cancel: &CancellationToken,
+    ) -> Result<SummaryReply, SummarizerError> {
+        let key = pass.get::<ClientAuth>().and_then(|auth| auth.key.clone());
+        self.backend.with_api_key(key).summarize_in(request, pass, cancel).await
     }
 }
 
@@ -166,11 +158,6 @@ pub fn key_of(headers: &HeaderMap) -> Option<Secret> {
             })
         })
         .map(Secret::new)
-}
-
-/// The key in scope (what a task spawned for a background pass is handed).
-pub fn current_client_key() -> Option<Secret> {
-    CLIENT_KEY.try_with(Clone::clone).ok().flatten()
 }
 
 /// True when `a` and `b` have the same origin (scheme, host and port).

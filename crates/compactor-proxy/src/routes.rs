@@ -16,7 +16,7 @@ use std::sync::atomic::Ordering;
 use llm_compactor::format::context_management::{self, Stance};
 
 use crate::api::{self, Api, ParseError};
-use crate::client_key::{ClientAuth, with_client_auth};
+use crate::client_key::ClientAuth;
 use crate::error::ProxyError;
 use crate::expand;
 use crate::metrics::Route;
@@ -279,9 +279,9 @@ async fn compacted(state: Arc<AppState>, api: Api, request: Request) -> Result<R
             request: &parsed,
             original: &body,
             attempt: Attempt::First,
+            auth: &client_auth,
         };
-        let pass = guard.prepare(&round);
-        with_client_auth(client_auth.clone(), pass).await?
+        guard.prepare(&round).await?
     };
     prepared.body = finish(&state, api, &body, client_json.as_ref(), &mut prepared, &key);
     // Thinking a pass moved onto a new prefix: the provider drops it instead of a 400.
@@ -341,9 +341,9 @@ async fn compacted(state: Arc<AppState>, api: Api, request: Request) -> Result<R
                 request: &parsed,
                 original: &body,
                 attempt: Attempt::ContextLengthRetry,
+                auth: &client_auth,
             };
-            let pass = guard.prepare(&round);
-            with_client_auth(client_auth, pass).await?
+            guard.prepare(&round).await?
         };
         retried.body = finish(&state, api, &body, client_json.as_ref(), &mut retried, &key);
         offered = offer_expand(&state, api, &mut retried);

@@ -5,46 +5,40 @@
 //! configuration (URL, model, key variable) is then only a way to get it wrong, and the
 //! summary request that reads the agent's prompt cache needs the agent's own model on
 //! the agent's own provider anyway. So [`UpstreamSummarizer`] has no model and no key of
-//! its own: per call it takes what the proxy scoped around the pass
-//! ([`with_agent_round`]): the route, the model and (when the pass may read the cache)
-//! the round's request as the upstream receives it; and the triggering request's
-//! credentials ([`crate::client_key`]: its key, and the headers that say who the client
-//! is, sent as the client sent them). It posts to the upstream with that route's
-//! protocol:
+//! its own: per call it reads what the proxy put in the pass's context
+//! ([`pass_context`], the library's [`PassContext`]): the route, the model and (when the
+//! pass may read the cache) the round's request as the upstream receives it
+//! ([`AgentRound`]); and the triggering request's credentials ([`crate::client_key`]:
+//! its key, and the headers that say who the client is, sent as the client sent them).
+//! It posts to the upstream with that route's protocol:
 //!
 //! - chat completions and Messages: the library's [`HttpBackend`] for that protocol and
 //!   model, which sends the agent's request plus one instruction
-//!   ([`llm_compactor::backend::http::cache_reading_body`]) when the request is in scope,
-//!   else the ordinary summary request;
+//!   ([`llm_compactor::backend::http::cache_reading_body`]) when the request is in the
+//!   pass's context, else the ordinary summary request;
 //! - the Responses API: the agent's Responses request plus one user input item, not
 //!   streamed, its output text read ([`crate::upstream_responses`]); a request that
 //!   forces a tool call (or a retry, where the request is known to be too long) gets the
 //!   ordinary chat-completions summary request with the request's model.
 //!
 //! Summaries are billed to the client's key (the README and `--help` say so). The key
-//! lives only in the pass's task-local scope: never stored, logged or put in a metric,
-//! and sent only to the upstream's origin (this summarizer knows no other URL).
+//! lives only in the pass's context, which lives as long as the pass: never stored,
+//! logged or put in a metric, and sent only to the upstream's origin (this summarizer
+//! knows no other URL).
 
 use std::collections::HashMap;
-use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use llm_compactor::backend::http::{
-    AgentRequest, HttpBackend, HttpBackendBuilder, Protocol, default_input_room, with_agent_request,
-};
-use llm_compactor::summarize::{FailureKind, Summarizer, SummarizerError, SummaryReply, SummaryRequest};
+use llm_compactor::backend::http::{AgentRequest, HttpBackend, HttpBackendBuilder, Protocol, default_input_room};
+use llm_compactor::summarize::{FailureKind, PassContext, Summarizer, SummarizerError, SummaryReply, SummaryRequest};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use crate::api::Api;
 use crate::client_key::ClientAuth;
 use crate::error::ProxyError;
-
-tokio::task_local! {
-    static AGENT_ROUND: Option<Arc<AgentRound>>;
-}
 
 /// The most (protocol, model) backends kept; past it the cache starts over (a proxy
 /// serves a handful of models).
@@ -64,10 +58,10 @@ pub(crate) struct AgentRound {
 impl AgentRound {
     /// The library's agent request for a chat-completions or Messages round whose
     /// summary reads the cache.
-    fn agent_request(&self) -> Option<Arc<AgentRequest>> {
+    fn agent_request(&self) -> Option<AgentRequest> {
         let protocol = protocol_of(self.api)?;
         let body = self.cached.clone()?;
-        Some(Arc::new(AgentRequest { protocol, body }))
+        Some(AgentRequest { protocol, body })
     }
 }
 
@@ -79,17 +73,20 @@ fn protocol_of(api: Api) -> Option<Protocol> {
     }
 }
 
-/// Runs `pass` with `round` visible to the summarizer: to an [`UpstreamSummarizer`]
-/// (route, model, request), and as the library's agent request to any [`HttpBackend`]
-/// of its protocol when the summary may read the cache.
-pub(crate) async fn with_agent_round<F: Future>(round: Option<Arc<AgentRound>>, pass: F) -> F::Output {
-    let agent = round.as_ref().and_then(|r| r.agent_request());
-    AGENT_ROUND.scope(round, with_agent_request(agent, pass)).await
-}
-
-/// The round in scope (what a task spawned for a background pass is handed).
-pub(crate) fn current_agent_round() -> Option<Arc<AgentRound>> {
-    AGENT_ROUND.try_with(Clone::clone).ok().flatten()
+/// The context of a pass a round runs: the triggering request's credentials `auth`
+/// (for a [`crate::ClientKeySummarizer`] and an [`UpstreamSummarizer`]); `round` for an
+/// [`UpstreamSummarizer`] (route, model, request); and, when the summary may read the
+/// cache, the round's request as the library's agent request, for any [`HttpBackend`]
+/// of its protocol.
+pub(crate) fn pass_context(auth: &ClientAuth, round: Option<Arc<AgentRound>>) -> PassContext {
+    let mut pass = PassContext::new().with(auth.clone());
+    if let Some(round) = round {
+        if let Some(agent) = round.agent_request() {
+            pass = pass.with(agent);
+        }
+        pass = pass.with_shared(round);
+    }
+    pass
 }
 
 /// The summarizer of `--summarizer upstream` (see the module docs). Register it with
@@ -189,9 +186,9 @@ impl Summarizer for UpstreamSummarizer {
         "upstream"
     }
 
-    fn input_room(&self) -> Option<usize> {
+    fn input_room_in(&self, pass: &PassContext) -> Option<usize> {
         // The agent's request fits its model: a cache-reading summary is never chunked.
-        let round = current_agent_round()?;
+        let round = pass.get::<AgentRound>()?;
         match round.cached {
             Some(_) => None,
             None => Some(default_input_room(&round.model)),
@@ -203,10 +200,19 @@ impl Summarizer for UpstreamSummarizer {
         request: SummaryRequest,
         cancel: &CancellationToken,
     ) -> Result<SummaryReply, SummarizerError> {
-        let Some(round) = current_agent_round() else {
+        self.summarize_in(request, &PassContext::new(), cancel).await
+    }
+
+    async fn summarize_in(
+        &self,
+        request: SummaryRequest,
+        pass: &PassContext,
+        cancel: &CancellationToken,
+    ) -> Result<SummaryReply, SummarizerError> {
+        let Some(round) = pass.get::<AgentRound>() else {
             return Err(SummarizerError::new(
                 FailureKind::Unavailable,
-                "summarizer upstream: no request in scope (register it with ProxyConfigBuilder::summarizer_upstream)",
+                "summarizer upstream: no request in the pass's context (register it with ProxyConfigBuilder::summarizer_upstream)",
             ));
         };
         if round.model.trim().is_empty() {
@@ -215,7 +221,7 @@ impl Summarizer for UpstreamSummarizer {
                 "summarizer upstream: the request names no model",
             ));
         }
-        let auth = ClientAuth::current();
+        let auth = pass.get::<ClientAuth>().cloned().unwrap_or_default();
         if round.api == Api::Responses
             && let Some(body) = &round.cached
             && let Some(reply) = crate::upstream_responses::summarize(
@@ -238,7 +244,7 @@ impl Summarizer for UpstreamSummarizer {
         } else {
             self.backend_with(protocol, &round.model, &auth)?
         };
-        backend.summarize(request, cancel).await.map_err(|mut e| {
+        backend.summarize_in(request, pass, cancel).await.map_err(|mut e| {
             e.message = auth.redact(&e.message);
             e
         })

@@ -261,7 +261,11 @@ impl PyContextManager {
     ) -> PyResult<String> {
         py.detach(|| {
             let tools = request_parts(tools)?;
-            let request = RequestShape { tools: &tools, context };
+            let request = RequestShape {
+                tools: &tools,
+                context,
+                pass: None,
+            };
             let mut manager = lock(&self.manager);
             let token = cancel.map(|c| c.get().token.clone()).unwrap_or_default();
             let prepared = runtime()
@@ -282,7 +286,11 @@ impl PyContextManager {
     ) -> PyResult<String> {
         py.detach(|| {
             let tools = request_parts(tools)?;
-            let request = RequestShape { tools: &tools, context };
+            let request = RequestShape {
+                tools: &tools,
+                context,
+                pass: None,
+            };
             let mut manager = lock(&self.manager);
             let token = cancel.map(|c| c.get().token.clone()).unwrap_or_default();
             let prepared = runtime()

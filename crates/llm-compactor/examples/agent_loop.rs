@@ -382,6 +382,7 @@ pub async fn run_agent(config: &AgentConfig) -> Result<AgentOutcome, AgentError>
     let shape = RequestShape {
         tools: &tools,
         context: "",
+        pass: None,
     };
     let cancel = CancellationToken::new();
     let rounds = AtomicUsize::new(0);

@@ -1,7 +1,7 @@
 //! A summary request that reads the agent's own prompt cache (issue 28), against a real
 //! server on 127.0.0.1 that bills cache reads by the longest prefix a request shares
 //! with any earlier one (the way OpenAI and Anthropic bill a cached prefix): with the
-//! agent's last request in scope, the summary request is that request plus one trailing
+//! agent's last request in the pass's context, the summary request is that request plus one trailing
 //! instruction, and at least 85% of its input is billed as cache reads; without it, the
 //! ordinary summary request reads nothing from the cache. The receipt reports the
 //! summarizer's cached and uncached input separately.
@@ -15,7 +15,7 @@ use std::time::Duration;
 use axum::Router;
 use axum::extract::State;
 use axum::routing::post;
-use llm_compactor::backend::http::{AgentRequest, HttpBackend, Protocol, Secret, with_agent_request};
+use llm_compactor::backend::http::{AgentRequest, HttpBackend, Protocol, Secret};
 use llm_compactor::count::HeuristicCounter;
 use llm_compactor::format::{Document, Format};
 use llm_compactor::message::{Message, ToolCall};
@@ -197,13 +197,15 @@ async fn the_summary_request_reads_the_agents_cache_for_both_protocols() {
         let body = agent_body(protocol, &messages);
         send_agent_request(protocol, addr, &body).await;
         let compactor = compactor(backend(protocol, addr));
-        let agent = Arc::new(AgentRequest {
+        let agent = AgentRequest {
             protocol,
             body: body.clone(),
-        });
-        let result = with_agent_request(Some(agent), compactor.compact(&messages, CompactOptions::default()))
-            .await
-            .unwrap();
+        };
+        let options = CompactOptions {
+            pass: agent.pass_context(),
+            ..CompactOptions::default()
+        };
+        let result = compactor.compact(&messages, options).await.unwrap();
         assert!(
             !result.fallback && result.dropped > 0,
             "{protocol:?}: {:?}",
@@ -272,16 +274,16 @@ async fn a_prepared_pass_carries_the_agents_request_into_its_task() {
     }
     let body = agent_body(Protocol::OpenAi, manager.messages());
     send_agent_request(Protocol::OpenAi, addr, &body).await;
-    let agent = Arc::new(AgentRequest {
+    let agent = AgentRequest {
         protocol: Protocol::OpenAi,
         body,
-    });
-    let out = with_agent_request(
-        Some(agent),
-        manager.prepare(RequestShape::default(), CancellationToken::new()),
-    )
-    .await
-    .unwrap();
+    }
+    .pass_context();
+    let request = RequestShape {
+        pass: Some(&agent),
+        ..RequestShape::default()
+    };
+    let out = manager.prepare(request, CancellationToken::new()).await.unwrap();
     assert!(out.pass.is_none(), "the request went out as it was");
     manager.settle_preparation().await;
     let seen = billing.seen.lock().unwrap().clone();

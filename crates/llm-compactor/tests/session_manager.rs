@@ -387,6 +387,7 @@ async fn a_request_over_the_backend_room_is_compacted_to_it() {
     let shape = RequestShape {
         tools: &tools,
         context: "runtime context",
+        pass: None,
     };
     let prepared = f.manager.prepare(shape, CancellationToken::new()).await.unwrap();
     let pass = prepared.pass.expect("over the room");

@@ -81,6 +81,7 @@ mod local_tokenizer;
 mod media_counting;
 mod message_digest;
 mod model_verify;
+mod pass_context;
 mod plan_core;
 #[cfg(feature = "bpe")]
 mod plan_trim_counted;

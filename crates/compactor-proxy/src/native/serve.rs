@@ -13,7 +13,7 @@ use llm_compactor::message::{Content, Message};
 use super::resolve::resolve_items;
 use super::seal::{Sealer, owner_of};
 use crate::api::{self, Api, ParseError, Wire};
-use crate::client_key::{ClientAuth, with_client_auth};
+use crate::client_key::ClientAuth;
 use crate::error::ProxyError;
 use crate::sessions::{Attempt, Round};
 use crate::state::AppState;
@@ -78,8 +78,9 @@ pub(crate) async fn serve_compaction(
             request: &request,
             original: &original,
             attempt: Attempt::Requested,
+            auth: &client_auth,
         };
-        with_client_auth(client_auth, guard.prepare(&round)).await?
+        guard.prepare(&round).await?
     };
     let summary = prepared.done.as_ref().and_then(|done| done.summary.as_deref());
     let usage = prepared.done.as_ref().map(|done| done.usage).unwrap_or_default();

@@ -14,58 +14,37 @@
 //! replaced fails the digest check and is discarded. Only a round over the hard limit
 //! (the budget) waits, bounded, then compacts inline as before.
 //!
+//! The background pass itself (running or ready, start, abort on drop, the bounded
+//! wait, the pure core's step loop, the pace) is the library's one
+//! [`llm_compactor::compactor::Preparer`], the one the `ContextManager` holds; this file
+//! is what the proxy adds to it: the preparation lease that wraps the task, the
+//! install under the compaction lease through the store, and its metrics.
+//!
 //! With `--summarizer-key client` or `--summarizer upstream` the background pass pays
-//! with the key of the round that started it (handed to the task, never stored); when
-//! the summarizer is the agent's own model on the upstream its summary request is that
-//! round's request as the upstream received it plus one instruction
-//! ([`crate::upstream_summarizer::with_agent_round`]), so the upstream bills most of it
-//! as cache reads.
+//! with the key of the round that started it (in the pass's context, handed to the
+//! task, never stored); when the summarizer is the agent's own model on the upstream its
+//! summary request is that round's request as the upstream received it plus one
+//! instruction ([`crate::upstream_summarizer::pass_context`]), so the upstream bills most
+//! of it as cache reads.
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
-use std::time::Duration;
 
-use llm_compactor::compactor::PreparedPass;
-use llm_compactor::message::Message;
-use llm_compactor::plan::prepared::{self, Pace, PrepareStep, PrepareView, Snapshot};
-use llm_compactor::{CompactError, CompactOptions, Compactor};
-use tokio::task::JoinHandle;
+use llm_compactor::compactor::{Judgment, PrepareDecision, PrepareRequest, PreparedPass, PreparerEvent};
+use llm_compactor::plan::prepared;
+use llm_compactor::summarize::PassContext;
+use llm_compactor::{CompactOptions, Compactor};
 use tokio_util::sync::CancellationToken;
 
 use super::SessionState;
-use crate::client_key::{ClientAuth, with_client_auth};
 use crate::config::PrepareConfig;
 use crate::metrics::Metrics;
-use crate::upstream_summarizer::{AgentRound, with_agent_round};
+use crate::upstream_summarizer::{AgentRound, pass_context};
 
+/// A session's one prepared pass, and the session's pace (the library's).
+pub(super) use llm_compactor::compactor::Preparer;
 /// The transcript line type of a prepared pass's fate (the library's).
 pub use llm_compactor::session::TYPE_PREPARED;
-
-/// A session's one prepared pass, and the session's pace (when to start the next).
-#[derive(Default)]
-pub(crate) struct Preparer {
-    running: Option<Running>,
-    ready: Option<PreparedPass>,
-    pace: Pace,
-    /// The origin of the pace's times (the session's first round here).
-    origin: Option<tokio::time::Instant>,
-    /// The prepare threshold of the round under way ([`prepared::start_at`]).
-    threshold: Option<usize>,
-}
-
-struct Running {
-    cancel: CancellationToken,
-    handle: JoinHandle<Result<Outcome, CompactError>>,
-}
-
-/// How a background preparation ended.
-enum Outcome {
-    /// The pass of the snapshot, and how long it took.
-    Prepared(Box<PreparedPass>, Duration),
-    /// Another instance holds the session's preparation lease: it prepares, not this one
-    /// (also when the store could not be asked: no summary is paid for without the lease).
-    Elsewhere,
-}
 
 /// The suffix of a session's store key that names its preparation lease (distinct from
 /// the compaction lease, so that preparing never blocks an inline pass).
@@ -75,19 +54,14 @@ pub(crate) const PREPARE_LEASE_SUFFIX: &str = "#prepare";
 /// instances (PostgreSQL), only the instance holding it prepares the session, so two
 /// instances never both pay for a summary of the same session. It is never released
 /// early: the holder keeps preparing that session's passes (renewing it) until it stops
-/// serving it and the lease expires.
+/// serving it and the lease expires. It wraps the preparer's task
+/// ([`Preparer::start`]): when another instance holds it (or the store cannot be asked:
+/// no summary is paid for without the lease), the task declines the pass.
 pub(crate) struct PrepareLease {
     pub(crate) store: Arc<dyn llm_compactor::store::SessionStore>,
     pub(crate) holder: String,
-    pub(crate) ttl: Duration,
+    pub(crate) ttl: std::time::Duration,
     pub(crate) key: String,
-}
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        self.cancel.cancel();
-        self.handle.abort();
-    }
 }
 
 /// What the preparation decides for a round.
@@ -100,32 +74,28 @@ pub(super) enum Decision {
     Install(Box<PreparedPass>),
 }
 
-/// What the background pass needs from the round that starts it.
-pub(crate) struct Start {
-    /// The credentials of the round (`--summarizer-key client`, `--summarizer upstream`).
-    pub(crate) auth: ClientAuth,
-    /// The round (route, model, and its request as the upstream receives it when the
-    /// summary reads its cache).
-    pub(crate) agent: Option<Arc<AgentRound>>,
-}
-
-impl Preparer {
-    pub(super) fn busy(&self) -> bool {
-        self.running.is_some() || self.ready.is_some()
-    }
+/// The preparer's events, as the proxy counts them.
+fn heard(session: &str, metrics: &Metrics, event: PreparerEvent) {
+    let counted = match event {
+        PreparerEvent::Cancelled { .. } => &metrics.prepared_cancelled,
+        PreparerEvent::Unusable { why } => {
+            tracing::info!(session, %why, "prepared pass not usable");
+            &metrics.prepared_discarded
+        }
+        PreparerEvent::Declined => {
+            tracing::debug!(session, "another instance holds the preparation lease");
+            &metrics.prepared_elsewhere
+        }
+        _ => return,
+    };
+    counted.fetch_add(1, Ordering::Relaxed);
 }
 
 impl SessionState {
-    /// Drops the prepared pass (running or ready); true when there was one.
-    pub(super) fn cancel_preparation(&mut self, metrics: &Metrics) -> bool {
-        let had = self.preparer.busy();
-        // The pace stays: it is the session's, not the pass's.
-        self.preparer.running = None;
-        self.preparer.ready = None;
-        if had {
-            metrics.prepared_cancelled.fetch_add(1, Ordering::Relaxed);
-        }
-        had
+    /// Drops the prepared pass (running or ready).
+    pub(super) fn cancel_preparation(&mut self, metrics: &Metrics) {
+        let key = &self.key;
+        self.preparer.cancel("the history changes", &|e| heard(key, metrics, e));
     }
 
     /// The preparation's decision for a round of `tokens` tokens over the transcript as
@@ -139,37 +109,24 @@ impl SessionState {
         tokens: usize,
         due: bool,
     ) -> Decision {
-        self.collect_prepared(metrics).await;
+        let key = &self.key;
+        let on = |e| heard(key, metrics, e);
+        self.preparer.collect(&on).await;
         let config = compactor.config();
-        let origin = *self.preparer.origin.get_or_insert_with(tokio::time::Instant::now);
-        self.preparer
-            .pace
-            .observe_request(tokens, origin.elapsed().as_secs_f64());
         let hard = config.context_budget;
-        let threshold = prepared::start_at(hard, hard, &prepare.start_rule(), &self.preparer.pace);
-        self.preparer.threshold = Some(threshold);
-        loop {
-            let view = PrepareView {
-                tokens,
-                trigger: config.trigger(),
-                hard,
-                prepare_at: threshold,
-                needed: due,
-                running: self.preparer.running.is_some(),
-                ready: self.preparer.ready.is_some(),
-            };
-            match prepared::next_step(&view) {
-                PrepareStep::Inline => return Decision::Inline,
-                // The pass is started at the end of the round, once its body is known
-                // (`maybe_prepare`).
-                PrepareStep::AsIs { .. } => return Decision::AsIs,
-                PrepareStep::Wait => self.wait_prepared(prepare.max_wait, metrics).await,
-                PrepareStep::Install => {
-                    if let Some(prepared) = self.preparer.ready.take() {
-                        return Decision::Install(Box::new(prepared));
-                    }
-                }
-            }
+        let threshold = self.preparer.observe_request(tokens, hard, hard, &prepare.start_rule());
+        let request = PrepareRequest {
+            tokens,
+            trigger: config.trigger(),
+            hard,
+            needed: due,
+        };
+        match self.preparer.next(&request, threshold, prepare.max_wait, &on).await {
+            PrepareDecision::Inline => Decision::Inline,
+            // The pass is started at the end of the round, once its body is known
+            // (`maybe_prepare`).
+            PrepareDecision::AsIs { .. } => Decision::AsIs,
+            PrepareDecision::Install(prepared) => Decision::Install(prepared),
         }
     }
 
@@ -178,28 +135,29 @@ impl SessionState {
     pub(super) fn should_prepare(&self, config: &PrepareConfig, compactor: &Compactor, tokens: usize) -> bool {
         let threshold = self
             .preparer
-            .threshold
+            .threshold()
             .unwrap_or_else(|| prepared::prepare_at(compactor.config().context_budget, config.ratio));
         tokens >= threshold && !self.preparer.busy()
     }
 
-    /// Starts the pass of the transcript as it is now on a tokio task.
+    /// Starts the pass of the transcript as it is now on a tokio task, under the
+    /// session's preparation lease.
     pub(super) fn start_preparation(
         &mut self,
         compactor: Arc<Compactor>,
         metrics: &Metrics,
-        start: Start,
+        pass: PassContext,
         lease: PrepareLease,
     ) {
-        let messages: Vec<Message> = self.replayer.messages().to_vec();
-        let cancel = CancellationToken::new();
         let options = CompactOptions {
             counter: Some(self.counter.clone()),
-            cancel: cancel.clone(),
+            cancel: CancellationToken::new(),
             ahead_of_trigger: true,
+            pass,
             ..CompactOptions::default()
         };
-        let handle = tokio::spawn(async move {
+        let messages = self.replayer.messages().to_vec();
+        self.preparer.start(compactor, messages, None, options, move |pass| async move {
             let PrepareLease {
                 store,
                 holder,
@@ -208,75 +166,16 @@ impl SessionState {
             } = lease;
             match store.try_lease(&key, &holder, ttl).await {
                 Ok(true) => {}
-                Ok(false) => return Ok(Outcome::Elsewhere),
+                Ok(false) => return None,
                 Err(e) => {
                     tracing::warn!(session = %key, error = %e, "could not take the preparation lease; not preparing");
-                    return Ok(Outcome::Elsewhere);
+                    return None;
                 }
             }
-            // The snapshot's digest off the request path too.
-            let snapshot = Snapshot::of(&messages);
-            let started = tokio::time::Instant::now();
-            let pass = compactor.compact(&messages, options);
-            let work = with_client_auth(start.auth, with_agent_round(start.agent, pass));
-            let result = super::sync::renewing_lease(store.as_ref(), &holder, ttl, &key, work).await?;
-            Ok(Outcome::Prepared(
-                Box::new(PreparedPass { snapshot, result }),
-                started.elapsed(),
-            ))
+            Some(super::sync::renewing_lease(store.as_ref(), &holder, ttl, &key, pass).await)
         });
-        self.preparer.running = Some(Running { cancel, handle });
         metrics.prepared_started.fetch_add(1, Ordering::Relaxed);
         tracing::info!(session = %self.key, "compaction prepared in the background");
-    }
-
-    /// Moves a finished pass to `ready`. (Whether its snapshot is still a prefix is the
-    /// install's check, once: a digest of the transcript on every round would cost the
-    /// round the conversation; the passes that change the history, inline or after an
-    /// edit, drop the preparation themselves.)
-    async fn collect_prepared(&mut self, metrics: &Metrics) {
-        let finished = self.preparer.running.as_ref().is_some_and(|r| r.handle.is_finished());
-        if finished && let Some(mut running) = self.preparer.running.take() {
-            let outcome = (&mut running.handle).await;
-            self.accept_prepared(outcome, metrics);
-        }
-    }
-
-    fn accept_prepared(
-        &mut self,
-        outcome: Result<Result<Outcome, CompactError>, tokio::task::JoinError>,
-        metrics: &Metrics,
-    ) {
-        match outcome {
-            Ok(Ok(Outcome::Prepared(prepared, took))) if !prepared.is_noop() => {
-                if !prepared.result.summary.is_empty() {
-                    self.preparer.pace.observe_summary(took.as_secs_f64());
-                }
-                self.preparer.ready = Some(*prepared);
-            }
-            Ok(Ok(Outcome::Elsewhere)) => {
-                tracing::debug!(session = %self.key, "another instance holds the preparation lease");
-                metrics.prepared_elsewhere.fetch_add(1, Ordering::Relaxed);
-            }
-            other => {
-                let usable = other.map(|r| r.map(|o| matches!(o, Outcome::Prepared(p, _) if !p.is_noop())));
-                tracing::info!(session = %self.key, outcome = ?usable, "prepared pass not usable");
-                metrics.prepared_discarded.fetch_add(1, Ordering::Relaxed);
-            }
-        }
-    }
-
-    async fn wait_prepared(&mut self, max: Duration, metrics: &Metrics) {
-        let Some(mut running) = self.preparer.running.take() else {
-            return;
-        };
-        match tokio::time::timeout(max, &mut running.handle).await {
-            Ok(outcome) => self.accept_prepared(outcome, metrics),
-            Err(_) => {
-                drop(running);
-                metrics.prepared_cancelled.fetch_add(1, Ordering::Relaxed);
-            }
-        }
     }
 }
 
@@ -318,17 +217,16 @@ impl SessionState {
         if !self.should_prepare(prepare, round.compactor, tokens) {
             return;
         }
-        let auth = ClientAuth::current();
         // The agent's request is the summary's prefix only when the summarizer is the
         // agent's own model behind the upstream (`ProxyConfig::summary_reads_cache`).
-        let agent = Some(round.agent_round(Some(body), &self.key));
+        let pass = pass_context(round.auth, Some(round.agent_round(Some(body), &self.key)));
         let lease = PrepareLease {
             store: Arc::clone(&round.config.store),
             holder: round.config.holder.clone(),
             ttl: round.config.lease_ttl,
             key: format!("{}{PREPARE_LEASE_SUFFIX}", self.store_key),
         };
-        self.start_preparation(Arc::clone(round.compactor), round.metrics, Start { auth, agent }, lease);
+        self.start_preparation(Arc::clone(round.compactor), round.metrics, pass, lease);
     }
 
     /// Checks `prepared` against the transcript as it is (under the lease, caught up
@@ -341,55 +239,33 @@ impl SessionState {
         metrics: &Metrics,
         lines: &mut llm_compactor::session::Lines,
     ) -> Result<Option<llm_compactor::CompactionResult>, crate::error::ProxyError> {
-        use llm_compactor::plan::prepared::{InstallPlan, Verdict};
         let current = self.replayer.messages();
         let len = prepared.snapshot.len;
         let digest = (current.len() >= len).then(|| llm_compactor::message::conversation_digest(&current[..len]));
-        let check = prepared.check(current, digest.as_deref(), compactor);
         // The ceiling is the hard limit, for a request under it too: a pass that leaves the
         // conversation over the trigger is still a pass done (the next one starts at once);
         // discarding it would throw its summary away and let the session reach the hard
         // limit, where a request waits.
         let ceiling = compactor.config().context_budget;
         let counter: &dyn llm_compactor::count::TokenCounter = self.counter.as_ref();
-        let plan = prepared.plan(current, &check, compactor, counter, Some(ceiling));
-        let (payload, result) = match plan {
-            InstallPlan::Install(installed) => {
-                let changes: Vec<String> = match &check.verdict {
-                    Verdict::Amend { changes } => changes.iter().map(|c| c.describe()).collect(),
-                    _ => Vec::new(),
-                };
-                let fate = if changes.is_empty() { "installed" } else { "amended" };
-                let top_up = installed.top_up.len();
-                let result = prepared.installed_result(current, *installed, compactor, counter);
+        let judgment = prepared.judge(current, digest.as_deref(), compactor, counter, Some(ceiling));
+        let payload = judgment.line(len);
+        let result = match judgment {
+            Judgment::Install { result, changes, .. } => {
                 let counted = if changes.is_empty() {
                     &metrics.prepared_installed
                 } else {
                     &metrics.prepared_amended
                 };
                 counted.fetch_add(1, Ordering::Relaxed);
-                (
-                    serde_json::json!({"fate": fate, "snapshot_messages": len, "since": check.since,
-                                       "changes": changes, "top_up": top_up}),
-                    Some(result),
-                )
+                Some(*result)
             }
-            other => {
-                let reasons: Vec<String> = match (&check.verdict, &other) {
-                    (Verdict::Discard { reasons }, _) => reasons.iter().map(|r| r.describe()).collect(),
-                    (_, InstallPlan::NeedsInline { tokens, ceiling }) => {
-                        vec![format!("installed it would leave {tokens} tokens, over {ceiling}")]
-                    }
-                    (_, InstallPlan::Invalid { violation }) => vec![format!("invalid install: {violation}")],
-                    _ => Vec::new(),
-                };
+            Judgment::Discard { reasons } => {
                 metrics.prepared_discarded.fetch_add(1, Ordering::Relaxed);
                 tracing::info!(session = %self.key, ?reasons, "prepared pass discarded");
-                (
-                    serde_json::json!({"fate": "discarded", "snapshot_messages": len, "reasons": reasons}),
-                    None,
-                )
+                None
             }
+            _ => None,
         };
         let record = llm_compactor::session::Record::Unknown {
             kind: TYPE_PREPARED.to_owned(),
@@ -414,15 +290,17 @@ impl SessionState {
             counter: Some(self.counter.clone()),
             target,
             focus: round.config.focus.clone(),
+            pass: pass_context(round.auth, agent),
             ..CompactOptions::default()
         };
         let started = tokio::time::Instant::now();
-        let pass = round.compactor.compact(self.replayer.messages(), options);
-        let result = with_agent_round(agent, pass)
+        let result = round
+            .compactor
+            .compact(self.replayer.messages(), options)
             .await
             .map_err(|e| crate::error::ProxyError::BadRequest(format!("the conversation cannot be compacted: {e}")))?;
         if !result.summary.is_empty() {
-            self.preparer.pace.observe_summary(started.elapsed().as_secs_f64());
+            self.preparer.timed_summary(started.elapsed());
         }
         Ok(result)
     }

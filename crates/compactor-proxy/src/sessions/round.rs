@@ -11,6 +11,7 @@ use llm_compactor::Compactor;
 use llm_compactor::message::Message;
 
 use crate::api::{Api, Request};
+use crate::client_key::ClientAuth;
 use crate::config::ProxyConfig;
 use crate::metrics::Metrics;
 use crate::upstream_summarizer::AgentRound;
@@ -49,6 +50,9 @@ pub struct Round<'a> {
     pub original: &'a bytes::Bytes,
     /// Which attempt this is.
     pub attempt: Attempt,
+    /// The request's credentials, for the summarizer of a pass it runs
+    /// (`--summarizer-key client`, `--summarizer upstream`; empty otherwise).
+    pub(crate) auth: &'a ClientAuth,
 }
 
 impl Round<'_> {

@@ -15,7 +15,7 @@ use super::backoff::{Sleeper, backoff_delay};
 use super::hooks::{CompactionHooks, RequestDecision, ResponseDecision};
 use super::result::{Attempt, AttemptKind, AttemptOutcome};
 use crate::plan::grounding::{GroundingRules, check_repetition};
-use crate::summarize::{FailureKind, Summarizer, SummarizerError, SummaryReply, SummaryRequest};
+use crate::summarize::{FailureKind, PassContext, Summarizer, SummarizerError, SummaryReply, SummaryRequest};
 use crate::usage::Usage;
 
 /// How the note of an attempt whose reply stayed truncated starts.
@@ -38,6 +38,8 @@ pub(crate) struct Calls<'a> {
     pub(crate) hooks: &'a dyn CompactionHooks,
     pub(crate) sleeper: &'a dyn Sleeper,
     pub(crate) cancel: &'a CancellationToken,
+    /// What the summarizer may know of the pass's request.
+    pub(crate) pass: &'a PassContext,
     /// Seeds the deterministic jitter (the conversation digest).
     pub(crate) seed: String,
     pub(crate) max_attempts: u32,
@@ -87,7 +89,7 @@ impl Calls<'_> {
             let outcome = tokio::select! {
                 biased;
                 () = self.cancel.cancelled() => Err(SummarizerError::new(FailureKind::Cancelled, "cancelled during the call")),
-                outcome = self.summarizer.summarize(request.clone(), self.cancel) => outcome,
+                outcome = self.summarizer.summarize_in(request.clone(), self.pass, self.cancel) => outcome,
             };
             // A looping reply is a failed attempt, not an answer (issue 11).
             let outcome = match outcome {

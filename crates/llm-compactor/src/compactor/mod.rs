@@ -19,6 +19,7 @@ mod ledger;
 mod pass;
 mod policy;
 mod prepared;
+mod preparer;
 mod report;
 mod result;
 mod summary;
@@ -38,14 +39,15 @@ pub use policy::{
     ECONOMY_EXPECTED_REMAINING_ROUNDS, ECONOMY_KEEP_RECENT, ECONOMY_MIN_CHARS, ECONOMY_TARGET_RATIO,
     ECONOMY_TRIGGER_RATIO, Policy, UnknownPolicy,
 };
-pub use prepared::PreparedPass;
+pub use prepared::{Judgment, PreparedPass};
+pub use preparer::{PassFuture, PrepareDecision, PrepareRequest, PreparedOutcome, Preparer, PreparerEvent};
 pub use report::{NeedReason, PlanReport, TrimPreview};
 pub use result::{Attempt, AttemptKind, AttemptOutcome, CompactionResult, Elision, Exhaustion};
 pub use summary::TRUNCATED_MARKER;
 
 use crate::count::TokenCounter;
 use crate::plan::AgingRules;
-use crate::summarize::{Prompts, Summarizer};
+use crate::summarize::{PassContext, Prompts, Summarizer};
 
 /// A compaction that could not even start: invalid input. A failing summarizer is NOT an
 /// error (it ends in the hard trim with `fallback: true`).
@@ -82,6 +84,10 @@ pub struct CompactOptions {
     /// below it (an elision-only result only when the cost policy would take one at the
     /// trigger, not whenever it gets under the trigger).
     pub ahead_of_trigger: bool,
+    /// What the pass's summarizer may know of the request that runs it (the agent's
+    /// request for the cache-reading summary, a client's key): handed to every
+    /// [`Summarizer::summarize_in`] call of the pass. Empty by default.
+    pub pass: PassContext,
 }
 
 impl std::fmt::Debug for CompactOptions {
@@ -92,6 +98,7 @@ impl std::fmt::Debug for CompactOptions {
             .field("cancelled", &self.cancel.is_cancelled())
             .field("focus", &self.focus)
             .field("ahead_of_trigger", &self.ahead_of_trigger)
+            .field("pass", &self.pass)
             .finish()
     }
 }

@@ -6,17 +6,67 @@
 //! [`Installed`] back into a [`CompactionResult`] over the current conversation, so that
 //! a session records an install exactly as it records any pass (`record_result`: its
 //! indices are the snapshot's, which are the current conversation's, since the snapshot
-//! is an exact prefix of it).
+//! is an exact prefix of it). [`PreparedPass::judge`] is the whole install as every loop
+//! does it: check, plan, result, and the words of its fate ([`Judgment`]), so that the
+//! `ContextManager` and the proxy record and report an install alike.
 
 use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
 
 use super::{CompactionResult, Compactor};
 use crate::count::TokenCounter;
 use crate::message::Message;
 use crate::plan::prepared::{
-    Check, InstallPlan, InstallRules, Installed, Replacement, Snapshot, check_with_digest, plan_install,
+    Check, InstallPlan, InstallRules, Installed, Replacement, Snapshot, Verdict, check_with_digest, plan_install,
 };
 use crate::plan::{self, CostReceipt};
+
+/// What [`PreparedPass::judge`] decided: install (as it was, or amended), or discard.
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub enum Judgment {
+    /// Install: the pass over the current conversation.
+    Install {
+        /// The result to record and send ([`PreparedPass::installed_result`]).
+        result: Box<CompactionResult>,
+        /// Messages appended since the snapshot, kept after its summary.
+        since: usize,
+        /// The ledger facts amended, in words (empty: installed as it was).
+        changes: Vec<String>,
+        /// Tool results among the new messages stubbed to fit.
+        top_up: usize,
+    },
+    /// Discard, for these reasons (in words).
+    Discard {
+        /// Why.
+        reasons: Vec<String>,
+    },
+}
+
+impl Judgment {
+    /// The fate in one word: `installed`, `amended` or `discarded`.
+    pub fn fate(&self) -> &'static str {
+        match self {
+            Judgment::Install { changes, .. } if changes.is_empty() => "installed",
+            Judgment::Install { .. } => "amended",
+            Judgment::Discard { .. } => "discarded",
+        }
+    }
+
+    /// The payload of the pass's `prepared-compaction` transcript line, for a pass of
+    /// `snapshot_messages` messages.
+    pub fn line(&self, snapshot_messages: usize) -> Value {
+        match self {
+            Judgment::Install {
+                since, changes, top_up, ..
+            } => json!({"fate": self.fate(), "snapshot_messages": snapshot_messages, "since": since,
+                        "changes": changes, "top_up": top_up}),
+            Judgment::Discard { reasons } => {
+                json!({"fate": "discarded", "snapshot_messages": snapshot_messages, "reasons": reasons})
+            }
+        }
+    }
+}
 
 /// A compaction pass of a snapshot, waiting to be installed.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -79,6 +129,47 @@ impl PreparedPass {
             min_chars: config.age_min_chars,
         };
         plan_install(&self.replacement(), &self.snapshot, current, check, counter, &rules)
+    }
+
+    /// The whole install into `current` (whose first `snapshot.len` messages digest to
+    /// `prefix_digest`), counted by `counter`, under `ceiling` (see [`PreparedPass::plan`]):
+    /// [`PreparedPass::check`], [`PreparedPass::plan`], and the result to record, or the
+    /// reasons it is discarded.
+    pub fn judge(
+        &self,
+        current: &[Message],
+        prefix_digest: Option<&str>,
+        compactor: &Compactor,
+        counter: &dyn TokenCounter,
+        ceiling: Option<usize>,
+    ) -> Judgment {
+        let check = self.check(current, prefix_digest, compactor);
+        let installed = match self.plan(current, &check, compactor, counter, ceiling) {
+            InstallPlan::Install(installed) => installed,
+            other => {
+                let reasons = match (&check.verdict, &other) {
+                    (Verdict::Discard { reasons }, _) => reasons.iter().map(|r| r.describe()).collect(),
+                    (_, InstallPlan::NeedsInline { tokens, ceiling }) => {
+                        vec![format!("installed it would leave {tokens} tokens, over {ceiling}")]
+                    }
+                    (_, InstallPlan::Invalid { violation }) => vec![format!("invalid install: {violation}")],
+                    _ => Vec::new(),
+                };
+                return Judgment::Discard { reasons };
+            }
+        };
+        let changes = match &check.verdict {
+            Verdict::Amend { changes } => changes.iter().map(|c| c.describe()).collect(),
+            _ => Vec::new(),
+        };
+        let top_up = installed.top_up.len();
+        let result = self.installed_result(current, *installed, compactor, counter);
+        Judgment::Install {
+            result: Box::new(result),
+            since: check.since,
+            changes,
+            top_up,
+        }
     }
 
     /// The [`CompactionResult`] over `current` that `installed` is: what a session

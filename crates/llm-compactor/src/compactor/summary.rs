@@ -60,6 +60,7 @@ impl Compactor {
             hooks: self.hooks.as_ref(),
             sleeper: self.sleeper.as_ref(),
             cancel: &options.cancel,
+            pass: &options.pass,
             seed: conversation_digest(aged),
             max_attempts: self.config.max_attempts,
             failures: 0,
@@ -116,7 +117,7 @@ impl Compactor {
         let system = self.prompts.system(None, focus);
         let estimator = |text: &str| estimate(counter.as_ref(), text);
         let units = render_units(aged, &layout.middle, self.config.tool_result_cap);
-        let room = match summarizer.input_room() {
+        let room = match summarizer.input_room_in(&options.pass) {
             None => usize::MAX,
             Some(room) => {
                 let instruction = estimator(&self.prompts.system(Some(usize::MAX), focus))

@@ -14,6 +14,7 @@ use super::error::SessionError;
 use super::pass::RecordedPass;
 use crate::compactor::{CompactError, CompactionReason, CompactionResult};
 use crate::count::{RequestCounter, TokenCounter};
+use crate::summarize::PassContext;
 
 /// What a request carries besides the conversation.
 #[derive(Clone, Copy, Debug, Default)]
@@ -22,6 +23,11 @@ pub struct RequestShape<'a> {
     pub tools: &'a [Value],
     /// Runtime context sent beside the conversation (a system suffix, retrieved notes).
     pub context: &'a str,
+    /// What a pass this request runs may tell its summarizer of the request (the agent's
+    /// request body for the summary that reads its prompt cache: see
+    /// [`PassContext`]); handed to an inline pass and to the background pass the
+    /// request starts. `None`: nothing.
+    pub pass: Option<&'a PassContext>,
 }
 
 impl RequestShape<'_> {
@@ -35,6 +41,11 @@ impl RequestShape<'_> {
         } else {
             Arc::new(RequestCounter::new(base.clone(), self.tools.to_vec(), self.context))
         }
+    }
+
+    /// The pass context of this request's passes (empty without one).
+    pub(crate) fn pass_context(&self) -> PassContext {
+        self.pass.cloned().unwrap_or_default()
     }
 }
 

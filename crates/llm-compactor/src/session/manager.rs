@@ -382,9 +382,8 @@ impl ContextManager {
             });
         };
         let target = (reason == CompactionReason::Room).then_some(room).flatten();
-        let counter = self.request_counter(request);
         let started = tokio::time::Instant::now();
-        let pass = self.run_pass(reason, request_tokens, target, counter, cancel).await?;
+        let pass = self.run_pass(reason, request_tokens, target, request, cancel).await?;
         if let Some(preparation) = self.preparation.as_mut()
             && !pass.result.summary.is_empty()
         {
@@ -442,13 +441,12 @@ impl ContextManager {
             });
         }
         self.forced += 1;
-        let counter = self.request_counter(request);
         let pass = self
             .run_pass(
                 CompactionReason::ContextLengthExceeded,
                 request_tokens,
                 Some(target),
-                counter,
+                request,
                 cancel,
             )
             .await?;
@@ -468,15 +466,16 @@ impl ContextManager {
         reason: CompactionReason,
         tokens: usize,
         target: Option<usize>,
-        counter: Arc<dyn TokenCounter>,
+        request: RequestShape<'_>,
         cancel: CancellationToken,
     ) -> Result<PassReport, ManagerError> {
         self.cancel_preparation("an inline pass changes the history");
         self.emit(ContextEvent::CompactionStarted { reason, tokens, target });
         let options = CompactOptions {
             target,
-            counter: Some(counter),
+            counter: Some(self.request_counter(request)),
             cancel,
+            pass: request.pass_context(),
             ..CompactOptions::default()
         };
         let result = self.compactor.compact(self.session.messages(), options).await?;

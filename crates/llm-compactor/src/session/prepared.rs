@@ -19,22 +19,27 @@
 //! pass leaves nothing half-written. Every install, amendment and discard is a
 //! [`ContextEvent`] and a `prepared-compaction` line of the transcript (replay skips it).
 //!
-//! The manager holds a [`Preparation`] and lends it what a step needs (a [`Host`]:
-//! compactor, transcript, counter, observer), so that this file depends on the
-//! manager's words (`context.rs`), not on the manager.
+//! The background pass itself (running or ready, start, abort, bounded wait, the pure
+//! core's step loop, the pace) is the library's one [`Preparer`], which the proxy's
+//! sessions use too; this file is what the manager adds to it: its options, its
+//! transcript (the snapshot's prefix check, the install and its line) and its
+//! [`ContextEvent`]s. The manager holds a [`Preparation`] and lends it what a step needs
+//! (a [`Host`]: compactor, transcript, counter, observer), so that this file depends on
+//! the manager's words (`context.rs`), not on the manager.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde_json::json;
-use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use super::context::{ContextEvent, ContextObserver, ManagerError, PassReport, RequestShape};
 use super::log::Session;
-use crate::compactor::{CompactError, CompactOptions, CompactionReason, Compactor, PreparedPass};
+use crate::compactor::{
+    CompactOptions, CompactionReason, Compactor, Judgment, PrepareDecision, PrepareRequest, PreparedPass, Preparer,
+    PreparerEvent,
+};
 use crate::count::TokenCounter;
-use crate::plan::prepared::{self, InstallPlan, Pace, PrepareStep, PrepareView, Snapshot, StartRule, Verdict};
+use crate::plan::prepared::{Snapshot, StartRule};
 
 /// The transcript line type of a prepared pass's fate (install, amendment, discard).
 pub const TYPE_PREPARED: &str = "prepared-compaction";
@@ -105,56 +110,33 @@ impl PrepareOptions {
     }
 }
 
-/// The one prepared pass of a session, and the session's pace.
+/// The one prepared pass of a session ([`Preparer`]), under the manager's options.
 pub(super) struct Preparation {
     options: PrepareOptions,
-    running: Option<Running>,
-    ready: Option<PreparedPass>,
-    pace: Pace,
-    /// The origin of the pace's times (tokio's clock, so that a paused test clock works).
-    origin: tokio::time::Instant,
-}
-
-/// What a prepared pass's task hands back: the pass, and how long it took.
-type Timed = (Result<PreparedPass, CompactError>, Duration);
-
-struct Running {
-    snapshot: Snapshot,
-    cancel: CancellationToken,
-    handle: JoinHandle<Timed>,
-}
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        self.cancel.cancel();
-        self.handle.abort();
-    }
+    preparer: Preparer,
 }
 
 impl Preparation {
     pub(super) fn new(options: PrepareOptions) -> Self {
         Preparation {
             options,
-            running: None,
-            ready: None,
-            pace: Pace::new(),
-            origin: tokio::time::Instant::now(),
+            preparer: Preparer::new(),
         }
     }
 
     /// The request that just went out has `tokens` tokens (after any pass): the next
     /// request's growth counts from it.
     pub(super) fn sent(&mut self, tokens: usize) {
-        self.pace.observe_sent(tokens);
+        self.preparer.sent(tokens);
     }
 
     /// A pass that summarized took `took` (an inline one; prepared ones time themselves).
     pub(super) fn timed_summary(&mut self, took: Duration) {
-        self.pace.observe_summary(took.as_secs_f64());
+        self.preparer.timed_summary(took);
     }
 
     pub(super) fn busy(&self) -> bool {
-        self.running.is_some() || self.ready.is_some()
+        self.preparer.busy()
     }
 }
 
@@ -174,6 +156,16 @@ impl Host<'_> {
             observer(&event);
         }
     }
+
+    /// The preparer's events, in the manager's words.
+    fn hear(&self, event: PreparerEvent) {
+        match event {
+            PreparerEvent::Cancelled { why } => self.emit(ContextEvent::PreparationCancelled { why }),
+            PreparerEvent::Unusable { why } => self.emit(ContextEvent::PreparedDiscarded { reasons: vec![why] }),
+            // The manager's pass runs unwrapped: never declined.
+            _ => {}
+        }
+    }
 }
 
 /// What the manager does with a request, given its preparation.
@@ -189,31 +181,18 @@ pub(super) enum Step {
 impl Preparation {
     /// Drops the prepared pass (running or ready) because of `why`, telling the observer.
     pub(super) fn cancel(&mut self, host: &Host<'_>, why: &str) {
-        let had = self.busy();
-        self.running = None;
-        self.ready = None;
-        if had {
-            host.emit(ContextEvent::PreparationCancelled { why: why.to_owned() });
-        }
+        self.preparer.cancel(why, &|e| host.hear(e));
     }
 
     /// Cancels the running pass and waits until its task has stopped, then drops the
     /// pass (see [`ContextManager::shutdown`](super::ContextManager::shutdown)).
     pub(super) async fn shutdown(&mut self, host: &Host<'_>) {
-        if let Some(mut running) = self.running.take() {
-            running.cancel.cancel();
-            let _ = (&mut running.handle).await;
-        }
-        self.cancel(host, "shutdown");
+        self.preparer.shutdown(&|e| host.hear(e)).await;
     }
 
     /// Waits (unbounded) until the running pass is done and ready to be checked.
     pub(super) async fn settle(&mut self, host: &Host<'_>) {
-        let Some(mut running) = self.running.take() else {
-            return;
-        };
-        let outcome = (&mut running.handle).await;
-        self.accept(host, outcome);
+        self.preparer.settle(&|e| host.hear(e)).await;
     }
 
     /// The preparation's step for a request of `tokens` tokens, `summary_due` when it is
@@ -226,95 +205,47 @@ impl Preparation {
         hard: usize,
         needed: bool,
     ) -> Result<Step, ManagerError> {
-        self.collect_finished(host).await;
+        // A running pass whose snapshot is no longer a prefix of the conversation
+        // cannot be installed: cancelled before anything else.
+        if let Some(snapshot) = self.preparer.running_snapshot()
+            && host.session.conversation().prefix_digest(snapshot.len).as_deref() != Some(snapshot.digest.as_str())
+        {
+            self.cancel(host, "its snapshot is no longer a prefix of the conversation");
+        }
+        self.preparer.collect(&|e| host.hear(e)).await;
         let config = host.compactor.config();
         let (trigger, budget) = (config.trigger(), config.context_budget);
-        let now = self.origin.elapsed().as_secs_f64();
-        self.pace.observe_request(tokens, now);
-        let prepare_at = prepared::start_at(budget, hard, &self.options.start_rule(), &self.pace);
+        let prepare_at = self
+            .preparer
+            .observe_request(tokens, budget, hard, &self.options.start_rule());
+        let view = PrepareRequest {
+            tokens,
+            trigger,
+            hard,
+            needed,
+        };
         loop {
-            let (running, ready) = (self.running.is_some(), self.ready.is_some());
-            let view = PrepareView {
-                tokens,
-                trigger,
-                hard,
-                prepare_at,
-                needed,
-                running,
-                ready,
-            };
-            match prepared::next_step(&view) {
-                PrepareStep::Inline => return Ok(Step::Inline),
-                PrepareStep::AsIs { start } => {
+            let decision = self
+                .preparer
+                .next(&view, prepare_at, self.options.max_wait, &|e| host.hear(e))
+                .await;
+            match decision {
+                PrepareDecision::Inline => return Ok(Step::Inline),
+                PrepareDecision::AsIs { start } => {
                     if start {
                         self.start(host, request, tokens);
                     }
                     return Ok(Step::AsIs);
                 }
-                PrepareStep::Wait => self.wait(host).await,
-                PrepareStep::Install => {
-                    let Some(prepared) = self.ready.take() else {
-                        continue;
-                    };
+                PrepareDecision::Install(prepared) => {
                     // The hard limit, for a request under it too: a pass that leaves the
                     // conversation over the trigger is still a pass done (the next starts at
                     // once); discarding it would throw its summary away and let the session
                     // reach the hard limit, where a request waits.
-                    let ceiling = hard;
-                    if let Some(report) = Self::install(host, request, &prepared, ceiling)? {
+                    if let Some(report) = Self::install(host, request, &prepared, hard)? {
                         return Ok(Step::Installed(Box::new(report)));
                     }
                 }
-            }
-        }
-    }
-
-    /// Moves a finished pass to `ready`, and cancels a running one whose snapshot is no
-    /// longer a prefix of the conversation.
-    async fn collect_finished(&mut self, host: &Host<'_>) {
-        let Some(running) = self.running.as_ref() else {
-            return;
-        };
-        let (len, finished) = (running.snapshot.len, running.handle.is_finished());
-        if host.session.conversation().prefix_digest(len).as_deref() != Some(running.snapshot.digest.as_str()) {
-            self.cancel(host, "its snapshot is no longer a prefix of the conversation");
-            return;
-        }
-        if finished && let Some(mut running) = self.running.take() {
-            let outcome = (&mut running.handle).await;
-            self.accept(host, outcome);
-        }
-    }
-
-    fn accept(&mut self, host: &Host<'_>, outcome: Result<Timed, tokio::task::JoinError>) {
-        let why = match outcome {
-            Ok((Ok(prepared), took)) if !prepared.is_noop() => {
-                if !prepared.result.summary.is_empty() {
-                    self.pace.observe_summary(took.as_secs_f64());
-                }
-                self.ready = Some(prepared);
-                return;
-            }
-            Ok((Ok(_), _)) => "the prepared pass changed nothing".to_owned(),
-            Ok((Err(error), _)) => format!("the prepared pass failed: {error}"),
-            Err(error) => format!("the prepared pass's task ended: {error}"),
-        };
-        host.emit(ContextEvent::PreparedDiscarded { reasons: vec![why] });
-    }
-
-    /// Waits for the running pass at most `max_wait`; past it, cancels the pass.
-    async fn wait(&mut self, host: &Host<'_>) {
-        let wait = self.options.max_wait;
-        let Some(mut running) = self.running.take() else {
-            return;
-        };
-        match tokio::time::timeout(wait, &mut running.handle).await {
-            Ok(outcome) => self.accept(host, outcome),
-            Err(_) => {
-                drop(running);
-                host.emit(ContextEvent::PreparationCancelled {
-                    why: "the request is over the hard limit and the prepared pass is not done".into(),
-                });
             }
         }
     }
@@ -326,36 +257,21 @@ impl Preparation {
         let Some(digest) = host.session.conversation().prefix_digest(len) else {
             return;
         };
-        let snapshot = Snapshot { len, digest };
-        let cancel = CancellationToken::new();
         let options = CompactOptions {
             counter: Some(request.counter(host.counter)),
-            cancel: cancel.clone(),
+            cancel: CancellationToken::new(),
             ahead_of_trigger: true,
+            // The request's pass context goes with the task (the agent's request, for a
+            // summary that reads its cache).
+            pass: request.pass_context(),
             ..CompactOptions::default()
         };
+        let snapshot = Snapshot { len, digest };
         let compactor = Arc::clone(host.compactor);
-        let task_snapshot = snapshot.clone();
-        // A summary request that reads the agent's cache needs the agent's request in the
-        // task that summarizes (task-locals do not cross a spawn).
-        #[cfg(feature = "http")]
-        let agent = crate::backend::http::current_agent_request();
-        let handle = tokio::spawn(async move {
-            let started = tokio::time::Instant::now();
-            let pass = compactor.compact(&messages, options);
-            #[cfg(feature = "http")]
-            let pass = crate::backend::http::with_agent_request(agent, pass);
-            let outcome = pass.await.map(|result| PreparedPass {
-                snapshot: task_snapshot,
-                result,
+        self.preparer
+            .start(compactor, messages, Some(snapshot), options, |pass| async move {
+                Some(pass.await)
             });
-            (outcome, started.elapsed())
-        });
-        self.running = Some(Running {
-            snapshot,
-            cancel,
-            handle,
-        });
         host.emit(ContextEvent::PreparationStarted { tokens, messages: len });
     }
 
@@ -369,43 +285,31 @@ impl Preparation {
     ) -> Result<Option<PassReport>, ManagerError> {
         let current = host.session.messages();
         let digest = host.session.conversation().prefix_digest(prepared.snapshot.len);
-        let check = prepared.check(current, digest.as_deref(), host.compactor);
         let counter = request.counter(host.counter);
-        let plan = prepared.plan(current, &check, host.compactor, counter.as_ref(), Some(ceiling));
-        let installed = match plan {
-            InstallPlan::Install(installed) => installed,
-            other => {
-                let reasons = match (&check.verdict, &other) {
-                    (Verdict::Discard { reasons }, _) => reasons.iter().map(|r| r.describe()).collect(),
-                    (_, InstallPlan::NeedsInline { tokens, ceiling }) => {
-                        vec![format!("installed it would leave {tokens} tokens, over {ceiling}")]
-                    }
-                    (_, InstallPlan::Invalid { violation }) => vec![format!("invalid install: {violation}")],
-                    _ => Vec::new(),
-                };
-                host.session.append_custom(
-                    TYPE_PREPARED,
-                    json!({"fate": "discarded", "snapshot_messages": prepared.snapshot.len, "reasons": reasons}),
-                )?;
+        let judgment = prepared.judge(
+            current,
+            digest.as_deref(),
+            host.compactor,
+            counter.as_ref(),
+            Some(ceiling),
+        );
+        host.session
+            .append_custom(TYPE_PREPARED, judgment.line(prepared.snapshot.len))?;
+        let (result, since, changes, top_up) = match judgment {
+            Judgment::Install {
+                result,
+                since,
+                changes,
+                top_up,
+            } => (result, since, changes, top_up),
+            Judgment::Discard { reasons } => {
                 host.emit(ContextEvent::PreparedDiscarded { reasons });
                 return Ok(None);
             }
         };
-        let changes: Vec<String> = match &check.verdict {
-            Verdict::Amend { changes } => changes.iter().map(|c| c.describe()).collect(),
-            _ => Vec::new(),
-        };
-        let top_up = installed.top_up.len();
-        let result = prepared.installed_result(current, *installed, host.compactor, counter.as_ref());
-        let fate = if changes.is_empty() { "installed" } else { "amended" };
-        host.session.append_custom(
-            TYPE_PREPARED,
-            json!({"fate": fate, "snapshot_messages": prepared.snapshot.len, "since": check.since,
-                   "changes": changes, "top_up": top_up}),
-        )?;
         let recorded = host.session.record_result(&result)?;
         host.emit(ContextEvent::PreparedInstalled {
-            since: check.since,
+            since,
             changes,
             top_up,
             tokens_before: result.tokens_before,
@@ -414,7 +318,7 @@ impl Preparation {
         Ok(Some(PassReport {
             reason: CompactionReason::Prepared,
             recorded,
-            result,
+            result: *result,
         }))
     }
 }

@@ -17,7 +17,7 @@
 //! summarizer is billed when the pass runs, discarded or not. `ours-prepared` bills the
 //! summary request as
 //! `ours-inline` does (uncached input); `ours-prepared-cached` bills it as the
-//! cache-reading request ([`crate::backend`]'s `with_agent_request` path): the snapshot
+//! cache-reading request (an `AgentRequest` in the pass's context): the snapshot
 //! is the previous request's prompt, read from the cache, plus the instruction,
 //! uncached. `ours`, the configured default, is the one or the other by the
 //! summarizer: the cache-reading request when the summarizer is the agent's own model

@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
 use super::failure::SummarizerError;
+use super::pass_context::PassContext;
 use crate::usage::Usage;
 
 /// One summarization request.
@@ -121,4 +122,26 @@ pub trait Summarizer: Send + Sync {
         request: SummaryRequest,
         cancel: &CancellationToken,
     ) -> Result<SummaryReply, SummarizerError>;
+
+    /// [`Summarizer::input_room`] for a pass whose request is `pass` (the agent request a
+    /// summary may read the cache of, say): what the compactor asks. The default ignores
+    /// the context.
+    fn input_room_in(&self, pass: &PassContext) -> Option<usize> {
+        let _ = pass;
+        self.input_room()
+    }
+
+    /// [`Summarizer::summarize`] for a pass whose request is `pass` (see
+    /// [`PassContext`]): what the compactor calls. The default ignores the context; a
+    /// summarizer that reads it overrides this (and one that wraps another hands `pass`
+    /// on).
+    async fn summarize_in(
+        &self,
+        request: SummaryRequest,
+        pass: &PassContext,
+        cancel: &CancellationToken,
+    ) -> Result<SummaryReply, SummarizerError> {
+        let _ = pass;
+        self.summarize(request, cancel).await
+    }
 }

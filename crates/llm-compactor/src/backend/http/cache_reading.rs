@@ -9,12 +9,14 @@
 //! the agent, so it bills it as cache reads (goose measured 87-92% of the summary's input
 //! billed that way).
 //!
-//! How it is used: the caller scopes the agent's request around a pass with
-//! [`with_agent_request`] (the proxy with `--summarizer-key client` does it for the pass
-//! a request triggers; a Rust agent loop around `ContextManager::prepare`, which carries
-//! it into its background pass). An [`HttpBackend`] whose protocol matches then sends
+//! How it is used: the caller puts the agent's request in the pass's context
+//! ([`AgentRequest::pass_context`], or [`PassContext::with`] beside other values) and
+//! hands it to the pass: [`CompactOptions::pass`](crate::CompactOptions::pass), or the
+//! request's [`RequestShape::pass`](crate::session::RequestShape::pass) for a
+//! `ContextManager`, which carries it into its background pass (the proxy does it for
+//! the pass a request triggers). An [`HttpBackend`] whose protocol matches then sends
 //! [`cache_reading_body`] instead of its ordinary request, and does not chunk (the agent's
-//! request already fits the model). Outside such a scope nothing changes.
+//! request already fits the model). A pass without one is unchanged.
 //!
 //! What each provider needs for the prefix to be read from the cache (see
 //! `docs/prepared-compaction.md` for the sources):
@@ -40,18 +42,11 @@
 //!   would make the model call a tool, so such a request gets the ordinary summary
 //!   request ([`cache_reading_body`] returns `None`).
 
-use std::future::Future;
-use std::sync::Arc;
-
 use serde_json::{Value, json};
 
 use super::client::HttpBackend;
 use super::wire::{MaxTokensField, Protocol};
-use crate::summarize::{SummaryReply, SummaryRequest};
-
-tokio::task_local! {
-    static AGENT_REQUEST: Option<Arc<AgentRequest>>;
-}
+use crate::summarize::{PassContext, SummaryReply, SummaryRequest};
 
 /// The agent's last request, as its provider received it.
 #[derive(Clone, PartialEq)]
@@ -74,16 +69,12 @@ impl std::fmt::Debug for AgentRequest {
     }
 }
 
-/// Runs `pass` with `request` visible to every [`HttpBackend`] summarizing inside it
-/// (the same task; a task it spawns must be scoped again, see
-/// [`current_agent_request`]).
-pub async fn with_agent_request<F: Future>(request: Option<Arc<AgentRequest>>, pass: F) -> F::Output {
-    AGENT_REQUEST.scope(request, pass).await
-}
-
-/// The agent request in scope, if any: what a caller hands on to a task it spawns.
-pub fn current_agent_request() -> Option<Arc<AgentRequest>> {
-    AGENT_REQUEST.try_with(Clone::clone).ok().flatten()
+impl AgentRequest {
+    /// A pass context holding this request: what a pass whose summary may read the
+    /// agent's cache is handed.
+    pub fn pass_context(self) -> PassContext {
+        PassContext::new().with(self)
+    }
 }
 
 /// The trailing instruction of a cache-reading summary request: the summarizer's
@@ -174,22 +165,23 @@ pub fn cache_reading_body(
 }
 
 impl HttpBackend {
-    /// The agent request in scope, when it is of this backend's protocol.
-    pub(super) fn agent_request_in_scope(&self) -> Option<Arc<AgentRequest>> {
-        current_agent_request().filter(|r| r.protocol == self.protocol())
+    /// The agent request of `pass`, when it is of this backend's protocol.
+    pub(super) fn agent_request_in<'p>(&self, pass: &'p PassContext) -> Option<&'p AgentRequest> {
+        pass.get::<AgentRequest>().filter(|r| r.protocol == self.protocol())
     }
 
-    /// The cache-reading summary of `request`, when an agent request of this protocol is
-    /// in scope and does not force a tool call; `None` otherwise (the caller sends the
-    /// ordinary request).
+    /// The cache-reading summary of `request`, when `pass` holds an agent request of
+    /// this protocol that does not force a tool call; `None` otherwise (the caller sends
+    /// the ordinary request).
     pub(super) async fn summarize_in_cache(
         &self,
         request: &SummaryRequest,
+        pass: &PassContext,
         cancel: &tokio_util::sync::CancellationToken,
     ) -> Option<Result<SummaryReply, crate::summarize::SummarizerError>> {
-        let agent = self.agent_request_in_scope()?;
+        let agent = self.agent_request_in(pass)?;
         let instruction = cache_reading_instruction(&request.system);
-        let body = cache_reading_body(&agent, &instruction, request.max_output_tokens, self.max_tokens_field())?;
+        let body = cache_reading_body(agent, &instruction, request.max_output_tokens, self.max_tokens_field())?;
         tracing::debug!(model = %self.model(), "summary request reading the agent's prompt cache");
         Some(self.chat_body(&body, cancel).await.map(|reply| SummaryReply {
             text: reply.text,

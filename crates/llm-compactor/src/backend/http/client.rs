@@ -18,7 +18,7 @@ use super::secret::Secret;
 use super::wire::{ChatReply, MaxTokensField, Protocol};
 use super::{anthropic, openai};
 use crate::message::Message;
-use crate::summarize::{FailureKind, Summarizer, SummarizerError, SummaryReply, SummaryRequest};
+use crate::summarize::{FailureKind, PassContext, Summarizer, SummarizerError, SummaryReply, SummaryRequest};
 
 /// The most response body we read (a chat answer is a few KB; a misbehaving proxy must
 /// not make us buffer gigabytes).
@@ -226,9 +226,13 @@ impl Summarizer for HttpBackend {
     }
 
     fn input_room(&self) -> Option<usize> {
+        Some(self.input_room)
+    }
+
+    fn input_room_in(&self, pass: &PassContext) -> Option<usize> {
         // A summary that reads the agent's cache sends the agent's request, which fits
         // the model: never in chunks.
-        match self.agent_request_in_scope() {
+        match self.agent_request_in(pass) {
             Some(_) => None,
             None => Some(self.input_room),
         }
@@ -239,7 +243,16 @@ impl Summarizer for HttpBackend {
         request: SummaryRequest,
         cancel: &CancellationToken,
     ) -> Result<SummaryReply, SummarizerError> {
-        if let Some(reply) = self.summarize_in_cache(&request, cancel).await {
+        self.summarize_in(request, &PassContext::new(), cancel).await
+    }
+
+    async fn summarize_in(
+        &self,
+        request: SummaryRequest,
+        pass: &PassContext,
+        cancel: &CancellationToken,
+    ) -> Result<SummaryReply, SummarizerError> {
+        if let Some(reply) = self.summarize_in_cache(&request, pass, cancel).await {
             return reply;
         }
         let transcript = [Message::user(request.transcript)];

@@ -41,9 +41,7 @@ mod secret;
 mod wire;
 mod wire_usage;
 
-pub use cache_reading::{
-    AgentRequest, cache_reading_body, cache_reading_instruction, current_agent_request, with_agent_request,
-};
+pub use cache_reading::{AgentRequest, cache_reading_body, cache_reading_instruction};
 pub use client::HttpBackend;
 pub use config::{DEFAULT_CONNECT_TIMEOUT, DEFAULT_TIMEOUT, HttpBackendBuilder, HttpConfigError};
 pub use context_length::is_context_length_exceeded;
