@@ -298,10 +298,40 @@ impl SessionState {
             .compactor
             .compact(self.replayer.messages(), options)
             .await
-            .map_err(|e| crate::error::ProxyError::BadRequest(format!("the conversation cannot be compacted: {e}")))?;
+            .map_err(compact_error)?;
         if !result.summary.is_empty() {
             self.preparer.timed_summary(started.elapsed());
         }
         Ok(result)
+    }
+}
+
+/// A pass's error as the client's answer: a conversation no repair can make valid (a
+/// tool call id used twice) is the client's request, a 400 naming the message; anything
+/// else (options the proxy built) is the proxy's own failure, a 500.
+pub(crate) fn compact_error(error: llm_compactor::CompactError) -> crate::error::ProxyError {
+    match error {
+        llm_compactor::CompactError::InvalidInput { .. } => {
+            crate::error::ProxyError::BadRequest(format!("the conversation cannot be compacted: {error}"))
+        }
+        other => crate::error::ProxyError::Internal(format!("the pass failed: {other}")),
+    }
+}
+
+#[cfg(test)]
+mod compact_error_tests {
+    use super::compact_error;
+    use crate::error::ProxyError;
+    use llm_compactor::CompactError;
+
+    #[test]
+    fn the_clients_history_is_a_400_and_our_own_options_a_500() {
+        let input = CompactError::InvalidInput {
+            index: 3,
+            problem: "tool call id c1 used twice".into(),
+        };
+        assert!(matches!(compact_error(input), ProxyError::BadRequest(m) if m.contains("c1")));
+        let options = CompactError::InvalidOptions("target must be greater than 0 tokens".into());
+        assert!(matches!(compact_error(options), ProxyError::Internal(_)));
     }
 }
