@@ -1,8 +1,10 @@
 //! The Node binding of llm-compactor: the `llm-compactor` npm package's native addon.
 //!
 //! Thin on purpose, as the Python binding is: every rule lives in the library. Messages
-//! come in as JavaScript objects (converted to JSON values by napi-rs directly, with no
-//! JSON text in between) and are read by the library's shared binding codec
+//! come in as JSON text (`index.js` calls `JSON.stringify`, V8's own serializer) and the
+//! result goes back as JSON text for `JSON.parse`: measured on a 99k-token trajectory,
+//! napi-rs's object-by-object conversion made a pass 7.9x the Rust call, the text 1.6-2.1x
+//! (BENCHMARKS.md, "Node package"). They are read by the library's shared binding codec
 //! ([`llm_compactor::format::caller`]: OpenAI chat messages, Anthropic turns with their
 //! `system`, Responses items, or a whole request object); the result comes back in the
 //! caller's own format and shape. A pass runs on napi-rs's tokio runtime, off the event
@@ -42,10 +44,22 @@ fn read(messages: Value, options: &Options) -> Result<(Vec<llm_compactor::Messag
     })
 }
 
+/// JSON text from `index.js` as a value (`what` names it in the error).
+fn parse(json: &str, what: &str) -> Result<Value> {
+    serde_json::from_str(json).map_err(|e| invalid(format!("{what} is not JSON: {e}")))
+}
+
+/// The options object's JSON text (absent: every default).
+fn read_options(json: Option<String>) -> Result<Options> {
+    let value = json.map(|j| parse(&j, "options")).transpose()?;
+    Options::read(value).map_err(invalid)
+}
+
 /// The conversation's tokens, with `options.counter` (`o200k` unless named).
 #[napi(js_name = "countTokens")]
-pub fn count_tokens(messages: Value, options: Option<Value>) -> Result<u32> {
-    let options = Options::read(options).map_err(invalid)?;
+pub fn count_tokens(messages: String, options: Option<String>) -> Result<u32> {
+    let options = read_options(options)?;
+    let messages = parse(&messages, "messages")?;
     let (messages, _) = read(messages, &options)?;
     let counter = options.counter().map_err(invalid)?;
     Ok(u32::try_from(counter.count_messages(&messages)).unwrap_or(u32::MAX))
@@ -53,8 +67,8 @@ pub fn count_tokens(messages: Value, options: Option<Value>) -> Result<u32> {
 
 /// The format `messages` are read in when `format` is `auto`.
 #[napi(js_name = "detectFormat")]
-pub fn detect_format(messages: Value) -> Result<String> {
-    let (_, wire) = read(messages, &Options::default())?;
+pub fn detect_format(messages: String) -> Result<String> {
+    let (_, wire) = read(parse(&messages, "messages")?, &Options::default())?;
     Ok(wire.format().name().to_owned())
 }
 
@@ -64,12 +78,12 @@ pub fn detect_format(messages: Value) -> Result<String> {
 /// absent, `options.summarizer` names one (`ledger` by default).
 #[napi]
 pub async fn compact(
-    messages: Value,
-    options: Option<Value>,
+    messages: String,
+    options: Option<String>,
     summarizer: Option<summarizer::SummarizerFn>,
-) -> Result<Value> {
-    let options = Options::read(options).map_err(invalid)?;
-    let (messages, wire) = read(messages, &options)?;
+) -> Result<String> {
+    let options = read_options(options)?;
+    let (messages, wire) = read(parse(&messages, "messages")?, &options)?;
     let mut compactor = options.compactor().map_err(invalid)?;
     if let Some(function) = summarizer {
         if options.summarizer.is_some() {
@@ -90,5 +104,6 @@ pub async fn compact(
         llm_compactor::CompactError::InvalidOptions(problem) => invalid(problem),
         other => Error::new(Status::GenericFailure, other.to_string()),
     })?;
-    result::to_js(result, &wire).map_err(|e| Error::new(Status::GenericFailure, e))
+    let value = result::to_js(result, &wire).map_err(|e| Error::new(Status::GenericFailure, e))?;
+    Ok(value.to_string())
 }
