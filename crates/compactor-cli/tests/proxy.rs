@@ -18,7 +18,7 @@ use serde_json::{Value, json};
 use support::{bin, run, stdout};
 
 #[derive(Default)]
-struct Upstream {
+pub(crate) struct Upstream {
     seen: Mutex<Vec<Value>>,
     gate: Mutex<Option<tokio::sync::oneshot::Receiver<()>>>,
 }
@@ -53,7 +53,7 @@ async fn chat(State(up): State<Arc<Upstream>>, axum::Json(body): axum::Json<Valu
         .unwrap()
 }
 
-async fn start_upstream() -> (String, Arc<Upstream>) {
+pub(crate) async fn start_upstream() -> (String, Arc<Upstream>) {
     let up = Arc::new(Upstream::default());
     let app = Router::new()
         .route("/v1/chat/completions", post(chat))
@@ -193,7 +193,7 @@ fn spawn_proxy(args: &[&str]) -> (std::process::Child, String) {
 
 /// [`spawn_proxy`] with these environment variables set (on 127.0.0.1 unless `args`
 /// give a `--listen` of their own).
-fn spawn_proxy_with(args: &[&str], env: &[(&str, &str)]) -> (std::process::Child, String) {
+pub(crate) fn spawn_proxy_with(args: &[&str], env: &[(&str, &str)]) -> (std::process::Child, String) {
     let listen: &[&str] = if args.contains(&"--listen") {
         &[]
     } else {

@@ -15,6 +15,7 @@ mod compact;
 mod completions;
 mod convert;
 mod count;
+mod dockerfile;
 mod docs_book;
 mod docs_links;
 mod eval;
