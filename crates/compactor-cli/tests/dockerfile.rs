@@ -38,7 +38,7 @@ fn exec_form(text: &str, name: &str) -> Vec<String> {
 fn the_image_is_multi_stage_small_and_not_root() {
     let text = dockerfile();
     assert!(text.contains(" AS build"), "a build stage");
-    let last_from = text.lines().filter(|l| l.starts_with("FROM ")).last().unwrap();
+    let last_from = text.lines().rfind(|l| l.starts_with("FROM ")).unwrap();
     assert!(
         last_from.contains("distroless") && last_from.ends_with(":nonroot"),
         "{last_from}"
