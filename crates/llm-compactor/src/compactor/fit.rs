@@ -11,7 +11,7 @@ use std::sync::Arc;
 use super::result::Attempt;
 use crate::count::TokenCounter;
 use crate::message::Message;
-use crate::plan::ledger::{Ledger, LedgerPolicy, ledger_room, sized_ledgers};
+use crate::plan::ledger::{Ledger, LedgerPolicy, keeps_instructions, ledger_room, sized_ledgers};
 use crate::plan::{self, Layout};
 use crate::usage::Usage;
 
@@ -74,22 +74,41 @@ impl Fit<'_> {
 
     /// The summary `prefix` + the ledger, the ledger sized to the room each aim leaves
     /// (see [`sized_ledgers`]): the first that fits its aim, aims in order.
+    ///
+    /// A ledger that reaches an aim by cutting an instruction (see
+    /// [`keeps_instructions`]) is taken only when no later aim's keeps them all: the
+    /// target and the trigger are aims, the limit is the rule, and what the user said
+    /// is worth a result between the target and the limit.
     pub(crate) fn sized(&self, prefix: &str, ledger: &Ledger, policy: &LedgerPolicy) -> Option<Accepted> {
         let frame = self.frame(prefix);
         let mut tried: Option<usize> = None;
+        let mut first: Option<Accepted> = None;
+        // The room of an aim whose largest ledger was taken: a later aim with the same
+        // room has no larger one.
+        let mut whole_room: Option<usize> = None;
         for aim in self.aims {
             if tried.is_some_and(|t| t >= aim) {
                 continue;
             }
             tried = Some(aim);
             let room = ledger_room(aim, frame, policy.max_tokens);
+            if whole_room == Some(room) {
+                continue;
+            }
             let found = sized_ledgers(ledger, room, policy.max_tokens)
                 .into_iter()
-                .find_map(|text| self.prove(&format!("{prefix}{text}"), aim));
-            if found.is_some() {
-                return found;
+                .enumerate()
+                .find_map(|(k, text)| Some((k, self.prove(&format!("{prefix}{text}"), aim)?)));
+            if let Some((k, found)) = found {
+                if k == 0 {
+                    whole_room = Some(room);
+                }
+                if keeps_instructions(ledger, &found.content) {
+                    return Some(found);
+                }
+                first.get_or_insert(found);
             }
         }
-        None
+        first
     }
 }
