@@ -11,7 +11,7 @@ use std::sync::Arc;
 use super::result::Attempt;
 use crate::count::TokenCounter;
 use crate::message::Message;
-use crate::plan::ledger::{Ledger, LedgerPolicy, keeps_instructions, ledger_room, sized_ledgers};
+use crate::plan::ledger::{Ledger, LedgerPolicy, instructions_kept, ledger_room, sized_ledgers};
 use crate::plan::{self, Layout};
 use crate::usage::Usage;
 
@@ -75,20 +75,27 @@ impl Fit<'_> {
     /// The summary `prefix` + the ledger, the ledger sized to the room each aim leaves
     /// (see [`sized_ledgers`]): the first that fits its aim, aims in order.
     ///
-    /// A ledger that reaches an aim by cutting an instruction (see
-    /// [`keeps_instructions`]) is taken only when no later aim's keeps them all: the
-    /// target and the trigger are aims, the limit is the rule, and what the user said
-    /// is worth a result between the target and the limit.
+    /// A ledger that reaches the target by cutting an instruction (see
+    /// [`instructions_kept`]) is taken only when the trigger's keeps no more of them:
+    /// the target is an aim, and what the user said is worth a result between the
+    /// target and the trigger (not over it: that would call for another pass at once).
     pub(crate) fn sized(&self, prefix: &str, ledger: &Ledger, policy: &LedgerPolicy) -> Option<Accepted> {
         let frame = self.frame(prefix);
         let mut tried: Option<usize> = None;
-        let mut first: Option<Accepted> = None;
+        // The ledger that kept the most instructions so far (the earliest aim's among
+        // equals), and how many.
+        let mut best: Option<(usize, Accepted)> = None;
         // The room of an aim whose largest ledger was taken: a later aim with the same
         // room has no larger one.
         let mut whole_room: Option<usize> = None;
-        for aim in self.aims {
+        for (k, aim) in self.aims.into_iter().enumerate() {
             if tried.is_some_and(|t| t >= aim) {
                 continue;
+            }
+            // The limit is the last resort: a result over the trigger calls for another
+            // pass at once, so it is taken only when nothing fits under the trigger.
+            if k == self.aims.len() - 1 && best.is_some() {
+                break;
             }
             tried = Some(aim);
             let room = ledger_room(aim, frame, policy.max_tokens);
@@ -103,12 +110,15 @@ impl Fit<'_> {
                 if k == 0 {
                     whole_room = Some(room);
                 }
-                if keeps_instructions(ledger, &found.content) {
+                let (kept, total) = instructions_kept(ledger, &found.content);
+                if kept == total {
                     return Some(found);
                 }
-                first.get_or_insert(found);
+                if best.as_ref().is_none_or(|(most, _)| kept > *most) {
+                    best = Some((kept, found));
+                }
             }
         }
-        first
+        best.map(|(_, found)| found)
     }
 }

@@ -71,36 +71,47 @@ fn is_ack(sentence: &str) -> bool {
     words.len() <= 3 && words.iter().all(|w| ACKS.contains(&w.as_str()))
 }
 
-/// True when `text` (a summary) holds every instruction of `ledger` verbatim: each
-/// pinned block, each earlier user message that instructs (not [`is_chatter`], not
-/// superseded), and the last request (its head). What a pass checks before it takes a ledger cut
-/// to reach its target rather than one that only fits its limit (see
-/// [`super::sized_ledgers`]): a soft aim is no reason to drop what the user said.
+/// How many of the instructions of `ledger` `text` (a summary) holds verbatim, of how
+/// many: each pinned block, each earlier user message that instructs (not
+/// [`is_chatter`], not superseded), and the last request (its head). What a pass weighs
+/// before it takes a ledger cut to reach its target rather than one that only fits its
+/// limit (see [`super::sized_ledgers`]): a soft aim is no reason to drop what the user
+/// said.
 ///
 /// ```
-/// use llm_compactor::plan::ledger::{keeps_instructions, Ledger};
+/// use llm_compactor::plan::ledger::{instructions_kept, Ledger};
 /// let ledger = Ledger {
 ///     last_user: Some("Book it.".into()),
 ///     earlier_users: vec!["Never pay upfront.".into(), "What about Oslo?".into()],
 ///     ..Ledger::default()
 /// };
-/// assert!(keeps_instructions(&ledger, "- Never pay upfront.\n- Book it."));
-/// assert!(!keeps_instructions(&ledger, "- What about Oslo?\n- Book it."));
+/// assert_eq!(instructions_kept(&ledger, "- Never pay upfront.\n- Book it."), (2, 2));
+/// assert_eq!(instructions_kept(&ledger, "- What about Oslo?\n- Book it."), (1, 2));
 /// ```
-pub fn keeps_instructions(ledger: &Ledger, text: &str) -> bool {
-    let pinned = ledger
-        .pinned
-        .iter()
-        .all(|p| text.contains(split_count(p).0.replace('\n', PINNED_INDENT).as_str()));
-    let earlier = ledger.earlier_users.iter().all(|line| {
+pub fn instructions_kept(ledger: &Ledger, text: &str) -> (usize, usize) {
+    let mut kept = 0;
+    let mut total = 0;
+    let mut count = |found: bool| {
+        total += 1;
+        kept += usize::from(found);
+    };
+    for pin in &ledger.pinned {
+        count(text.contains(split_count(pin).0.replace('\n', PINNED_INDENT).as_str()));
+    }
+    for line in &ledger.earlier_users {
         let (body, superseded) = split_superseded(line);
         let body = split_count(body).0;
-        superseded || is_chatter(body) || text.contains(body)
-    });
+        if !superseded && !is_chatter(body) {
+            count(text.contains(body));
+        }
+    }
     // The request's head: a long one is cut by design (see [`super::render`]).
-    let request = |u: &str| {
-        let end = u.char_indices().nth(REQUEST_HEAD).map_or(u.len(), |(b, _)| b);
-        text.contains(&u[..end])
-    };
-    pinned && earlier && ledger.last_user.as_deref().is_none_or(request)
+    if let Some(request) = ledger.last_user.as_deref() {
+        let end = request
+            .char_indices()
+            .nth(REQUEST_HEAD)
+            .map_or(request.len(), |(b, _)| b);
+        count(text.contains(&request[..end]));
+    }
+    (kept, total)
 }
