@@ -308,7 +308,7 @@ impl Compactor {
             .filter(|m| m.is_sticky())
             .map(&mut count_one)
             .sum();
-        // Never more than half of what the sticky prefix leaves under the limit: a
+        // Never more than three quarters of what the sticky prefix leaves under the limit: a
         // 1,547-token system prompt under a 1,847-token budget left a 339-token window
         // no room beside a summary, and the pass was `exhausted` where the last turn
         // alone fits (see [`plan::window_cap`]).
