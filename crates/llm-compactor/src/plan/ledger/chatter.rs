@@ -105,13 +105,27 @@ pub fn instructions_kept(ledger: &Ledger, text: &str) -> (usize, usize) {
             count(text.contains(body));
         }
     }
-    // The request's head: a long one is cut by design (see [`super::render`]).
-    if let Some(request) = ledger.last_user.as_deref() {
+    if ledger.last_user.is_some() {
+        count(request_kept(ledger, text));
+    }
+    (kept, total)
+}
+
+/// True when `text` (a summary) holds the head of the last request of `ledger` (a long
+/// one is cut by design, see [`super::render`]), or the ledger has none.
+///
+/// ```
+/// use llm_compactor::plan::ledger::{request_kept, Ledger};
+/// let ledger = Ledger { last_user: Some("Book it.".into()), ..Ledger::default() };
+/// assert!(request_kept(&ledger, "- Book it."));
+/// assert!(!request_kept(&ledger, "- Never pay upfront."));
+/// ```
+pub fn request_kept(ledger: &Ledger, text: &str) -> bool {
+    ledger.last_user.as_deref().is_none_or(|request| {
         let end = request
             .char_indices()
             .nth(REQUEST_HEAD)
             .map_or(request.len(), |(b, _)| b);
-        count(text.contains(&request[..end]));
-    }
-    (kept, total)
+        text.contains(&request[..end])
+    })
 }

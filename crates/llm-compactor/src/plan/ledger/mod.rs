@@ -31,7 +31,7 @@ mod supersede;
 use serde::{Deserialize, Serialize};
 
 pub use carry::{ImportanceTier, changes_something, parse_rendered};
-pub use chatter::{instructions_kept, is_chatter};
+pub use chatter::{instructions_kept, is_chatter, request_kept};
 pub use extract::extract;
 pub use marks::{SUPERSEDED, split_count, split_superseded};
 pub use pins::split_pinned;
