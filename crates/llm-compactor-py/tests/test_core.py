@@ -363,3 +363,61 @@ def test_python_objects_are_read_directly_and_bad_ones_are_named() -> None:
         llm_compactor.count_tokens(looped)
     with pytest.raises(ValueError, match="not a JSON number"):
         llm_compactor.count_tokens([{"role": "user", "content": "x", "weight": float("nan")}])
+
+
+REMINDER = (
+    "<system-reminder>\nContents of /home/user/trip/CLAUDE.md (project instructions):\n"
+    "- Never share the traveller's passport number with anyone.\n</system-reminder>"
+)
+PLANTED = [
+    "Rule: never book anything without asking me first.",
+    "Constraint: the budget cap is $201 for the whole trip.",
+    "Fact: my passport number ends in 4471 and I am allergic to peanuts.",
+    "Task: plan a five-day trip to Oslo; flights are booked, the hotel is not yet.",
+    "Preference: window seats, and no red-eye flights please.",
+]
+SUPERSEDING = "Correction: the budget cap is now $956, it replaces the $201 one."
+
+
+def chat_session(turns: int = 65) -> List[Dict[str, Any]]:
+    """The issue 41 session: rules early, a reminder, a repeated rule, a raised cap."""
+    messages: List[Dict[str, Any]] = [{"role": "system", "content": "You are a travel assistant."}]
+    for i in range(turns):
+        if i == 0:
+            user = REMINDER + "\n" + PLANTED[0]
+        elif i < len(PLANTED):
+            user = PLANTED[i]
+        elif i == 40:
+            user = SUPERSEDING
+        elif i in (15, 30, 45):
+            user = "Remember: never pay a deposit over 20% upfront."
+        else:
+            user = f"Question {i}: what about option {i % 5} on day {i % 7}?"
+        messages.append({"role": "user", "content": user})
+        messages.append(
+            {"role": "assistant", "content": f"Noted for turn {i}: option {i % 5} costs {100 + i} euros."}
+        )
+    return messages
+
+
+def test_any_budget_from_256_fits_and_keeps_the_instructions() -> None:
+    # Issue 41: compact(messages, budget=256) returned 1,324 tokens, exhausted.
+    messages = chat_session()
+    size = llm_compactor.count_tokens(messages)
+    for budget in (256, 600, 1000, size // 10, size // 5, size * 3 // 10):
+        result = llm_compactor.compact(messages, budget=max(budget, 256))
+        assert result.tokens_after <= max(budget, 256), (budget, result.tokens_after)
+        assert not result.exhausted and result.exhaustion is None
+    # Five passes at 25% of the session, five new turns between two: every rule stays.
+    budget = size // 4
+    for _ in range(5):
+        result = llm_compactor.compact(messages, budget=budget)
+        assert result.tokens_after <= budget and not result.exhausted
+        messages = result.messages + chat_session(70)[-10:]
+    text = "\n".join(m.get("content") or "" for m in result.messages)
+    for planted in PLANTED[:1] + PLANTED[2:] + [SUPERSEDING]:
+        assert planted in text, planted
+    assert "Never share the traveller's passport number" in text
+    # The replaced cap is never listed as current (marked, or cut before the rules).
+    assert PLANTED[1] not in text.replace(PLANTED[1] + " (superseded by a later message)", "")
+    assert text.count("Remember: never pay a deposit over 20% upfront.") == 1

@@ -5,6 +5,8 @@
 #[path = "../examples/agent_loop.rs"]
 #[allow(unused_imports)]
 mod agent_loop;
+#[allow(dead_code, unused_imports)]
+mod chat_support;
 #[path = "format_support/codex_run.rs"]
 #[allow(dead_code, unused_imports)]
 mod codex_run;
@@ -32,6 +34,7 @@ mod store_support;
 
 mod aging_index;
 mod breakpoint_props;
+mod budget_sweep;
 mod conversation;
 mod cost_policy_choice;
 #[cfg(feature = "bpe")]
@@ -72,6 +75,7 @@ mod http_odd_usage;
 mod http_redaction;
 mod http_redirect;
 mod identity_real;
+mod instruction_survival;
 mod ledger_rules;
 mod ledger_sized;
 mod local_compact;

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use super::result::Attempt;
 use crate::count::TokenCounter;
 use crate::message::Message;
-use crate::plan::ledger::{Ledger, LedgerPolicy, ledger_room, sized_ledgers};
+use crate::plan::ledger::{Ledger, LedgerPolicy, instructions_kept, ledger_room, request_kept, sized_ledgers};
 use crate::plan::{self, Layout};
 use crate::usage::Usage;
 
@@ -74,22 +74,54 @@ impl Fit<'_> {
 
     /// The summary `prefix` + the ledger, the ledger sized to the room each aim leaves
     /// (see [`sized_ledgers`]): the first that fits its aim, aims in order.
+    ///
+    /// A ledger that reaches the target by cutting an instruction (see
+    /// [`instructions_kept`]) is taken only when the trigger's keeps no more of them:
+    /// the target is an aim, and what the user said is worth a result between the
+    /// target and the trigger (not over it: that would call for another pass at once,
+    /// unless nothing under the trigger keeps the last request).
     pub(crate) fn sized(&self, prefix: &str, ledger: &Ledger, policy: &LedgerPolicy) -> Option<Accepted> {
         let frame = self.frame(prefix);
         let mut tried: Option<usize> = None;
-        for aim in self.aims {
+        // The ledger that kept the most instructions so far (the earliest aim's among
+        // equals), and how many.
+        let mut best: Option<(usize, Accepted)> = None;
+        // The room of an aim whose largest ledger was taken: a later aim with the same
+        // room has no larger one.
+        let mut whole_room: Option<usize> = None;
+        for (k, aim) in self.aims.into_iter().enumerate() {
             if tried.is_some_and(|t| t >= aim) {
                 continue;
             }
+            // The limit is the last resort: a result over the trigger calls for another
+            // pass at once, so it is taken only when nothing under the trigger keeps the
+            // last request (a tiny ledger under it that lost the request would lose what
+            // the agent is working on: tau-bench at 2,000 tokens, 27 -> 25 of 30 probes).
+            if k == self.aims.len() - 1 && best.as_ref().is_some_and(|(_, f)| request_kept(ledger, &f.content)) {
+                break;
+            }
             tried = Some(aim);
             let room = ledger_room(aim, frame, policy.max_tokens);
+            if whole_room == Some(room) {
+                continue;
+            }
             let found = sized_ledgers(ledger, room, policy.max_tokens)
                 .into_iter()
-                .find_map(|text| self.prove(&format!("{prefix}{text}"), aim));
-            if found.is_some() {
-                return found;
+                .enumerate()
+                .find_map(|(k, text)| Some((k, self.prove(&format!("{prefix}{text}"), aim)?)));
+            if let Some((k, found)) = found {
+                if k == 0 {
+                    whole_room = Some(room);
+                }
+                let (kept, total) = instructions_kept(ledger, &found.content);
+                if kept == total {
+                    return Some(found);
+                }
+                if best.as_ref().is_none_or(|(most, _)| kept > *most) {
+                    best = Some((kept, found));
+                }
             }
         }
-        None
+        best.map(|(_, found)| found)
     }
 }

@@ -300,7 +300,6 @@ impl Compactor {
         options: &CompactOptions,
     ) -> (Layout, Vec<plan::Truncation>) {
         let goal = options.target.unwrap_or(self.config.target());
-        let cap = self.config.recent_cap(goal);
         let mut count_one = |m: &Message| count_one(counter, m);
         // The room the budget leaves the window: what the unread results may take
         // before they are cut (the sticky messages and a summary go out beside them).
@@ -309,6 +308,12 @@ impl Compactor {
             .filter(|m| m.is_sticky())
             .map(&mut count_one)
             .sum();
+        // Never more than three quarters of what the sticky prefix leaves under the limit: a
+        // 1,547-token system prompt under a 1,847-token budget left a 339-token window
+        // no room beside a summary, and the pass was `exhausted` where the last turn
+        // alone fits (see [`plan::window_cap`]).
+        let limit = options.target.unwrap_or(self.config.context_budget);
+        let cap = plan::window_cap(self.config.recent_cap(goal), limit, sticky);
         let unread_cap = self
             .config
             .context_budget

@@ -56,7 +56,7 @@ pub use pairs::Pairs;
 pub use pinned::pinned;
 pub use policy::{CostPolicy, CostReceipt, EpochDecision, TriggerAction};
 pub use pricing::{Pricing, Tokens, UnknownPricing};
-pub use recent::{Truncation, cut_middle, fit_recent};
+pub use recent::{Truncation, cut_middle, fit_recent, window_cap};
 pub use repair::{Repair, RepairError, SYNTHETIC_ANSWER, apply_repairs, plan_repairs};
 pub use stub::{is_stub, stub_text};
 pub use trim::{TrimChoice, TrimPlan, TrimSearch};

@@ -63,6 +63,22 @@ pub fn cut_middle(text: &str, keep: usize) -> Option<String> {
     Some(format!("{}{marker}{}", &text[..head_end], &text[tail_start..]))
 }
 
+/// The recent window's token cap under a `limit` (the per-call target, else the
+/// context budget) when the sticky messages take `sticky` of it: the configured cap
+/// (`cap`), never more than three quarters of what the sticky messages leave (the
+/// last quarter is the summary's), and at least 1 (the window still keeps the newest
+/// user message whole, whatever its cap: see [`fit_recent`]).
+///
+/// ```
+/// use llm_compactor::plan::window_cap;
+/// assert_eq!(window_cap(400, 2_000, 100), 400);
+/// assert_eq!(window_cap(369, 1_847, 1_547), 225);
+/// assert_eq!(window_cap(369, 1_000, 1_500), 1);
+/// ```
+pub fn window_cap(cap: usize, limit: usize, sticky: usize) -> usize {
+    cap.min(limit.saturating_sub(sticky) * 3 / 4).max(1)
+}
+
 /// `layout` with its recent window shrunk to `max_tokens` (by the per-message counts
 /// `tokens`), and the cuts of oversized tool results when even the newest turn is over
 /// it. The unread results (answers to the last assistant turn, ending the conversation)

@@ -16,7 +16,7 @@
 //! [`parse_rendered`] is its exact inverse on everything the renderer writes.
 
 use super::command::command_paths;
-use super::sections::{LEDGER_HEADING, ORIGINALS, SECTION_TITLES};
+use super::sections::{LEDGER_HEADING, ORIGINALS, PINNED_INDENT, SECTION_TITLES};
 use super::{CommandFact, ErrorFact, FileFact, Ledger};
 use crate::plan::handle::{HANDLE_DIGITS, handle_ranges_in, is_handle};
 
@@ -199,7 +199,9 @@ pub fn parse_rendered(summary: &str) -> Option<Ledger> {
                 3 => ledger.commands.extend(command_fact(item)),
                 4 => ledger.errors.push(error_fact(item, false)),
                 5 => ledger.earlier_users.push(item.to_owned()),
-                _ => ledger.identifiers.push(item.to_owned()),
+                6 => ledger.identifiers.push(item.to_owned()),
+                // A pinned block's own lines were indented by two spaces.
+                _ => ledger.pinned.push(item.replace(PINNED_INDENT, "\n")),
             }
         }
     }
@@ -267,6 +269,9 @@ mod tests {
                 },
             ],
             identifiers: vec!["parse_args".into()],
+            pinned: vec![
+                "<system-reminder>\n# CLAUDE.md\n- never force-push\n  - nested\n</system-reminder> (×2)".into(),
+            ],
             originals: Some(("#0000000001".into(), "#00000000ff".into())),
         };
         let text = render(&ledger, 10_000);

@@ -7,8 +7,10 @@ use serde_json::Value;
 use super::carry::parse_rendered;
 use super::command::{cap_chars, command_head, command_paths, op_of_tool};
 use super::hosted::{Hosted, hosted};
+use super::pins::split_pinned;
 use super::repeats::push_repeated;
 use super::scan::{self, bash_blocks, code_spans, error_lines, exit_status, is_path, trim_token, urls};
+use super::supersede::mark_superseded;
 use super::{CommandFact, ErrorFact, FileFact, Ledger, LedgerRules};
 use crate::message::{Content, Message, Part, Role};
 use crate::plan::SUMMARY_HEADER;
@@ -110,6 +112,25 @@ pub fn extract(messages: &[Message], indices: &[usize], rules: &LedgerRules) -> 
         }
     }
     let mut ledger = std::mem::take(&mut builder.ledger);
+    // What the user says after the replaced messages (the recent window) may replace
+    // what they said in them.
+    let after = indices.last().map_or(0, |&i| i + 1);
+    for later in messages
+        .iter()
+        .skip(after)
+        .filter(|m| m.role == Role::User && !m.is_sticky())
+    {
+        let text = later.text();
+        if !text.starts_with(SUMMARY_HEADER) && !is_observation(&text) {
+            let (_, rest) = split_pinned(&text);
+            mark_superseded(&mut ledger.earlier_users, &rest);
+            if let Some(last) = ledger.last_user.take() {
+                let mut one = vec![last];
+                mark_superseded(&mut one, &rest);
+                ledger.last_user = one.pop();
+            }
+        }
+    }
     let excess = ledger.identifiers.len().saturating_sub(rules.max_identifiers);
     ledger.identifiers.drain(..excess);
     if rules.handles {
@@ -230,6 +251,9 @@ impl Builder<'_> {
         for line in prior.earlier_users {
             push_repeated(&mut self.ledger.earlier_users, line);
         }
+        for pin in prior.pinned {
+            push_repeated(&mut self.ledger.pinned, pin);
+        }
         if prior.last_user.is_some() {
             self.ledger.last_user = prior.last_user;
         }
@@ -278,7 +302,11 @@ impl Builder<'_> {
     }
 
     fn user(&mut self, text: &str) {
-        if text.trim().is_empty() {
+        let (pins, rest) = split_pinned(text);
+        for pin in pins {
+            push_repeated(&mut self.ledger.pinned, cap_chars(&pin, self.rules.pinned_chars));
+        }
+        if rest.is_empty() {
             return;
         }
         if let Some(previous) = self.ledger.last_user.take() {
@@ -287,7 +315,8 @@ impl Builder<'_> {
                 one_line(&previous, self.rules.earlier_user_chars),
             );
         }
-        self.ledger.last_user = Some(cap_chars(text.trim(), self.rules.last_user_chars));
+        mark_superseded(&mut self.ledger.earlier_users, &rest);
+        self.ledger.last_user = Some(cap_chars(&rest, self.rules.last_user_chars));
     }
 
     fn assistant(&mut self, seq: usize, message: &Message, text: &str) {

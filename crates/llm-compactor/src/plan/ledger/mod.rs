@@ -15,23 +15,31 @@
 //! Both are pure.
 
 mod carry;
+mod chatter;
 mod command;
 mod extract;
 mod hosted;
+mod marks;
+mod pins;
 mod render;
 mod repeats;
 pub(crate) mod scan;
 mod sections;
 mod sized;
+mod supersede;
 
 use serde::{Deserialize, Serialize};
 
 pub use carry::{ImportanceTier, changes_something, parse_rendered};
+pub use chatter::{instructions_kept, is_chatter, request_kept};
 pub use extract::extract;
+pub use marks::{SUPERSEDED, split_count, split_superseded};
+pub use pins::split_pinned;
 pub use render::{history_fits, render, render_user_first};
-pub use repeats::{push_repeated, split_count};
+pub use repeats::push_repeated;
 pub use sections::{LEDGER_HEADING, SECTION_TITLES};
 pub use sized::{ledger_room, sized_ledgers};
+pub use supersede::supersedes;
 
 /// One file the replaced messages touched.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -90,8 +98,14 @@ pub struct Ledger {
     pub last_user: Option<String>,
     /// The user's earlier messages, one line each (capped), oldest first; a message
     /// said more than once is one line, at its newest position, ending in its count
-    /// (` (×3)`, see [`split_count`]).
+    /// (` (×3)`, see [`split_count`]); one a later message replaced ends in
+    /// [`SUPERSEDED`] (see [`supersedes`]).
     pub earlier_users: Vec<String>,
+    /// The instruction files injected into user turns (`<system-reminder>` blocks,
+    /// AGENTS.md / CLAUDE.md, see [`split_pinned`]), verbatim (capped), oldest first, each
+    /// once (with its count when injected again): the ledger's highest tier.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pinned: Vec<String>,
     /// Files, oldest first.
     pub files: Vec<FileFact>,
     /// Commands, deduplicated, oldest first (newest last).
@@ -114,6 +128,7 @@ impl Ledger {
     pub fn is_empty(&self) -> bool {
         self.last_user.is_none()
             && self.earlier_users.is_empty()
+            && self.pinned.is_empty()
             && self.files.is_empty()
             && self.commands.is_empty()
             && self.errors.is_empty()
@@ -133,6 +148,9 @@ pub struct LedgerRules {
     pub last_user_chars: usize,
     /// Each earlier user message is kept as one line of at most this. Default 160.
     pub earlier_user_chars: usize,
+    /// Each pinned instruction block is kept verbatim up to this many chars. Default 4000.
+    #[serde(default = "default_pinned_chars")]
+    pub pinned_chars: usize,
     /// A command is shown up to this many chars (its head: see the renderer). Default
     /// 100: the program and its arguments, not a heredoc's body.
     pub command_chars: usize,
@@ -147,11 +165,16 @@ pub struct LedgerRules {
     pub handles: bool,
 }
 
+fn default_pinned_chars() -> usize {
+    4000
+}
+
 impl Default for LedgerRules {
     fn default() -> Self {
         LedgerRules {
             last_user_chars: 2000,
             earlier_user_chars: 160,
+            pinned_chars: default_pinned_chars(),
             command_chars: 100,
             error_chars: 200,
             max_identifiers: 40,

@@ -5,10 +5,13 @@
 //! others (a 2,000-char task description once took two thirds of the default cap and
 //! left the commands 6% of their probes):
 //!
-//! - the *state* comes first and is bounded: the last user request gets at most a
+//! - the *pinned instructions* (instruction files injected into user turns, see
+//!   [`super::split_pinned`]) come before everything, as far as they go;
+//! - the *state* comes next and is bounded: the last user request gets at most a
 //!   quarter of the room (its verbatim head, cut with `…`), the open errors at most a
-//!   quarter (newest first); earlier user messages and identifiers at most a
-//!   sixteenth each;
+//!   quarter (newest first); the earlier user messages that instruct at most a quarter
+//!   (the questions and acknowledgements, see [`super::is_chatter`], and the superseded
+//!   lines only what the history leaves); identifiers at most a sixteenth;
 //! - the *history* (files, commands, resolved errors) shares everything left with one
 //!   clock: facts are taken newest first across the three sections, and the cut is a
 //!   single point in time, so what is kept is exactly "everything since message N"
@@ -21,10 +24,13 @@
 //! with `✓` (exit 0) or `✗ N` (exit N) and `×N` when it ran N times.
 
 use super::carry::{ImportanceTier, changes_something};
+use super::chatter::is_chatter;
+use super::marks::{split_count, split_superseded};
 use super::scan::first_line;
 use super::sections::{
     COMMANDS_EXITS, COMMANDS_EXITS_RUNS, COMMANDS_PLAIN, COMMANDS_RUNS, EARLIER_USER_MESSAGES, FILES_TOUCHED,
-    IDENTIFIERS_NAMED, LAST_USER_REQUEST, LEDGER_HEADING, OPEN_ERRORS, ORIGINALS, RESOLVED_ERRORS,
+    IDENTIFIERS_NAMED, LAST_USER_REQUEST, LEDGER_HEADING, OPEN_ERRORS, ORIGINALS, PINNED_INDENT, PINNED_INSTRUCTIONS,
+    RESOLVED_ERRORS,
 };
 use super::{CommandFact, ErrorFact, FileFact, Ledger};
 
@@ -95,19 +101,26 @@ impl Section {
         }
     }
 
-    /// The newest line not kept yet.
+    /// The line to keep next: of the highest tier left, the newest.
     fn newest_left(&self) -> Option<usize> {
-        (0..self.lines.len()).rev().find(|&i| !self.keep[i])
+        (0..self.lines.len())
+            .filter(|&i| !self.keep[i])
+            .max_by_key(|&i| (self.lines[i].tier, i))
     }
 
-    /// Keeps the newest lines while they fit in `room` (title included); returns the
-    /// chars spent.
+    /// Keeps the newest lines (of the highest tier first) while they fit in `room`
+    /// (title included); returns the chars spent.
     fn fill(&mut self, room: usize) -> usize {
+        self.fill_from(room, ImportanceTier::Reread)
+    }
+
+    /// [`Section::fill`] of the lines of `tier` and above only.
+    fn fill_from(&mut self, room: usize, tier: ImportanceTier) -> usize {
         if self.lines.is_empty() {
             return 0;
         }
         let mut spent = self.title_cost();
-        while let Some(i) = self.newest_left() {
+        while let Some(i) = self.newest_left().filter(|&i| self.lines[i].tier >= tier) {
             let c = self.cost(i);
             if spent + c > room {
                 break;
@@ -153,7 +166,8 @@ pub fn render(ledger: &Ledger, max_chars: usize) -> String {
 /// let text = render_user_first(&ledger, 400);
 /// assert!(text.contains("Keep the budget cap at $956.") && text.contains("Never delete the backups."));
 /// assert!(text.chars().count() <= 400 && text.contains("src/file_39.py"));
-/// assert!(!render(&ledger, 400).contains("Never delete the backups."));
+/// // The configured sharing keeps an instruction too (within a quarter of the room).
+/// assert!(render(&ledger, 400).contains("Never delete the backups."));
 /// ```
 pub fn render_user_first(ledger: &Ledger, max_chars: usize) -> String {
     render_with(ledger, max_chars, Sharing::UserFirst)
@@ -175,7 +189,9 @@ fn render_with(ledger: &Ledger, max_chars: usize, sharing: Sharing) -> String {
     };
     let mut out = String::from(LEDGER_HEADING);
     out.push_str(&originals_line(ledger));
-    for section in s.iter().filter(|s| s.kept > 0) {
+    // The pinned instructions first: the highest tier.
+    let order = [7, 0, 1, 2, 3, 4, 5, 6];
+    for section in order.iter().map(|&k| &s[k]).filter(|s| s.kept > 0) {
         let omitted = section.lines.len() - section.kept;
         out.push_str("\n### ");
         out.push_str(section.title);
@@ -190,6 +206,8 @@ fn render_with(ledger: &Ledger, max_chars: usize, sharing: Sharing) -> String {
             let older = section.keep[first_kept..].iter().all(|k| *k);
             let note = if older {
                 "older omitted"
+            } else if section.title == EARLIER_USER_MESSAGES {
+                "omitted, questions first"
             } else {
                 "omitted, read-only first"
             };
@@ -219,7 +237,7 @@ pub fn history_fits(ledger: &Ledger, max_chars: usize) -> bool {
 }
 
 /// The sections with how many lines of each are kept; `None` when nothing is.
-fn plan(ledger: &Ledger, max_chars: usize, sharing: Sharing) -> Option<[Section; 7]> {
+fn plan(ledger: &Ledger, max_chars: usize, sharing: Sharing) -> Option<[Section; 8]> {
     // The originals' line is a handle range: like the lines' handles, not counted.
     let heading = LEDGER_HEADING.chars().count() + 1;
     if ledger.is_empty() || max_chars <= heading {
@@ -227,17 +245,28 @@ fn plan(ledger: &Ledger, max_chars: usize, sharing: Sharing) -> Option<[Section;
     }
     let budget = max_chars - heading;
     let mut s = sections(ledger, budget, sharing);
-    let [request, open, _, _, _, earlier, identifiers] = &mut s;
-    let mut used = match sharing {
+    let [request, open, _, _, _, earlier, identifiers, pinned] = &mut s;
+    // The pinned instructions before anything else, as far as they go.
+    let pinned_used = pinned.fill(budget);
+    if pinned_used > 0 {
+        // The request's head in the room they leave.
+        *request = request_section(ledger, request_cap(budget - pinned_used, sharing));
+    }
+    let mut used = pinned_used;
+    used += match sharing {
         // The state, each part bounded.
         Sharing::Shares => {
+            let budget = budget - used;
             let mut used = request.fill(budget / 4);
             used += open.fill((budget / 4).min(budget - used));
-            used += earlier.fill((budget / 16).min(budget - used));
+            // The earlier messages that instruct: up to a quarter (the rest of them, and
+            // the questions, get what the history leaves).
+            used += earlier.fill_from((budget / 4).min(budget - used), ImportanceTier::Artifact);
             used + identifiers.fill((budget / 16).min(budget - used))
         }
         // The user's words, whole as far as they go, then the open errors.
         Sharing::UserFirst => {
+            let budget = budget - used;
             let mut used = request.fill(budget);
             used += earlier.fill(budget - used);
             used + open.fill(budget - used)
@@ -412,7 +441,61 @@ pub(crate) fn merged_files(files: &[FileFact]) -> Vec<FileFact> {
     kept
 }
 
-fn sections(ledger: &Ledger, budget: usize, sharing: Sharing) -> [Section; 7] {
+/// The most chars of the last request's verbatim head in a room of `budget` chars: at
+/// most a quarter of it, less its frame; with the user's words first, all of it less its
+/// frame.
+fn request_cap(budget: usize, sharing: Sharing) -> usize {
+    match sharing {
+        Sharing::Shares => (budget / 4).saturating_sub(60).max(40),
+        Sharing::UserFirst => budget.saturating_sub(60).max(40),
+    }
+}
+
+/// The last request's section, its head cut to `cap` chars.
+fn request_section(ledger: &Ledger, cap: usize) -> Section {
+    Section::new(
+        LAST_USER_REQUEST,
+        ledger.last_user.iter().map(|u| (head(u, cap), 0)).collect(),
+    )
+}
+
+/// The earlier user messages' section: a line that only asks or acknowledges, or that a
+/// later message superseded, is cut before the lines that instruct (see
+/// [`super::is_chatter`]).
+fn earlier_section(ledger: &Ledger) -> Section {
+    let lines = ledger
+        .earlier_users
+        .iter()
+        .enumerate()
+        .map(|(seq, text)| {
+            let (body, superseded) = split_superseded(text);
+            let tier = if superseded || is_chatter(split_count(body).0) {
+                ImportanceTier::Reread
+            } else {
+                ImportanceTier::Artifact
+            };
+            Line {
+                text: text.clone(),
+                seq,
+                tier,
+            }
+        })
+        .collect();
+    Section::tiered(EARLIER_USER_MESSAGES, lines)
+}
+
+/// The pinned instructions' section, each block one item, its newlines indented.
+fn pinned_section(ledger: &Ledger) -> Section {
+    let lines = ledger
+        .pinned
+        .iter()
+        .enumerate()
+        .map(|(i, text)| (text.replace('\n', PINNED_INDENT), i))
+        .collect();
+    Section::new(PINNED_INSTRUCTIONS, lines)
+}
+
+fn sections(ledger: &Ledger, budget: usize, sharing: Sharing) -> [Section; 8] {
     let errors = |open: bool| -> Vec<(String, usize)> {
         let mut lines: Vec<&ErrorFact> = ledger.errors.iter().filter(|e| e.open == open).collect();
         lines.sort_by_key(|e| e.last_seen);
@@ -423,17 +506,8 @@ fn sections(ledger: &Ledger, budget: usize, sharing: Sharing) -> [Section; 7] {
     // Lines without an order keep their list order (oldest first).
     let ordered =
         |lines: &[String]| -> Vec<(String, usize)> { lines.iter().enumerate().map(|(i, l)| (l.clone(), i)).collect() };
-    // The request's verbatim head: at most a quarter of the room, less its frame.
-    // With the user's words first, all of the room less its frame.
-    let request_cap = match sharing {
-        Sharing::Shares => (budget / 4).saturating_sub(60).max(40),
-        Sharing::UserFirst => budget.saturating_sub(60).max(40),
-    };
     [
-        Section::new(
-            LAST_USER_REQUEST,
-            ledger.last_user.iter().map(|u| (head(u, request_cap), 0)).collect(),
-        ),
+        request_section(ledger, request_cap(budget, sharing)),
         Section::new(OPEN_ERRORS, errors(true)),
         Section::tiered(
             FILES_TOUCHED,
@@ -481,8 +555,9 @@ fn sections(ledger: &Ledger, budget: usize, sharing: Sharing) -> [Section; 7] {
                 })
                 .collect(),
         ),
-        Section::new(EARLIER_USER_MESSAGES, ordered(&ledger.earlier_users)),
+        earlier_section(ledger),
         Section::new(IDENTIFIERS_NAMED, ordered(&ledger.identifiers)),
+        pinned_section(ledger),
     ]
 }
 

@@ -8,37 +8,7 @@
 //! stays verbatim; the count is a suffix the renderer writes and
 //! [`super::parse_rendered`] reads back, so counts add up across passes.
 
-/// The suffix's opening: ` (×3)` ends a line said three times.
-const OPEN: &str = " (×";
-
-/// A line's text without its count, and the count (1 when it has none).
-///
-/// ```
-/// use llm_compactor::plan::ledger::split_count;
-/// assert_eq!(split_count("Never delete the backups. (×3)"), ("Never delete the backups.", 3));
-/// assert_eq!(split_count("Use metric units."), ("Use metric units.", 1));
-/// assert_eq!(split_count("a (×) b"), ("a (×) b", 1));
-/// ```
-pub fn split_count(line: &str) -> (&str, usize) {
-    let parsed = line.strip_suffix(')').and_then(|body| {
-        let (text, digits) = body.rsplit_once(OPEN)?;
-        let count = digits
-            .bytes()
-            .all(|b| b.is_ascii_digit())
-            .then(|| digits.parse::<usize>().ok())??;
-        (count > 1).then_some((text, count))
-    });
-    parsed.unwrap_or((line, 1))
-}
-
-/// `text` as a line said `count` times.
-fn with_count(text: &str, count: usize) -> String {
-    if count > 1 {
-        format!("{text}{OPEN}{count})")
-    } else {
-        text.to_owned()
-    }
-}
+use super::marks::{mark, split_count, split_superseded, with_count};
 
 /// Adds `line` (an earlier user message's line, perhaps with a count of its own, as a
 /// carried ledger holds it) to `lines`: a line with the same text already there is
@@ -53,12 +23,19 @@ fn with_count(text: &str, count: usize) -> String {
 /// assert_eq!(lines, vec!["Use metric units.".to_owned(), "Keep it short. (×4)".to_owned()]);
 /// ```
 pub fn push_repeated(lines: &mut Vec<String>, line: String) {
-    let (text, count) = split_count(&line);
-    match lines.iter().position(|known| split_count(known).0 == text) {
+    // A superseded mark follows the count; said again, the line holds again unless the
+    // newer copy is itself marked.
+    let (body, superseded) = split_superseded(&line);
+    let (text, count) = split_count(body);
+    match lines
+        .iter()
+        .position(|known| split_count(split_superseded(known).0).0 == text)
+    {
         Some(i) => {
             let known = lines.remove(i);
-            let total = split_count(&known).1.saturating_add(count);
-            lines.push(with_count(text, total));
+            let total = split_count(split_superseded(&known).0).1.saturating_add(count);
+            let merged = with_count(text, total);
+            lines.push(if superseded { mark(&merged) } else { merged });
         }
         None => lines.push(line),
     }

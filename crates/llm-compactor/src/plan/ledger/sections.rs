@@ -37,6 +37,8 @@ pub(crate) const RESOLVED_ERRORS: &str = "Resolved errors";
 pub(crate) const EARLIER_USER_MESSAGES: &str = "Earlier user messages";
 /// Identifiers the messages named.
 pub(crate) const IDENTIFIERS_NAMED: &str = "Identifiers named";
+/// The instruction files injected into user turns (the highest tier, rendered first).
+pub(crate) const PINNED_INSTRUCTIONS: &str = "Pinned instructions (verbatim, kept before everything else)";
 
 /// The commands' title when its lines carry exit marks and run counts.
 pub(crate) const COMMANDS_EXITS_RUNS: &str = commands_run!("; ✓ exit 0, ✗ N exit status N, ×N runs");
@@ -47,10 +49,11 @@ pub(crate) const COMMANDS_RUNS: &str = commands_run!("; ×N runs");
 /// The commands' title when its lines carry neither.
 pub(crate) const COMMANDS_PLAIN: &str = commands_run!("");
 
-/// The sections' titles, in the order they are rendered (the commands' title is its
-/// start: its legend varies): what [`super::parse_rendered`] splits a rendered ledger
-/// at.
-pub const SECTION_TITLES: [&str; 7] = [
+/// The sections' titles (the commands' title is its start: its legend varies): what
+/// [`super::parse_rendered`] splits a rendered ledger at. Rendered in this order, but for
+/// the pinned instructions (listed last, so that the others keep their indices), which
+/// come first.
+pub const SECTION_TITLES: [&str; 8] = [
     LAST_USER_REQUEST,
     OPEN_ERRORS,
     FILES_TOUCHED,
@@ -58,4 +61,9 @@ pub const SECTION_TITLES: [&str; 7] = [
     RESOLVED_ERRORS,
     EARLIER_USER_MESSAGES,
     IDENTIFIERS_NAMED,
+    PINNED_INSTRUCTIONS,
 ];
+
+/// What a pinned block's own newlines are written as: indented by two spaces, so that a
+/// line of the block that starts with `- ` does not read back as a new item.
+pub(crate) const PINNED_INDENT: &str = "\n  ";

@@ -39,8 +39,9 @@ pub fn ledger_room(aim: usize, frame: usize, max_tokens: usize) -> usize {
 
 /// The rendered ledgers a pass tries for a summary with `room` tokens for the ledger
 /// (see [`ledger_room`]) under a configured cap of `max_tokens`, largest first, each
-/// distinct and non-empty: the cap, then its halvings. At the configured cap the
-/// sharing is [`render`]'s; below it, [`render_user_first`]'s.
+/// distinct and non-empty: the cap, then its halvings (below the configured cap, a
+/// ledger at four chars a token first). At the configured cap the sharing is
+/// [`render`]'s; below it, [`render_user_first`]'s.
 ///
 /// ```
 /// use llm_compactor::plan::ledger::{sized_ledgers, Ledger};
@@ -52,7 +53,8 @@ pub fn ledger_room(aim: usize, frame: usize, max_tokens: usize) -> usize {
 /// };
 /// let roomy = sized_ledgers(&ledger, 2_048, 2_048);
 /// let tight = sized_ledgers(&ledger, 80, 2_048);
-/// assert!(tight[0].chars().count() <= 240 && tight[0].contains("Never email the client directly."));
+/// assert!(tight[0].chars().count() <= 320 && tight[0].contains("Never email the client directly."));
+/// assert!(tight[1].chars().count() <= 240);
 /// assert!(roomy[0].len() > tight[0].len());
 /// assert!(sized_ledgers(&ledger, 10, 2_048).is_empty());
 /// ```
@@ -60,8 +62,13 @@ pub fn sized_ledgers(ledger: &Ledger, room: usize, max_tokens: usize) -> Vec<Str
     let tokens = room.min(max_tokens);
     let user_first = tokens < max_tokens;
     let max = chars_for_tokens(tokens);
+    // When the room binds, first a ledger at four chars a token (prose, which the user's
+    // words are): the pass proves each by its count, and three chars a token left a
+    // quarter of a small budget unused while the user's rules were cut.
+    let dense = user_first.then(|| tokens.saturating_mul(4));
     let mut out: Vec<String> = Vec::new();
-    for cap in (0..=HALVINGS).map(|k| max >> k).filter(|c| *c >= MIN_CHARS) {
+    let caps = dense.into_iter().chain((0..=HALVINGS).map(|k| max >> k));
+    for cap in caps.filter(|c| *c >= MIN_CHARS) {
         let text = if user_first {
             render_user_first(ledger, cap)
         } else {
