@@ -405,3 +405,31 @@ async fn the_official_anthropic_sdk_threshold_compaction_is_done_by_the_proxy() 
     assert_eq!(metric(&text, "compactor_proxy_native_server_side_total"), 20.0);
     assert!(metric(&text, "compactor_proxy_compactions_total") >= 2.0, "{text}");
 }
+
+/// A request that also asks the server to clear tool uses is left to the server under
+/// `serve` too: the proxy stands down and takes nothing out of it.
+#[tokio::test]
+async fn a_compaction_beside_another_server_edit_is_left_to_the_server() {
+    let up = upstream().await;
+    let store: Arc<dyn SessionStore> = Arc::new(MemoryStore::new());
+    let builder = ProxyConfig::builder(&up.url(), ledger_compactor(3_000), store.clone())
+        .native_compaction(NativeCompaction::Serve);
+    let proxy = proxy_with(builder, store).await;
+    let edits = json!({"edits": [
+        {"type": "compact_20260112"},
+        {"type": "clear_tool_uses_20250919"},
+    ]});
+    let request = json!({
+        "model": "claude-x",
+        "max_tokens": 100,
+        "context_management": edits,
+        "messages": [{"role": "user", "content": "hello"}],
+    });
+    let (status, answer) = post(&proxy.url(), "/v1/messages", "sk-a", &request).await;
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(up.received().last().unwrap().body["context_management"], edits);
+    assert_eq!(
+        metric(&metrics(&proxy.url()).await, "compactor_proxy_native_server_side_total"),
+        0.0
+    );
+}

@@ -101,7 +101,10 @@ pub fn edits(request: &Value) -> Vec<Edit> {
 /// to compact ([`Edit::Compact`]: OpenAI's `compaction`, Anthropic's `compact_*`), and
 /// the field itself when nothing else is left in it; returns how many it removed. For a
 /// server that has no compaction of its own, where a compactor in front of it does that
-/// work instead; every other edit stays as the client sent it.
+/// work instead; every other edit stays as the client sent it. When another edit also
+/// keeps the conversation small on the server (`clear_tool_uses`, one not known), the
+/// request is left as it is (0): the compactor stands down for it, and must not take the
+/// client's compaction away from it.
 ///
 /// ```
 /// use llm_compactor::format::context_management::without_compaction;
@@ -112,8 +115,18 @@ pub fn edits(request: &Value) -> Vec<Edit> {
 ///     {"type": "compact_20260112"}, {"type": "clear_thinking_20251015", "keep": "all"}]}});
 /// assert_eq!(without_compaction(&mut messages), 1);
 /// assert_eq!(messages["context_management"]["edits"].as_array().unwrap().len(), 1);
+/// let mut both = serde_json::json!({"context_management": {"edits": [
+///     {"type": "compact_20260112"}, {"type": "clear_tool_uses_20250919"}]}});
+/// assert_eq!(without_compaction(&mut both), 0);
+/// assert_eq!(both["context_management"]["edits"].as_array().unwrap().len(), 2);
 /// ```
 pub fn without_compaction(request: &mut Value) -> usize {
+    if edits(request)
+        .into_iter()
+        .any(|e| e.provider_compacts() && e != Edit::Compact)
+    {
+        return 0;
+    }
     let is_compaction = |edit: &Value| {
         edit.get("type")
             .and_then(Value::as_str)
