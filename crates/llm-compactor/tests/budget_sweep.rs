@@ -8,30 +8,15 @@
 //! sticky prefix, a notice and the last turn alone are over the budget, and then it
 //! carries its numbers.
 
-use crate::{chat_support, common};
+use crate::chat_support::{self, compact, ledger_compactor};
+use crate::common;
 
 use std::sync::Arc;
 
-use llm_compactor::backend::LedgerSummarizer;
 use llm_compactor::count::{HeuristicCounter, TokenCounter};
 use llm_compactor::format::{Document, Format};
 use llm_compactor::message::{Message, Role};
 use llm_compactor::plan::SUMMARY_HEADER;
-use llm_compactor::plan::ledger::LedgerPolicy;
-use llm_compactor::{CompactOptions, CompactionResult, Compactor, CompactorConfig};
-
-fn ledger_compactor(budget: usize, counter: Arc<dyn TokenCounter>) -> Compactor {
-    let config = CompactorConfig::builder(budget).build().unwrap();
-    Compactor::new(config, counter)
-        .with_ledger(LedgerPolicy::default())
-        .with_summarizer(Arc::new(LedgerSummarizer))
-}
-
-fn compact(compactor: &Compactor, messages: &[Message]) -> CompactionResult {
-    let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
-    rt.block_on(compactor.compact(messages, CompactOptions::default()))
-        .unwrap()
-}
 
 fn o200k() -> Arc<dyn TokenCounter> {
     llm_compactor::count::counter_by_name("o200k").unwrap_or_else(|_| Arc::new(HeuristicCounter))

@@ -8,29 +8,14 @@
 //! pass (100%), and at 25–30% five passes (each over the last result plus fifteen new
 //! turns), every result under the trigger; the other figures are printed, not asserted.
 
-use crate::chat_support::{self, ChatSession, Kind};
+use crate::chat_support::{self, ChatSession, Kind, compact, ledger_compactor};
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use llm_compactor::backend::LedgerSummarizer;
 use llm_compactor::count::{HeuristicCounter, TokenCounter};
 use llm_compactor::message::Message;
-use llm_compactor::plan::ledger::{LedgerPolicy, LedgerRules, SUPERSEDED, extract, render, render_user_first};
-use llm_compactor::{CompactOptions, CompactionResult, Compactor, CompactorConfig};
-
-fn ledger_compactor(budget: usize, counter: Arc<dyn TokenCounter>) -> Compactor {
-    let config = CompactorConfig::builder(budget).build().unwrap();
-    Compactor::new(config, counter)
-        .with_ledger(LedgerPolicy::default())
-        .with_summarizer(Arc::new(LedgerSummarizer))
-}
-
-fn compact(compactor: &Compactor, messages: &[Message]) -> CompactionResult {
-    let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
-    rt.block_on(compactor.compact(messages, CompactOptions::default()))
-        .unwrap()
-}
+use llm_compactor::plan::ledger::{LedgerRules, SUPERSEDED, extract, render, render_user_first};
 
 /// Survived / planted, by kind.
 type Tally = BTreeMap<Kind, (usize, usize)>;

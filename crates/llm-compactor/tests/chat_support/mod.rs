@@ -7,7 +7,29 @@
 //! and everything else is questions, acknowledgements and the assistant's answers. The
 //! seed varies the numbers, names and wording; the same seed gives the same session.
 
+use std::sync::Arc;
+
+use llm_compactor::backend::LedgerSummarizer;
+use llm_compactor::count::TokenCounter;
 use llm_compactor::message::Message;
+use llm_compactor::plan::ledger::LedgerPolicy;
+use llm_compactor::{CompactOptions, CompactionResult, Compactor, CompactorConfig};
+
+/// A compactor at `budget` counting with `counter` whose summary is the ledger (what the
+/// Python package and the CLI use by default).
+pub fn ledger_compactor(budget: usize, counter: Arc<dyn TokenCounter>) -> Compactor {
+    let config = CompactorConfig::builder(budget).build().unwrap();
+    Compactor::new(config, counter)
+        .with_ledger(LedgerPolicy::default())
+        .with_summarizer(Arc::new(LedgerSummarizer))
+}
+
+/// One pass of `compactor` over `messages`, on a runtime of its own.
+pub fn compact(compactor: &Compactor, messages: &[Message]) -> CompactionResult {
+    let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+    rt.block_on(compactor.compact(messages, CompactOptions::default()))
+        .unwrap()
+}
 
 /// What an instruction is, for survival by type.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
