@@ -198,8 +198,7 @@ async fn compacted(state: Arc<AppState>, api: Api, request: Request) -> Result<R
     if api == Api::Responses
         && let Ok(value) = &mut json
     {
-        let owner = native::owner_of(&headers);
-        let opened = native::resolve_items(value, &state.config.sealer, &owner).map_err(ProxyError::BadRequest)?;
+        let opened = native::resolve_items(value, &state.config.sealer, &headers).map_err(ProxyError::BadRequest)?;
         if opened > 0 {
             state.metrics.native.items_resolved(opened);
             body = Bytes::from(serde_json::to_vec(value).map_err(|e| ProxyError::Internal(e.to_string()))?);

@@ -22,7 +22,7 @@ mod serve;
 
 pub(crate) use counters::NativeCounters;
 pub(crate) use resolve::resolve_items;
-pub(crate) use seal::{Sealer, owner_of};
+pub(crate) use seal::Sealer;
 pub(crate) use serve::serve_compaction;
 
 /// Who answers `POST /v1/responses/compact` (`--native-compaction`).

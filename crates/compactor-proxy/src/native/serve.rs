@@ -49,7 +49,7 @@ pub(crate) async fn serve_compaction(
     }
     let owner = owner_of(headers);
     let sealer = &state.config.sealer;
-    let opened = resolve_items(&mut value, sealer, &owner).map_err(ProxyError::BadRequest)?;
+    let opened = resolve_items(&mut value, sealer, headers).map_err(ProxyError::BadRequest)?;
     state.metrics.native.items_resolved(opened);
     // The round's "original" is the conversation the session sees (the items resolved).
     let original = Bytes::from(serde_json::to_vec(&value).map_err(|e| ProxyError::Internal(e.to_string()))?);
