@@ -81,6 +81,8 @@ struct Run {
     thinking: bool,
     /// A summary pass is expected (else any pass: aging alone may keep the run inside).
     summary: bool,
+    /// The model Claude Code asks for.
+    model: &'static str,
 }
 
 /// Runs `run` and checks the goals; panics listing every goal missed.
@@ -101,7 +103,14 @@ async fn check(run: Run) {
     let client_dir = dir.path().join("client");
     let started = std::time::Instant::now();
     let output = match run.client {
-        Client::Claude => clients::claude(&clients, &base, &client_dir, run.rounds + 10, run.thinking).await,
+        Client::Claude => {
+            let options = clients::ClaudeOptions {
+                turns: run.rounds + 10,
+                thinking: run.thinking,
+                model: run.model,
+            };
+            clients::claude(&clients, &base, &client_dir, options).await
+        }
         Client::Codex => clients::codex(&clients, &format!("{base}/v1"), &client_dir).await,
         Client::OpenCode => clients::opencode(&clients, &format!("{base}/v1"), &client_dir).await,
     };
@@ -236,6 +245,7 @@ fn run(client: Client, budget: Option<usize>, rounds: usize) -> Run {
         enforce_thinking: false,
         thinking: true,
         summary: true,
+        model: "claude-sonnet-4-5",
     }
 }
 
@@ -268,17 +278,19 @@ async fn claude_code_through_the_proxy_at_40k() {
     check(run(Client::Claude, Some(40_000), 50)).await;
 }
 
-/// The signed-state issue's goal: with the documented thinking check enforced, Claude
-/// Code's thinking survives every pass. The other Claude Code runs count the blocks bound
-/// to another conversation without refusing them (their line's `invalid` figure); this
-/// one shows what the client does when they are refused. Ignored until the proxy keeps
-/// thinking valid (issue 39): `cargo test ... -- --ignored`.
+/// The signed-state issue's goal: with the documented thinking check enforced, on a
+/// model with preserved thinking, Claude Code finishes its run through aging epochs and
+/// summaries with no request refused: the oldest stubs go out as Claude Code sent them
+/// with the server's clearing of them (the thinking after them stays valid), and the
+/// kept turns' thinking after a summary is dropped at the request's asking
+/// (`drop_block`), never refused. The other Claude Code runs count the invalid blocks
+/// without refusing them (their line's `invalid` figure).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "issue 39: the proxy does not yet keep thinking bound; run with --ignored"]
-async fn claude_code_thinking_stays_bound_through_the_proxy_at_40k() {
+async fn claude_code_thinking_stays_bound_through_the_proxy_at_24k() {
     check(Run {
         enforce_thinking: true,
-        ..run(Client::Claude, Some(40_000), 50)
+        model: "claude-opus-5-5",
+        ..run(Client::Claude, Some(24_000), 50)
     })
     .await;
 }

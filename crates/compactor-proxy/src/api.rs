@@ -110,6 +110,10 @@ pub struct Request {
     pub thinking: bool,
     /// The client itself asked for invalid thinking blocks to be dropped.
     pub drop_block: bool,
+    /// A Messages request with thinking on whose own `context_management` leaves room
+    /// for the provider's tool-result clearing in place of our aging stubs
+    /// (`llm_compactor::format::context_management::may_clear_tool_uses`).
+    pub may_clear_on_server: bool,
 }
 
 /// Reads a request body of `api`.
@@ -168,6 +172,7 @@ pub fn parse_value(
         Api::Anthropic => (binding::thinking_enabled(&value), binding::asks_drop_block(&value)),
         _ => (false, false),
     };
+    let may_clear_on_server = thinking && llm_compactor::format::context_management::may_clear_tool_uses(&value);
     // The digest is worked out only for a request no client identity names.
     let identity = identify_with(headers, &value, session_from, || derived_key(api, &model, &value));
     let document = |value, format| {
@@ -199,6 +204,7 @@ pub fn parse_value(
         identity,
         thinking,
         drop_block,
+        may_clear_on_server,
     })
 }
 

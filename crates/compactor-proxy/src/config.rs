@@ -52,6 +52,7 @@ pub struct ProxyConfig {
     pub(crate) expand_tool: Option<ExpandTool>,
     pub(crate) native_compaction: NativeCompaction,
     pub(crate) sealer: crate::native::Sealer,
+    pub(crate) server_clearing: bool,
 }
 
 /// `--expand-tool`: the proxy offers the model the `compactor_expand` tool in requests of
@@ -112,6 +113,7 @@ impl ProxyConfig {
             expand_tool: None,
             native_compaction: NativeCompaction::default(),
             native_compaction_key: None,
+            server_clearing: true,
         }
     }
 
@@ -190,9 +192,22 @@ pub struct ProxyConfigBuilder {
     expand_tool: Option<ExpandTool>,
     native_compaction: NativeCompaction,
     native_compaction_key: Option<String>,
+    server_clearing: bool,
 }
 
 impl ProxyConfigBuilder {
+    /// On a Messages request with thinking on, on a model that binds thinking to its
+    /// prefix, whether the oldest aging stubs go out as the client's own results with
+    /// Anthropic's server-side `clear_tool_uses` edit clearing them, so that every
+    /// thinking block after them stays valid (default on; `--no-server-clearing`). Off,
+    /// the stubs are sent and the thinking after them is dropped by the provider
+    /// (`drop_block`); the stubs' handles stay expandable either way from the transcript,
+    /// but a result the server cleared shows the model no handle.
+    pub fn server_clearing(mut self, on: bool) -> Self {
+        self.server_clearing = on;
+        self
+    }
+
     /// Who answers `POST /v1/responses/compact` (default [`NativeCompaction::Auto`]: the
     /// upstream, until it answers that it has no such endpoint; then the proxy).
     pub fn native_compaction(mut self, mode: NativeCompaction) -> Self {
@@ -445,6 +460,7 @@ impl ProxyConfigBuilder {
                 max_calls: e.max_calls.max(1),
             }),
             native_compaction: self.native_compaction,
+            server_clearing: self.server_clearing,
             sealer: match self.native_compaction_key {
                 Some(key) if key.len() < 16 => {
                     return Err(ProxyError::Config(

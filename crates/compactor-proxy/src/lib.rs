@@ -46,7 +46,6 @@ mod api;
 mod budgets;
 mod client_key;
 mod config;
-mod drop_block;
 mod error;
 mod expand;
 mod identity;
@@ -55,6 +54,7 @@ mod models;
 mod native;
 mod outgoing;
 mod pass_done;
+mod provider_edits;
 
 mod routes;
 mod session_map;

@@ -68,6 +68,9 @@ pub struct Metrics {
     /// moved it onto a new prefix, or after a signature 400 (one retry).
     pub(crate) drop_block_pass: AtomicU64,
     pub(crate) drop_block_recovery: AtomicU64,
+    /// Requests that asked the provider to clear the oldest tool results in place of
+    /// our aging stubs (thinking bound to its prefix stays valid).
+    pub(crate) server_clearing: AtomicU64,
     latency_buckets: [AtomicU64; BUCKETS.len()],
     latency_count: AtomicU64,
     latency_sum_us: AtomicU64,
@@ -242,6 +245,11 @@ impl Metrics {
                 ("{why=\"rewrite\"}", get(&self.drop_block_pass)),
                 ("{why=\"recovery\"}", get(&self.drop_block_recovery)),
             ],
+        );
+        counter(
+            "compactor_proxy_server_clearing_total",
+            "Messages requests (thinking on, a model that binds it to its prefix) that carried the client's own bytes for the oldest results the proxy had stubbed, with the provider's clear_tool_uses edit clearing them: the thinking after them stays valid.",
+            &[("", get(&self.server_clearing))],
         );
         let (served, forwarded, resolved, server_side) = self.native.get();
         counter(

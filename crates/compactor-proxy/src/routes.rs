@@ -22,6 +22,7 @@ use crate::expand;
 use crate::metrics::Route;
 use crate::native::{self, NativeCompaction};
 use crate::outgoing;
+use crate::provider_edits::{self, ProviderEdits};
 use crate::sessions::{Attempt, Round};
 use crate::state::AppState;
 use crate::traced::Traced;
@@ -283,14 +284,22 @@ async fn compacted(state: Arc<AppState>, api: Api, request: Request) -> Result<R
         guard.prepare(&round).await?
     };
     prepared.body = finish(&state, api, &body, client_json.as_ref(), &mut prepared, &key);
-    // Thinking a pass moved onto a new prefix: the provider drops it instead of a 400.
+    // Thinking a pass moved onto a new prefix: the provider drops it instead of a 400;
+    // the oldest stubs: the provider clears them, so that no thinking moves.
     let mut headers = headers;
-    if prepared.needs_drop_block
-        && let Some((body, with_beta)) = crate::drop_block::apply(&prepared.body, &headers)
-    {
+    let edits = ProviderEdits {
+        drop_block: prepared.needs_drop_block,
+        clear_keep: prepared.clear_keep,
+    };
+    if let Some((body, with_betas, applied)) = provider_edits::apply(&prepared.body, &headers, edits) {
         prepared.body = body;
-        headers = with_beta;
-        state.metrics.drop_block_pass.fetch_add(1, Ordering::Relaxed);
+        headers = with_betas;
+        if applied.drop_block {
+            state.metrics.drop_block_pass.fetch_add(1, Ordering::Relaxed);
+        }
+        if applied.clearing {
+            state.metrics.server_clearing.fetch_add(1, Ordering::Relaxed);
+        }
     }
     let mut offered = offer_expand(&state, api, &mut prepared);
     traced.round(&prepared);
@@ -393,7 +402,11 @@ fn binding_retry(
     if !recovery.retryable() {
         return None;
     }
-    crate::drop_block::apply(&prepared.body, headers)
+    let drop_block = ProviderEdits {
+        drop_block: true,
+        clear_keep: None,
+    };
+    provider_edits::apply(&prepared.body, headers, drop_block).map(|(body, headers, _)| (body, headers))
 }
 
 /// Offers the `compactor_expand` tool in `prepared`'s body when the proxy expands and

@@ -77,10 +77,11 @@ pub struct SessionState {
     seq: u64,
     /// The pass prepared in the background, if any (see [`prepare`]).
     preparer: prepare::Preparer,
-    /// The rewrite's replacement holds signed thinking blocks its pass moved onto a new
-    /// prefix (kept turns after a summary or a stub): a request carrying it asks the
-    /// provider to drop them (see [`binding`]).
-    stale_thinking: bool,
+    /// The signed thinking blocks of the rewrite's replacement that a pass moved onto a
+    /// new prefix (kept turns after a summary or a stub), by signature: while there is
+    /// one, a request carrying the rewrite asks the provider to drop them (see
+    /// [`binding`]).
+    stale_thinking: Vec<String>,
 }
 
 /// The sessions this process holds, by key (bounded: see [`crate::session_map`]); each
@@ -115,7 +116,7 @@ impl Sessions {
                 counter: Arc::new(CalibratedCounter::with_fallback(fallback.clone())),
                 seq: 0,
                 preparer: prepare::Preparer::default(),
-                stale_thinking: false,
+                stale_thinking: Vec::new(),
             })
         })
     }
@@ -181,6 +182,10 @@ pub struct Prepared {
     /// The body carries thinking blocks a pass invalidated, on a model that checks
     /// them: it must ask the provider to drop them (`drop_block`).
     pub needs_drop_block: bool,
+    /// The body carries the client's own bytes for the oldest stubbed results: it must ask
+    /// the provider to clear every tool result but the latest this many tool uses
+    /// (`clear_tool_uses`).
+    pub clear_keep: Option<usize>,
 }
 
 impl SessionState {
@@ -404,11 +409,32 @@ impl SessionState {
         if self.pointer_due {
             self.point_here(config).await?;
         }
+        // On a model that binds thinking to its prefix, the oldest stubs go out as the
+        // client's own results with the provider's clearing of them (the blocks stay
+        // valid); `effective` stays what the model reads, for calibration.
+        let clearing = (rewritten || compacted)
+            .then(|| {
+                binding::server_clearing(
+                    config.server_clearing,
+                    request,
+                    client,
+                    &effective,
+                    compactor.config().age_min_chars,
+                )
+            })
+            .flatten();
+        let clear_keep = clearing.as_ref().map(|c| c.keep);
         let (body, json) = if !rewritten && !compacted {
             (original.clone(), None)
         } else {
-            let (value, messages) = request.wire.to_value(effective);
-            effective = messages;
+            let value = match clearing {
+                Some(clearing) => request.wire.to_value(clearing.messages).0,
+                None => {
+                    let (value, messages) = request.wire.to_value(effective);
+                    effective = messages;
+                    value
+                }
+            };
             // Messages: the wire options write the body again from this JSON (they put
             // the client's breakpoints back), so the round writes it only when a
             // preparation may read it; an empty body is one not written yet.
@@ -428,7 +454,7 @@ impl SessionState {
             .filter(|_| rewritten || compacted)
             .map(|r| format!("{}/{}", self.store_key, r.generation));
         let needs_drop_block = (rewritten || compacted)
-            && self.stale_thinking
+            && !self.stale_thinking.is_empty()
             && binding::needs_drop_block(request.thinking, request.drop_block, &request.model);
         Ok(Step::Ready(Box::new(Prepared {
             pass,
@@ -440,6 +466,7 @@ impl SessionState {
             store_key: self.store_key.clone(),
             removed,
             needs_drop_block,
+            clear_keep,
         })))
     }
 
@@ -455,7 +482,7 @@ impl SessionState {
         self.pointer_due = true;
         self.seq = 0;
         self.preparer = prepare::Preparer::default();
-        self.stale_thinking = false;
+        self.stale_thinking = Vec::new();
     }
 
     /// Compacts under the session's lease, aiming at the pass's `target` (the compactor's own
@@ -527,7 +554,14 @@ impl SessionState {
             }
             return Ok(None);
         }
-        let stale_thinking = binding::stale_after(self.replayer.messages(), &result.messages);
+        let clearing = binding::clears_on_server(config.server_clearing, round.request)
+            .then_some((client, compactor.config().age_min_chars));
+        let stale_thinking = binding::stale_after(
+            self.replayer.messages(),
+            &result.messages,
+            &self.stale_thinking,
+            clearing,
+        );
         // The pass's repair line (an orphan dropped, a lost call answered) comes first, as
         // a `Session` writes it: the rewrite then never carries what the pass repaired.
         if let Err(problem) = lines.push_pass(&mut self.replayer, &result) {

@@ -8,6 +8,7 @@ use crate::support;
 
 use std::sync::Arc;
 
+use compactor_proxy::ProxyConfig;
 use llm_compactor::store::{MemoryStore, SessionStore};
 use serde_json::{Value, json};
 use support::signing::signing_upstream;
@@ -52,34 +53,95 @@ async fn tool_loop(proxy: &str, session: &str, rounds: usize) -> Vec<Value> {
     messages
 }
 
-#[tokio::test]
-async fn a_thinking_tool_loop_through_passes_never_gets_a_signature_400() {
+/// What one 40-round tool loop through the proxy left at the upstream.
+struct Run {
+    passes: f64,
+    asked: f64,
+    clearing: f64,
+    requests: usize,
+    valid: usize,
+    dropped: usize,
+    refused: usize,
+    cleared: usize,
+    largest: usize,
+}
+
+impl Run {
+    fn share(&self) -> f64 {
+        self.valid as f64 / (self.valid + self.dropped).max(1) as f64
+    }
+}
+
+async fn run(budget: usize, server_clearing: bool) -> Run {
     let up = signing_upstream().await;
     let store: Arc<dyn SessionStore> = Arc::new(MemoryStore::new());
-    let proxy = proxy(&up.url(), 20_000, store).await;
+    let builder =
+        ProxyConfig::builder(&up.url(), support::compactor(budget), store.clone()).server_clearing(server_clearing);
+    let proxy = support::proxy_with(builder, store).await;
     tool_loop(&proxy.url(), "loop", 40).await;
     let text = metrics(&proxy.url()).await;
-    let passes = metric(&text, "compactor_proxy_compactions_total");
-    let asked = metric(&text, "compactor_proxy_thinking_drop_block_total{why=\"rewrite\"}");
     let seen = up.seen.lock().unwrap();
-    println!(
-        "thinking through {passes} passes: {} requests, {} asked drop_block, {} blocks valid, {} dropped, {} refused",
-        seen.bodies.len(),
-        asked,
-        seen.valid,
-        seen.dropped,
-        seen.refused
+    assert!(
+        seen.bodies[0].pointer("/thinking/block_binding").is_none()
+            && seen.bodies[0].get("context_management").is_none(),
+        "the first request, before any pass, goes as the client sent it"
     );
-    assert!(passes >= 3.0, "{passes} passes");
-    assert_eq!(seen.refused, 0, "no signature 400");
-    assert!(asked >= 1.0 && seen.dropped > 0);
-    // Only requests that carry stale thinking ask: the first ones, before any pass, do not.
-    assert!(seen.bodies[0].pointer("/thinking/block_binding").is_none());
-    let share = seen.valid as f64 / (seen.valid + seen.dropped) as f64;
-    println!("thinking blocks that reached the upstream valid: {:.1}%", share * 100.0);
-    // What the aging epochs cost: every block after the first stub is dropped (the
-    // documented rule); blocks produced after an epoch stay valid until the next one.
-    assert!(seen.valid > 0);
+    let run = Run {
+        passes: metric(&text, "compactor_proxy_compactions_total"),
+        asked: metric(&text, "compactor_proxy_thinking_drop_block_total{why=\"rewrite\"}"),
+        clearing: metric(&text, "compactor_proxy_server_clearing_total"),
+        requests: seen.bodies.len(),
+        valid: seen.valid,
+        dropped: seen.dropped,
+        refused: seen.refused,
+        cleared: seen.cleared,
+        largest: seen.input_tokens.iter().copied().max().unwrap_or(0),
+    };
+    println!(
+        "budget {budget}, server clearing {server_clearing}: {} passes, {} requests, {} asked drop_block, {} asked clearing ({} results cleared), thinking blocks valid {} of {} ({:.1}%), {} refused, largest request as read {} tokens",
+        run.passes,
+        run.requests,
+        run.asked,
+        run.clearing,
+        run.cleared,
+        run.valid,
+        run.valid + run.dropped,
+        run.share() * 100.0,
+        run.refused,
+        run.largest
+    );
+    run
+}
+
+/// Aging epochs under preserved thinking: the oldest stubs go out as the client's own
+/// results with the provider's clearing of them, so no thinking block loses its prefix.
+/// The control, the same loop with the stubs sent as they are, keeps a quarter.
+#[tokio::test]
+async fn aging_through_the_providers_clearing_keeps_the_thinking_valid() {
+    let cleared = run(20_000, true).await;
+    let stubbed = run(20_000, false).await;
+    for run in [&cleared, &stubbed] {
+        assert!(run.passes >= 3.0, "{} passes", run.passes);
+        assert_eq!(run.refused, 0, "no signature 400");
+        assert!(run.largest <= 20_000, "{} tokens read", run.largest);
+    }
+    assert!(cleared.clearing >= 1.0 && cleared.cleared > 0);
+    assert!(cleared.share() >= 0.9, "{:.3} of the thinking valid", cleared.share());
+    assert_eq!(stubbed.clearing, 0.0);
+    assert!(stubbed.asked >= 1.0 && stubbed.dropped > 0);
+    assert!(stubbed.share() < 0.5, "the control: {:.3}", stubbed.share());
+}
+
+/// Summary passes under preserved thinking (a budget aging alone cannot hold): the kept
+/// turns' thinking is dropped by the provider on request (`drop_block`), never refused.
+#[tokio::test]
+async fn a_thinking_tool_loop_through_summary_passes_never_gets_a_signature_400() {
+    let run = run(6_000, true).await;
+    assert!(run.passes >= 3.0, "{} passes", run.passes);
+    assert_eq!(run.refused, 0, "no signature 400");
+    assert!(run.asked >= 1.0 && run.dropped > 0, "the summaries moved some thinking");
+    assert!(run.largest <= 6_000, "{} tokens read", run.largest);
+    assert!(run.valid > 0);
 }
 
 /// The upstream refuses an edited prefix (the gauge can fail: a client that edits its

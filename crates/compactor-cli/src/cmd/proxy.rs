@@ -184,6 +184,13 @@ struct ServeArgs {
     /// written before a restart are refused; instances behind one address share it.
     #[arg(long, value_name = "VAR")]
     native_compaction_key_env: Option<String>,
+    /// Send aging stubs as they are even where thinking is bound to its prefix. By
+    /// default, on a Messages request with thinking on and a model with preserved
+    /// thinking, the oldest stubbed results go out as the client sent them with
+    /// Anthropic's server-side `clear_tool_uses` edit clearing them, so that the thinking
+    /// after them stays valid. See docs/binding.md.
+    #[arg(long)]
+    no_server_clearing: bool,
     /// Anthropic cache breakpoints: `auto` marks the static prefix, the rewritten prefix
     /// and the last message when a request carries no `cache_control`, and keeps a
     /// client's own; `keep` only keeps the client's; `off` changes nothing.
@@ -375,6 +382,7 @@ async fn build_config(serve: &ServeArgs) -> Result<ProxyConfig, CliError> {
         .ui_token(ui_token(serve.ui_token_env.as_deref())?)
         .native_compaction(serve.native_compaction)
         .native_compaction_key(native_compaction_key(serve.native_compaction_key_env.as_deref())?)
+        .server_clearing(!serve.no_server_clearing)
         .expand_tool(serve.expand_tool.then_some(compactor_proxy::ExpandTool {
             max_calls: serve.expand_max_calls,
         }))

@@ -3,7 +3,8 @@
 //! `content_block_start` / `_delta` / `_stop`, `message_delta` with the usage, and
 //! `message_stop`.
 //!
-//! A request is judged before it is answered, in Anthropic's order: more than four
+//! A request is judged before it is answered, in Anthropic's order: a field without its
+//! beta, more than four
 //! breakpoints, a broken tool pairing, thinking bound to another conversation (refused
 //! only when the run enforces it; always counted), then the context window. With
 //! thinking enabled every answer opens with a `thinking` block signed with its prefix
@@ -21,6 +22,9 @@ use serde_json::{Value, json};
 use super::model::{self, ModelState, Turn};
 use super::rules;
 
+/// The placeholder of a tool result the server cleared.
+const CLEARED: &str = "[tool result cleared]";
+
 /// `POST /v1/messages`.
 pub async fn messages(
     State(state): State<Arc<ModelState>>,
@@ -31,20 +35,31 @@ pub async fn messages(
 ) -> Response {
     let mut received = model::receive(&method, &uri, &headers, &bytes);
     let body = received.body.clone();
-    let conversation = match Document::from_value(body.clone(), Some(Format::Anthropic), "request") {
+    let thinking = rules::check_thinking(&body);
+    // What the model reads: without the blocks it dropped, with the results the server
+    // cleared.
+    let mut read = body.clone();
+    read["messages"] = Value::Array(thinking.read.clone());
+    received.cleared = llm_compactor::format::context_management::cleared_by_provider(&mut read, CLEARED).unwrap_or(0);
+    let conversation = match Document::from_value(read, Some(Format::Anthropic), "request") {
         Ok(document) => document.into_messages(),
         Err(e) => return refuse(&state, received, format!("invalid request: {e}")),
     };
     let tools = body["tools"].as_array().cloned().unwrap_or_default();
     received.tokens = state.billed(&conversation, &tools);
     received.marks = rules::breakpoints(&body);
-    let thinking = rules::check_thinking(&body);
     received.thinking = thinking.blocks;
     received.invalid_thinking = thinking.invalid.len();
+    received.dropped_thinking = thinking.dropped;
     received.unopened_loop = thinking.unopened_loop.is_some();
     let window = state.options.window;
-    let refused = rules::check_breakpoints(&body)
+    let betas = headers
+        .get("anthropic-beta")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default();
+    let refused = rules::check_betas(&body, betas)
         .err()
+        .or_else(|| rules::check_breakpoints(&body).err())
         .or_else(|| rules::check_anthropic_pairing(&body).err())
         .or_else(|| thinking.error().filter(|_| state.options.enforce_thinking))
         .or_else(|| {
@@ -63,7 +78,7 @@ pub async fn messages(
     }
     received.turn = Some(turn);
     let index = state.record(received);
-    let content = answer(&body, turn, tool.as_deref(), index);
+    let content = answer(&body, &thinking.read, turn, tool.as_deref(), index);
     let stop = if matches!(turn, Turn::Call(_)) {
         "tool_use"
     } else {
@@ -114,17 +129,15 @@ fn newest_result(body: &Value) -> Option<String> {
 }
 
 /// The content blocks of the answer.
-fn answer(body: &Value, turn: Turn, tool: Option<&str>, index: usize) -> Vec<Value> {
+fn answer(body: &Value, read: &[Value], turn: Turn, tool: Option<&str>, index: usize) -> Vec<Value> {
     let mut content = Vec::new();
     if rules::thinking_enabled(body) {
-        let messages = body["messages"].as_array().cloned().unwrap_or_default();
         let text = if body["thinking"]["display"] == "omitted" {
             String::new()
         } else {
             format!("The scripted model plans {turn:?}.")
         };
-        content
-            .push(json!({"type": "thinking", "thinking": text, "signature": rules::signature(body, &messages, &[])}));
+        content.push(json!({"type": "thinking", "thinking": text, "signature": rules::signature(body, read, &[])}));
     }
     match (turn, tool) {
         (Turn::Call(n), Some(name)) => content.push(json!({

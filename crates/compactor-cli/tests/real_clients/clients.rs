@@ -73,10 +73,21 @@ async fn finish(mut command: tokio::process::Command, what: &str) -> Output {
     }
 }
 
+/// How Claude Code runs: its agent turns, thinking (its default: on), the model it asks for.
+pub struct ClaudeOptions {
+    /// Agent turns at most.
+    pub turns: usize,
+    /// Thinking on (Claude Code's default).
+    pub thinking: bool,
+    /// The model asked for.
+    pub model: &'static str,
+}
+
 /// Claude Code, headless (`claude -p`), against `base_url` (the Anthropic origin), for
 /// up to `turns` agent turns, with its defaults otherwise: thinking on (and with it its
 /// `context_management` edit), unless `thinking` is false (`CLAUDE_CODE_DISABLE_THINKING`).
-pub async fn claude(clients: &Clients, base_url: &str, dir: &Path, turns: usize, thinking: bool) -> Output {
+pub async fn claude(clients: &Clients, base_url: &str, dir: &Path, options: ClaudeOptions) -> Output {
+    let ClaudeOptions { turns, thinking, model } = options;
     let (home, work) = (dir.join("home"), dir.join("work"));
     std::fs::create_dir_all(&home).unwrap();
     std::fs::create_dir_all(&work).unwrap();
@@ -93,7 +104,7 @@ pub async fn claude(clients: &Clients, base_url: &str, dir: &Path, turns: usize,
         .env("IS_SANDBOX", "1")
         .envs((!thinking).then_some(("CLAUDE_CODE_DISABLE_THINKING", "1")))
         .args(["-p", TASK, "--dangerously-skip-permissions", "--output-format", "json"])
-        .args(["--max-turns", &turns.to_string(), "--model", "claude-sonnet-4-5"]);
+        .args(["--max-turns", &turns.to_string(), "--model", model]);
     finish(command, "claude").await
 }
 

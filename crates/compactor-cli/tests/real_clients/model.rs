@@ -69,6 +69,10 @@ pub struct Received {
     /// Thinking blocks received, and how many were bound to another conversation.
     pub thinking: usize,
     pub invalid_thinking: usize,
+    /// Of those, the ones dropped at the request's asking (`drop_block`).
+    pub dropped_thinking: usize,
+    /// Tool results the server cleared (`clear_tool_uses`).
+    pub cleared: usize,
     /// The last assistant turn of a tool loop lacked its thinking block.
     pub unopened_loop: bool,
     /// The newest tool result arrived without the end of its output.
@@ -168,6 +172,8 @@ pub fn receive(method: &Method, uri: &Uri, headers: &HeaderMap, bytes: &Bytes) -
         marks: 0,
         thinking: 0,
         invalid_thinking: 0,
+        dropped_thinking: 0,
+        cleared: 0,
         unopened_loop: false,
         newest_cut: false,
         status: 200,

@@ -16,6 +16,14 @@
 //!   of the digest (clients move their breakpoint every request), and so is a default
 //!   `"is_error": false` (Anthropic renders it as its absence). When thinking is enabled,
 //!   the last assistant turn of an in-progress tool loop must start with a thinking block.
+//!   A request that asks for it (`thinking.block_binding.prefix_mismatch_behavior:
+//!   "drop_block"`, with its beta) has such blocks dropped instead of refused, and the
+//!   model reads (and signs its answer after) the conversation without them.
+//! - Server-side tool-result clearing (`clear_tool_uses_*` in `context_management`, with
+//!   its beta) is applied after the checks: it is not an edit of the history a block is
+//!   bound to (the library's `cleared_by_provider`).
+//! - `context_management` and `thinking.block_binding` need their betas in
+//!   `anthropic-beta`.
 //!
 //! Kept apart from the server so that the self-tests can show that each gauge fails on
 //! a request that breaks its rule.
@@ -211,6 +219,10 @@ pub struct Thinking {
     pub blocks: usize,
     /// Their `(message, block)` positions whose signature does not match their prefix.
     pub invalid: Vec<(usize, usize)>,
+    /// Of those, the ones dropped (the request asked for `drop_block`), not refused.
+    pub dropped: usize,
+    /// The messages as the model reads them: without the dropped blocks.
+    pub read: Vec<Value>,
     /// The last assistant turn of an in-progress tool loop does not start with thinking
     /// while thinking is enabled: its index.
     pub unopened_loop: Option<usize>,
@@ -219,7 +231,7 @@ pub struct Thinking {
 impl Thinking {
     /// Anthropic's 400 for the first broken rule, if any.
     pub fn error(&self) -> Option<String> {
-        if let Some(&(m, b)) = self.invalid.first() {
+        if let Some(&(m, b)) = self.invalid.first().filter(|_| self.dropped == 0) {
             return Some(format!(
                 "messages.{m}.content.{b}: Invalid signature in thinking block. The block is bound to a different conversation: the system prompt, tools or a message before it changed since it was produced."
             ));
@@ -237,15 +249,38 @@ pub fn thinking_enabled(body: &Value) -> bool {
     matches!(body["thinking"]["type"].as_str(), Some("enabled" | "adaptive"))
 }
 
-/// Checks every thinking block of a Messages request against its prefix.
+/// True when the request asks for invalid thinking blocks to be dropped.
+pub fn asks_drop_block(body: &Value) -> bool {
+    body.pointer("/thinking/block_binding/prefix_mismatch_behavior") == Some(&json!("drop_block"))
+}
+
+/// The betas a request's fields need in `anthropic-beta`: the first missing one's 400.
+pub fn check_betas(body: &Value, beta_header: &str) -> Result<(), String> {
+    let betas: Vec<&str> = beta_header.split(',').map(str::trim).collect();
+    for (field, beta) in [
+        ("/context_management", "context-management-2025-06-27"),
+        ("/thinking/block_binding", "thinking-binding-controls-2026-08-01"),
+    ] {
+        if body.pointer(field).is_some_and(|v| !v.is_null()) && !betas.contains(&beta) {
+            return Err(format!("{}: requires the `{beta}` beta", &field[1..]));
+        }
+    }
+    Ok(())
+}
+
+/// Checks every thinking block of a Messages request against its prefix, as the model
+/// reads it (a block the request dropped is not part of the prefix of those after it).
 pub fn check_thinking(body: &Value) -> Thinking {
     let messages = body["messages"].as_array().map(Vec::as_slice).unwrap_or_default();
+    let drop = asks_drop_block(body);
     let mut found = Thinking::default();
     let mut prefix = Prefix::new(body);
     for (i, message) in messages.iter().enumerate() {
         let content = blocks(&message["content"]);
+        let mut kept = Vec::with_capacity(content.len());
         for (j, block) in content.iter().enumerate() {
             if !matches!(block["type"].as_str(), Some("thinking" | "redacted_thinking")) {
+                kept.push(block.clone());
                 continue;
             }
             found.blocks += 1;
@@ -253,11 +288,23 @@ pub fn check_thinking(body: &Value) -> Thinking {
                 .as_str()
                 .or(block["data"].as_str())
                 .unwrap_or_default();
-            if signed != prefix.sign(&content[..j]) {
-                found.invalid.push((i, j));
+            if signed == prefix.sign(&kept) {
+                kept.push(block.clone());
+                continue;
+            }
+            found.invalid.push((i, j));
+            if drop {
+                found.dropped += 1;
+            } else {
+                kept.push(block.clone());
             }
         }
-        prefix.push(message);
+        let mut read = message.clone();
+        if drop && kept.len() != content.len() {
+            read["content"] = Value::Array(kept);
+        }
+        prefix.push(&read);
+        found.read.push(read);
     }
     let in_loop = messages
         .last()
@@ -370,5 +417,25 @@ mod tests {
         let mut stripped = body;
         stripped["messages"][1]["content"].as_array_mut().unwrap().remove(0);
         assert_eq!(check_thinking(&stripped).unopened_loop, Some(1));
+    }
+
+    #[test]
+    fn drop_block_drops_what_it_would_refuse_and_the_betas_are_required() {
+        let mut edited = signed(loop_body());
+        edited["messages"][0]["content"] = json!("[summary] go");
+        edited["thinking"]["block_binding"] = json!({"prefix_mismatch_behavior": "drop_block"});
+        let found = check_thinking(&edited);
+        assert_eq!((found.invalid.len(), found.dropped), (1, 1));
+        assert!(found.error().is_none(), "dropped, not refused");
+        assert_eq!(found.read[1]["content"].as_array().unwrap().len(), 1, "read without it");
+        assert!(
+            check_betas(&edited, "")
+                .unwrap_err()
+                .contains("thinking-binding-controls")
+        );
+        assert!(check_betas(&edited, "x, thinking-binding-controls-2026-08-01").is_ok());
+        let managed = json!({"context_management": {"edits": []}});
+        assert!(check_betas(&managed, "").is_err());
+        assert!(check_betas(&managed, "context-management-2025-06-27").is_ok());
     }
 }

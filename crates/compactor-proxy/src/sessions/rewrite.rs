@@ -22,12 +22,13 @@ impl SessionState {
             None => None,
         };
         // A rewrite read back from the store: whether its pass left stale thinking is
-        // not recorded, so any signed block in the replacement counts as stale (asking
+        // not recorded, so every signed block in the replacement counts as stale (asking
         // the provider to drop blocks that are valid drops none).
         self.stale_thinking = self
             .replacement
             .as_deref()
-            .is_some_and(|r| super::binding::holds_signed(r));
+            .map(|r| super::binding::thinking_names(r))
+            .unwrap_or_default();
         self.rewrite = rewrite;
         self.removed = None;
         self.verified = None;

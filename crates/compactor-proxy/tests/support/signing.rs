@@ -7,6 +7,10 @@
 //! request dropped.
 //! Its model runs a tool loop: a thinking block and a `tool_use` every round, with a
 //! long result the client sends back.
+//! It applies Anthropic's server-side tool-result clearing (`clear_tool_uses_20250919`,
+//! triggered by a number of tool uses) after the checks, as the API does: a server-side
+//! edit is not an edit of the history a block is bound to. It refuses `context_management`
+//! and `thinking.block_binding` without their betas in `anthropic-beta`.
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
@@ -32,6 +36,12 @@ pub struct Seen {
     pub dropped: usize,
     /// Thinking blocks it checked and found valid.
     pub valid: usize,
+    /// Tool results it cleared on the server, summed over requests.
+    pub cleared: usize,
+    /// Requests that asked it to clear tool results.
+    pub clearing_requests: usize,
+    /// The input tokens of each request as the model read it (after clearing).
+    pub input_tokens: Vec<usize>,
 }
 
 pub struct Signing {
@@ -65,9 +75,39 @@ pub async fn signing_upstream() -> Signing {
     Signing { addr, seen }
 }
 
-async fn messages(State(seen): State<Arc<Mutex<Seen>>>, axum::Json(body): axum::Json<Value>) -> Response {
+/// The placeholder a cleared tool result carries.
+pub const CLEARED: &str = "[tool result cleared by the server]";
+
+fn refused(message: String) -> Response {
+    (
+        StatusCode::BAD_REQUEST,
+        axum::Json(json!({"type":"error","error":{"type":"invalid_request_error","message":message}})),
+    )
+        .into_response()
+}
+
+async fn messages(
+    State(seen): State<Arc<Mutex<Seen>>>,
+    headers: axum::http::HeaderMap,
+    axum::Json(body): axum::Json<Value>,
+) -> Response {
     let mut seen = seen.lock().unwrap();
     seen.bodies.push(body.clone());
+    let betas = headers
+        .get("anthropic-beta")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .split(',')
+        .map(|b| b.trim().to_owned())
+        .collect::<Vec<_>>();
+    for (field, beta) in [
+        ("/context_management", "context-management-2025-06-27"),
+        ("/thinking/block_binding", "thinking-binding-controls-2026-08-01"),
+    ] {
+        if body.pointer(field).is_some() && !betas.iter().any(|b| b == beta) {
+            return refused(format!("{field} requires the {beta} beta"));
+        }
+    }
     let system = body.get("system").cloned().unwrap_or(Value::Null);
     let tools = body.get("tools").cloned().unwrap_or(Value::Null);
     let messages = body["messages"].as_array().cloned().unwrap_or_default();
@@ -96,20 +136,24 @@ async fn messages(State(seen): State<Arc<Mutex<Seen>>>, axum::Json(body): axum::
                 continue;
             }
             seen.refused += 1;
-            let message = format!(
+            return refused(format!(
                 "messages.{n}.content.{m}: Invalid `signature` in `thinking` block. The block is bound to a different conversation. Remove the block, or set `thinking.block_binding.prefix_mismatch_behavior` to \"drop_block\"."
-            );
-            return (
-                StatusCode::BAD_REQUEST,
-                axum::Json(json!({"type":"error","error":{"type":"invalid_request_error","message":message}})),
-            )
-                .into_response();
+            ));
         }
         effective[n]["content"] = Value::Array(kept);
     }
     let messages = effective;
     let round = messages.len();
     let signature = sign(&system, &tools, &messages);
+    let mut read = body.clone();
+    read["messages"] = Value::Array(messages.clone());
+    let cleared = llm_compactor::format::context_management::cleared_by_provider(&mut read, CLEARED);
+    if cleared.is_some() {
+        seen.clearing_requests += 1;
+    }
+    seen.cleared += cleared.unwrap_or(0);
+    let input_tokens = input_tokens(&read);
+    seen.input_tokens.push(input_tokens);
     let content = json!([
         {"type":"thinking","thinking":format!("round {round}: read the next part"),"signature":signature},
         {"type":"tool_use","id":format!("toolu_{round}"),"name":"Bash","input":{"command":format!("cat part{round}.log")}}
@@ -117,7 +161,7 @@ async fn messages(State(seen): State<Arc<Mutex<Seen>>>, axum::Json(body): axum::
     axum::Json(
         json!({"id":format!("msg_{round}"),"type":"message","role":"assistant","model":body["model"],
         "content":content,"stop_reason":"tool_use","stop_sequence":null,
-        "usage":{"input_tokens":input_tokens(&body),"output_tokens":20}}),
+        "usage":{"input_tokens":input_tokens,"output_tokens":20}}),
     )
     .into_response()
 }

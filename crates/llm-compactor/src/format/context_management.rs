@@ -211,6 +211,168 @@ pub fn stance_of(request: &Value) -> Stance {
     }
 }
 
+/// The beta header value that makes Anthropic's `context_management` available.
+pub const CONTEXT_MANAGEMENT_BETA: &str = "context-management-2025-06-27";
+
+/// Anthropic's server-side tool-result clearing, as an edit's `type`.
+pub const CLEAR_TOOL_USES: &str = "clear_tool_uses_20250919";
+
+/// True when a Messages request leaves room for an edit of ours that clears old tool
+/// results on the server ([`with_clear_tool_uses`]): it has no `context_management`, or
+/// one whose edits only clear thinking (Claude Code's `keep: "all"`). A request whose
+/// own edits clear or compact is the provider's to shape, and one whose field we cannot
+/// read is left as it came.
+pub fn may_clear_tool_uses(request: &Value) -> bool {
+    match request.get("context_management") {
+        None | Some(Value::Null) => true,
+        Some(Value::Object(object)) => {
+            matches!(object.get("edits"), None | Some(Value::Null | Value::Array(_)))
+                && edits(request).iter().all(|e| *e == Edit::ClearThinking)
+        }
+        Some(_) => false,
+    }
+}
+
+/// Adds to a Messages request the server-side clearing of every tool result but the
+/// latest `keep` tool uses (the oldest first, as the provider clears them): a
+/// `clear_tool_uses_20250919` edit triggered by the number of tool uses, so that it
+/// clears the same results on every request until `keep` changes (the cache breaks
+/// only when the cleared run grows, as with our aging epochs). Placed after the client's
+/// own edits: Anthropic reads a `clear_thinking` edit first. False (nothing changed) when
+/// [`may_clear_tool_uses`] says no. The request also needs the
+/// [`CONTEXT_MANAGEMENT_BETA`] header ([`with_beta`]).
+///
+/// ```
+/// use llm_compactor::format::context_management::with_clear_tool_uses;
+/// let mut claude_code = serde_json::json!({"context_management": {"edits": [
+///     {"type": "clear_thinking_20251015", "keep": "all"}]}});
+/// assert!(with_clear_tool_uses(&mut claude_code, 3));
+/// let edits = claude_code["context_management"]["edits"].as_array().unwrap();
+/// assert_eq!(edits[0]["type"], "clear_thinking_20251015");
+/// assert_eq!(edits[1]["keep"], serde_json::json!({"type": "tool_uses", "value": 3}));
+/// assert!(!with_clear_tool_uses(&mut claude_code, 3), "the request clears tool results already");
+/// ```
+pub fn with_clear_tool_uses(request: &mut Value, keep: usize) -> bool {
+    if !may_clear_tool_uses(request) {
+        return false;
+    }
+    let Some(object) = request.as_object_mut() else {
+        return false;
+    };
+    let edit = serde_json::json!({
+        "type": CLEAR_TOOL_USES,
+        "trigger": {"type": "tool_uses", "value": keep},
+        "keep": {"type": "tool_uses", "value": keep},
+    });
+    let field = object
+        .entry("context_management")
+        .or_insert_with(|| serde_json::json!({}));
+    if field.is_null() {
+        *field = serde_json::json!({});
+    }
+    let Some(inner) = field.as_object_mut() else {
+        return false;
+    };
+    let list = inner.entry("edits").or_insert_with(|| Value::Array(Vec::new()));
+    if list.is_null() {
+        *list = Value::Array(Vec::new());
+    }
+    match list.as_array_mut() {
+        Some(list) => {
+            list.push(edit);
+            true
+        }
+        None => false,
+    }
+}
+
+/// What Anthropic's server reads from a Messages request that carries a
+/// `clear_tool_uses_*` edit with a `tool_uses` trigger and `keep` (as
+/// [`with_clear_tool_uses`] writes it): when there are more tool uses than the trigger,
+/// the results of every tool use but the latest `keep` are replaced by `placeholder`,
+/// oldest first. Returns the number of results cleared, or `None` when the request asks
+/// for no such clearing (an edit with an `input_tokens` trigger is not modelled here: the
+/// simulator's `clear-tool-uses` strategy models that one). For test upstreams and for
+/// counting what the provider will read.
+///
+/// ```
+/// use llm_compactor::format::context_management::{cleared_by_provider, with_clear_tool_uses};
+/// let mut request = serde_json::json!({"messages": [
+///     {"role": "assistant", "content": [{"type": "tool_use", "id": "a", "name": "x", "input": {}}]},
+///     {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "a", "content": "long"}]},
+///     {"role": "assistant", "content": [{"type": "tool_use", "id": "b", "name": "x", "input": {}}]},
+///     {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "b", "content": "new"}]}]});
+/// assert_eq!(cleared_by_provider(&mut request.clone(), "[cleared]"), None);
+/// with_clear_tool_uses(&mut request, 1);
+/// assert_eq!(cleared_by_provider(&mut request, "[cleared]"), Some(1));
+/// assert_eq!(request["messages"][1]["content"][0]["content"], "[cleared]");
+/// assert_eq!(request["messages"][3]["content"][0]["content"], "new");
+/// ```
+pub fn cleared_by_provider(request: &mut Value, placeholder: &str) -> Option<usize> {
+    let edit = request
+        .pointer("/context_management/edits")?
+        .as_array()?
+        .iter()
+        .find(|e| {
+            e.get("type")
+                .and_then(Value::as_str)
+                .is_some_and(|t| Edit::of(t) == Edit::ClearToolUses)
+        })?;
+    let count = |field: &str| {
+        (edit.pointer(&format!("/{field}/type"))? == "tool_uses")
+            .then(|| edit.pointer(&format!("/{field}/value"))?.as_u64())
+            .flatten()
+    };
+    let (trigger, keep) = (count("trigger")? as usize, count("keep")? as usize);
+    let messages = request.get_mut("messages")?.as_array_mut()?;
+    let blocks = |m: &Value| m.get("content").and_then(Value::as_array).cloned().unwrap_or_default();
+    let calls: Vec<String> = messages
+        .iter()
+        .flat_map(blocks)
+        .filter(|b| b.get("type").and_then(Value::as_str) == Some("tool_use"))
+        .filter_map(|b| b.get("id").and_then(Value::as_str).map(str::to_owned))
+        .collect();
+    if calls.len() <= trigger {
+        return Some(0);
+    }
+    let cleared_calls = &calls[..calls.len().saturating_sub(keep)];
+    let mut cleared = 0;
+    for message in messages.iter_mut() {
+        let Some(content) = message.get_mut("content").and_then(Value::as_array_mut) else {
+            continue;
+        };
+        for block in content {
+            let answers_cleared = block.get("type").and_then(Value::as_str) == Some("tool_result")
+                && block
+                    .get("tool_use_id")
+                    .and_then(Value::as_str)
+                    .is_some_and(|id| cleared_calls.iter().any(|c| c == id));
+            if answers_cleared {
+                block["content"] = Value::String(placeholder.to_owned());
+                cleared += 1;
+            }
+        }
+    }
+    Some(cleared)
+}
+
+/// A comma-separated beta header value (`anthropic-beta`) with `beta` added; `None` when
+/// it is already there.
+///
+/// ```
+/// use llm_compactor::format::context_management::with_beta;
+/// assert_eq!(with_beta(None, "b1").as_deref(), Some("b1"));
+/// assert_eq!(with_beta(Some("b0"), "b1").as_deref(), Some("b0,b1"));
+/// assert_eq!(with_beta(Some("b0, b1"), "b1"), None);
+/// ```
+pub fn with_beta(current: Option<&str>, beta: &str) -> Option<String> {
+    match current.map(str::trim).filter(|c| !c.is_empty()) {
+        None => Some(beta.to_owned()),
+        Some(current) if current.split(',').any(|b| b.trim() == beta) => None,
+        Some(current) => Some(format!("{current},{beta}")),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -262,5 +424,26 @@ mod tests {
             };
             assert_eq!(stance_in(&bytes), stance, "{request}");
         }
+    }
+
+    #[test]
+    fn our_clearing_is_added_only_beside_thinking_edits() {
+        let mut bare = json!({"messages": []});
+        assert!(with_clear_tool_uses(&mut bare, 2));
+        assert_eq!(edits(&bare), vec![Edit::ClearToolUses]);
+        for refused in [
+            json!({"context_management": {"edits": [{"type": "clear_tool_uses_20250919"}]}}),
+            json!({"context_management": {"edits": [{"type": "compact_20260112"}]}}),
+            json!({"context_management": {"edits": [{"type": "something_new"}]}}),
+            json!({"context_management": {"edits": "all"}}),
+            json!({"context_management": [{"type": "compaction"}]}),
+        ] {
+            let mut request = refused.clone();
+            assert!(!with_clear_tool_uses(&mut request, 2), "{refused}");
+            assert_eq!(request, refused, "left as it came");
+        }
+        let mut null = json!({"context_management": null});
+        assert!(with_clear_tool_uses(&mut null, 0));
+        assert_eq!(null["context_management"]["edits"][0]["trigger"]["value"], 0);
     }
 }

@@ -77,11 +77,7 @@ pub fn with_drop_block(request: &mut Value) -> bool {
 /// assert_eq!(with_binding_beta(Some("thinking-binding-controls-2026-08-01")), None);
 /// ```
 pub fn with_binding_beta(current: Option<&str>) -> Option<String> {
-    match current.map(str::trim).filter(|c| !c.is_empty()) {
-        None => Some(BINDING_BETA.to_owned()),
-        Some(current) if current.split(',').any(|b| b.trim() == BINDING_BETA) => None,
-        Some(current) => Some(format!("{current},{BINDING_BETA}")),
-    }
+    crate::format::context_management::with_beta(current, BINDING_BETA)
 }
 
 #[cfg(test)]

@@ -26,6 +26,9 @@
 //! 4. [`recover_from_error`] (`recover.rs`): a provider's 400 read as the blocks to drop
 //!    before the one retry.
 //!
+//! And one edit that keeps the blocks: [`clear_on_server`] (`server_clearing.rs`) turns
+//! the oldest aging stubs into the provider's own tool-result clearing.
+//!
 //! A pass calls `invalidated(input, &output, &ctx)` and, when that is not empty,
 //! `plan_binding_repair(&output, &invalid, &ctx, &policy)`; a proxy does the same with
 //! the request it last forwarded as `before`, and `recover_from_error` on a 4xx.
@@ -36,6 +39,7 @@ mod invalid;
 mod recover;
 mod repair;
 mod rules;
+mod server_clearing;
 mod signed;
 
 #[cfg(test)]
@@ -50,4 +54,5 @@ pub use repair::{
     BindingRepair, BindingReport, BlockNote, RepairPolicy, TurnBoundary, in_progress_tool_loop, plan_binding_repair,
 };
 pub use rules::{BindingContext, BindingRules, Outcome, Provider};
+pub use server_clearing::{ServerClearing, clear_on_server};
 pub use signed::{BlockRef, SignedBlock, SignedKind, same_on_wire, signed_blocks};
