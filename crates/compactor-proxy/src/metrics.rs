@@ -71,6 +71,9 @@ pub struct Metrics {
     /// Requests that asked the provider to clear the oldest tool results in place of
     /// our aging stubs (thinking bound to its prefix stays valid).
     pub(crate) server_clearing: AtomicU64,
+    /// Responses requests retried without their sealed items after the upstream could
+    /// not verify them (`invalid_encrypted_content`).
+    pub(crate) sealed_recovery: AtomicU64,
     latency_buckets: [AtomicU64; BUCKETS.len()],
     latency_count: AtomicU64,
     latency_sum_us: AtomicU64,
@@ -250,6 +253,11 @@ impl Metrics {
             "compactor_proxy_server_clearing_total",
             "Messages requests (thinking on, a model that binds it to its prefix) that carried the client's own bytes for the oldest results the proxy had stubbed, with the provider's clear_tool_uses edit clearing them: the thinking after them stays valid.",
             &[("", get(&self.server_clearing))],
+        );
+        counter(
+            "compactor_proxy_sealed_recovery_total",
+            "Responses requests the upstream refused for sealed items it could not verify (invalid_encrypted_content: another key, organization or model sealed them), retried once without the sealed items.",
+            &[("", get(&self.sealed_recovery))],
         );
         let (served, forwarded, resolved, server_side) = self.native.get();
         counter(

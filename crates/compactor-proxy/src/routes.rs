@@ -318,13 +318,19 @@ async fn compacted(state: Arc<AppState>, api: Api, request: Request) -> Result<R
     let (response, prepared, overhead) = if matches!(status.as_u16(), 400 | 413 | 422) {
         let headers_in = upstream::relay_headers(response.headers());
         let error_body = read_bounded(response).await?;
-        if api == Api::Anthropic
-            && let Some((retry_body, retry_headers)) = binding_retry(status.as_u16(), &error_body, &prepared, &headers)
+        if let Some((retry_body, retry_headers)) =
+            binding_retry(api, &parsed, status.as_u16(), &error_body, &prepared, &headers)
         {
-            // A signature 400 (a client that edited its own history, say): the
-            // documented fix, once. A second refusal goes to the client as it came.
-            tracing::info!(session = %key, "upstream refused a thinking block's signature: retrying once with drop_block");
-            state.metrics.drop_block_recovery.fetch_add(1, Ordering::Relaxed);
+            // A signature 400 (a client that edited its own history, say), or sealed
+            // items another key sealed: the documented fix, once. A second refusal goes
+            // to the client as it came.
+            if api == Api::Anthropic {
+                tracing::info!(session = %key, "upstream refused a thinking block's signature: retrying once with drop_block");
+                state.metrics.drop_block_recovery.fetch_add(1, Ordering::Relaxed);
+            } else {
+                tracing::info!(session = %key, "upstream could not verify sealed items: retrying once without them");
+                state.metrics.sealed_recovery.fetch_add(1, Ordering::Relaxed);
+            }
             let response = send(&state, method, &path, &retry_headers, retry_body).await?;
             let response = relay_tapped(&state, response, api, &parsed.model, prepared, traced.into_hook());
             return Ok(stamp(response, overhead, None));
@@ -388,25 +394,53 @@ async fn compacted(state: Arc<AppState>, api: Api, request: Request) -> Result<R
     Ok(stamp(response, overhead, pass.as_deref()))
 }
 
-/// The retry of a request the upstream refused for a thinking block's signature (the
-/// library reads the error): the same body asking for `drop_block`. `None` for any other
-/// error, or a request that asked already.
+/// The retry of a request the upstream refused for its signed state (the library reads
+/// the error, `plan::binding::recover_from_error`): on Messages, a thinking block's
+/// signature, answered by the same body asking for `drop_block`; on Responses,
+/// `invalid_encrypted_content`, answered by the conversation without its sealed items and
+/// the ids of the items they led to (`plan_binding_repair`; a refused compaction item,
+/// which stands for history, is not dropped). `None` for any other error, a request that
+/// asked already, or one no removal makes sendable.
 fn binding_retry(
+    api: Api,
+    parsed: &api::Request,
     status: u16,
     error_body: &[u8],
     prepared: &crate::sessions::Prepared,
     headers: &HeaderMap,
 ) -> Option<(Bytes, HeaderMap)> {
+    use llm_compactor::plan::binding::{
+        BindingContext, BindingRules, RecoveryCause, RepairPolicy, plan_binding_repair, recover_from_error,
+    };
     let text = std::str::from_utf8(error_body).ok()?;
-    let recovery = llm_compactor::plan::binding::recover_from_error(status, text, &prepared.messages)?;
+    let recovery = recover_from_error(status, text, &prepared.messages)?;
     if !recovery.retryable() {
         return None;
     }
-    let drop_block = ProviderEdits {
-        drop_block: true,
-        clear_keep: None,
-    };
-    provider_edits::apply(&prepared.body, headers, drop_block).map(|(body, headers, _)| (body, headers))
+    match (api, recovery.cause) {
+        (Api::Anthropic, RecoveryCause::InvalidSignature { .. }) => {
+            let drop_block = ProviderEdits {
+                drop_block: true,
+                clear_keep: None,
+            };
+            provider_edits::apply(&prepared.body, headers, drop_block).map(|(body, headers, _)| (body, headers))
+        }
+        (Api::Responses, RecoveryCause::InvalidEncryptedContent { .. }) => {
+            let context = BindingContext::new(BindingRules::openai_responses());
+            let repair = plan_binding_repair(
+                &prepared.messages,
+                &recovery.invalid,
+                &context,
+                &RepairPolicy::default(),
+            );
+            if !repair.sendable() {
+                return None;
+            }
+            let (value, _) = parsed.wire.to_value(repair.messages);
+            Some((Bytes::from(serde_json::to_vec(&value).ok()?), headers.clone()))
+        }
+        _ => None,
+    }
 }
 
 /// Offers the `compactor_expand` tool in `prepared`'s body when the proxy expands and

@@ -24,6 +24,7 @@ mod repairs;
 mod restart;
 mod retry;
 mod sdk;
+mod sealed;
 #[cfg(feature = "otel")]
 mod telemetry;
 mod thinking;

@@ -17,6 +17,7 @@ use tokio::sync::oneshot;
 pub mod anthropic_cache;
 mod expander;
 mod scripted;
+pub mod sealing;
 pub mod signing;
 
 pub use expander::{EXPAND_TOOL, offers_expand, wanted_handle};
