@@ -163,6 +163,7 @@ fn prepared_json(prepared: Prepared, format: WireFormat) -> PyResult<String> {
     let mut object = serde_json::Map::new();
     object.insert("messages".into(), Wire::empty(format).write_list(prepared.messages));
     object.insert("request_tokens".into(), Value::from(prepared.request_tokens));
+    object.insert("stale_thinking".into(), Value::from(prepared.stale_thinking));
     let pass = match prepared.pass {
         Some(pass) => {
             let reason = serde_json::to_value(pass.reason).unwrap_or(Value::Null);

@@ -294,6 +294,29 @@ def test_context_manager_loop_records_usage_and_compacts(tmp_path: Any) -> None:
     assert_paired(manager.messages)
 
 
+def test_context_manager_counts_the_thinking_a_pass_moved(tmp_path: Any) -> None:
+    # An Anthropic tool loop with signed thinking: after a pass summarizes or stubs before
+    # kept turns, `stale_thinking` says how many blocks to ask the provider to drop.
+    compactor = Compactor(budget=3000)
+    manager = ContextManager(compactor, str(tmp_path / "thinking.jsonl"), format="anthropic")
+    manager.push([{"role": "user", "content": "Read the log."}])
+    seen = []
+    for i in range(30):
+        prepared = manager.prepare()
+        seen.append(prepared.stale_thinking)
+        turn = [
+            {"type": "thinking", "thinking": f"round {i}", "signature": f"sig-{i}"},
+            {"type": "tool_use", "id": f"t{i}", "name": "bash", "input": {"n": i}},
+        ]
+        manager.record_response(
+            [{"role": "assistant", "content": turn},
+             {"role": "user", "content": [{"type": "tool_result", "tool_use_id": f"t{i}", "content": f"part {i} " * 120}]}],
+            model="claude-opus-5-5",
+        )
+    assert seen[0] == 0, "nothing moved before the first pass"
+    assert max(seen) > 0, "a pass moved kept turns' thinking onto a new prefix"
+
+
 def test_context_manager_prepares_with_a_model_summarizer_unless_asked_not_to(tmp_path: Any) -> None:
     calls: List[int] = []
 

@@ -101,6 +101,7 @@ mod session_pace;
 mod session_prepared;
 mod session_receipt;
 mod session_replay_prop;
+mod session_thinking;
 mod session_tolerance;
 mod session_transcript;
 mod simulate_cost;

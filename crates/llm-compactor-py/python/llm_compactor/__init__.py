@@ -403,12 +403,20 @@ class Session:
 
 @dataclass(frozen=True)
 class Prepared:
-    """The conversation to send, and the pass that ran (if one did)."""
+    """The conversation to send, and the pass that ran (if one did).
+
+    ``stale_thinking`` counts the signed thinking blocks the conversation carries on a
+    prefix they were not produced under (kept turns after a summary or a stub): a model
+    with preserved thinking refuses them, so send such a request with
+    ``thinking.block_binding.prefix_mismatch_behavior = "drop_block"`` and the
+    ``thinking-binding-controls-2026-08-01`` beta (see ``docs/binding.md``).
+    """
 
     messages: List[Dict[str, Any]]
     request_tokens: int
     reason: Optional[str]
     result: Optional[CompactionResult]
+    stale_thinking: int = 0
 
     @classmethod
     def _from_json(cls, text: str) -> "Prepared":
@@ -419,7 +427,13 @@ class Prepared:
         if passed is not None:
             reason = passed["reason"]
             result = CompactionResult._from_json(json.dumps(passed["result"]))
-        return cls(messages=raw["messages"], request_tokens=raw["request_tokens"], reason=reason, result=result)
+        return cls(
+            messages=raw["messages"],
+            request_tokens=raw["request_tokens"],
+            reason=reason,
+            result=result,
+            stale_thinking=raw.get("stale_thinking", 0),
+        )
 
 
 class ContextManager:

@@ -26,6 +26,7 @@ use crate::compactor::{CompactOptions, CompactionReason, Compactor, RequestFit};
 use crate::conversation::Conversation;
 use crate::count::{CalibratedCounter, TokenCounter};
 use crate::message::Message;
+use crate::plan::binding::stale_thinking;
 use crate::usage::Usage;
 
 /// What a backend can take: its window, less the answer's reserve and a safety margin.
@@ -93,6 +94,12 @@ pub struct Prepared {
     pub request_tokens: usize,
     /// The pass that ran, if one did.
     pub pass: Option<PassReport>,
+    /// Signed thinking blocks the conversation carries on a prefix they were not produced
+    /// under (kept turns after a summary or a stub): a model with preserved thinking
+    /// refuses them, so send such a request asking for them to be dropped
+    /// (`plan::binding::with_drop_block` and `with_binding_beta` on the body and the
+    /// `anthropic-beta` header). 0 when there is none.
+    pub stale_thinking: usize,
 }
 
 /// [`Prepared`], borrowing the conversation from the manager instead of copying it: what
@@ -107,6 +114,8 @@ pub struct PreparedRef<'a> {
     pub request_tokens: usize,
     /// The pass that ran, if one did.
     pub pass: Option<PassReport>,
+    /// As [`Prepared::stale_thinking`].
+    pub stale_thinking: usize,
 }
 
 impl PreparedRef<'_> {
@@ -116,6 +125,7 @@ impl PreparedRef<'_> {
             messages: self.messages.to_vec(),
             request_tokens: self.request_tokens,
             pass: self.pass,
+            stale_thinking: self.stale_thinking,
         }
     }
 }
@@ -138,6 +148,9 @@ pub struct ContextManager {
     recorder: Option<Arc<dyn UsageRecorder>>,
     observer: Option<ContextObserver>,
     preparation: Option<Preparation>,
+    /// The signed thinking blocks passes left on a new prefix, by name
+    /// (`plan::binding::stale_thinking`).
+    stale_thinking: Vec<String>,
 }
 
 impl std::fmt::Debug for ContextManager {
@@ -176,6 +189,7 @@ impl ContextManager {
             recorder: None,
             observer: None,
             preparation,
+            stale_thinking: Vec::new(),
         }
     }
 
@@ -286,6 +300,7 @@ impl ContextManager {
             session: &mut self.session,
             counter: &self.counter,
             observer: self.observer.as_ref(),
+            stale_thinking: &mut self.stale_thinking,
         };
         Some((preparation, host))
     }
@@ -369,6 +384,7 @@ impl ContextManager {
                         messages: self.session.messages(),
                         request_tokens,
                         pass: None,
+                        stale_thinking: self.stale_thinking.len(),
                     });
                 }
                 Step::Inline => {}
@@ -379,6 +395,7 @@ impl ContextManager {
                 messages: self.session.messages(),
                 request_tokens,
                 pass: None,
+                stale_thinking: self.stale_thinking.len(),
             });
         };
         let target = (reason == CompactionReason::Room).then_some(room).flatten();
@@ -403,6 +420,7 @@ impl ContextManager {
             messages: self.session.messages(),
             request_tokens,
             pass: Some(pass),
+            stale_thinking: self.stale_thinking.len(),
         }
     }
 
@@ -458,6 +476,7 @@ impl ContextManager {
             messages: self.session.messages(),
             request_tokens: self.request_tokens(request),
             pass,
+            stale_thinking: self.stale_thinking.len(),
         }
     }
 
@@ -479,8 +498,10 @@ impl ContextManager {
             ..CompactOptions::default()
         };
         let result = self.compactor.compact(self.session.messages(), options).await?;
+        let stale = stale_thinking(self.session.messages(), &result.messages, &self.stale_thinking, None);
         // The conversation is the transcript's, whatever part of the pass it holds.
         let recorded = self.session.record_result(&result)?;
+        self.stale_thinking = stale;
         self.emit(ContextEvent::CompactionDone {
             reason,
             dropped: result.dropped,

@@ -148,6 +148,9 @@ pub(super) struct Host<'a> {
     /// The compactor's counter, which a request's counter is built over.
     pub(super) counter: &'a Arc<dyn TokenCounter>,
     pub(super) observer: Option<&'a ContextObserver>,
+    /// The manager's stale thinking blocks (`plan::binding::stale_thinking`), carried
+    /// through an install.
+    pub(super) stale_thinking: &'a mut Vec<String>,
 }
 
 impl Host<'_> {
@@ -307,7 +310,10 @@ impl Preparation {
                 return Ok(None);
             }
         };
+        let stale =
+            crate::plan::binding::stale_thinking(host.session.messages(), &result.messages, host.stale_thinking, None);
         let recorded = host.session.record_result(&result)?;
+        *host.stale_thinking = stale;
         host.emit(ContextEvent::PreparedInstalled {
             since,
             changes,

@@ -27,7 +27,9 @@
 //!    before the one retry.
 //!
 //! And one edit that keeps the blocks: [`clear_on_server`] (`server_clearing.rs`) turns
-//! the oldest aging stubs into the provider's own tool-result clearing.
+//! the oldest aging stubs into the provider's own tool-result clearing; and one memory,
+//! [`stale_thinking`] (`stale.rs`): the blocks earlier passes left invalid, carried until
+//! they are gone.
 //!
 //! A pass calls `invalidated(input, &output, &ctx)` and, when that is not empty,
 //! `plan_binding_repair(&output, &invalid, &ctx, &policy)`; a proxy does the same with
@@ -41,6 +43,7 @@ mod repair;
 mod rules;
 mod server_clearing;
 mod signed;
+mod stale;
 
 #[cfg(test)]
 mod props;
@@ -56,3 +59,4 @@ pub use repair::{
 pub use rules::{BindingContext, BindingRules, Outcome, Provider};
 pub use server_clearing::{ServerClearing, clear_on_server};
 pub use signed::{BlockRef, SignedBlock, SignedKind, same_on_wire, signed_blocks};
+pub use stale::{stale_thinking, thinking_names};
