@@ -11,12 +11,12 @@
 //! loop: `compact` returns a Promise.
 //!
 //! Errors are instances of `index.js`'s `CompactorError` subclasses, each with a `code`
-//! ([`errors`]): `ConfigError` for an option (naming it), `InvalidInputError` for the
+//! (`errors.rs`): `ConfigError` for an option (naming it), `InvalidInputError` for the
 //! messages (naming the index), `SessionError`, `ContextExhaustedError`, `BusyError`.
 //!
 //! Beside the one-shot `compact`: [`manager::ContextManager`] (the library's agent loop,
 //! passes prepared in the background by default when the summarizer is a model) and
-//! [`session::Session`] (a transcript: replay, the originals, a handle expanded).
+//! `Session` (`session.rs`: a transcript: replay, the originals, a handle expanded).
 
 // No `forbid(unsafe_code)` here, unlike the Python binding: napi-rs's `#[napi]` expands
 // to the FFI registration code (unsafe, generated), and allows it item by item. This
