@@ -14,7 +14,7 @@
 //! (`errors.rs`): `ConfigError` for an option (naming it), `InvalidInputError` for the
 //! messages (naming the index), `SessionError`, `ContextExhaustedError`, `BusyError`.
 //!
-//! Beside the one-shot `compact`: [`manager::ContextManager`] (the library's agent loop,
+//! Beside the one-shot `compact`: `ContextManager` (`manager.rs`: the library's agent loop,
 //! passes prepared in the background by default when the summarizer is a model) and
 //! `Session` (`session.rs`: a transcript: replay, the originals, a handle expanded).
 
