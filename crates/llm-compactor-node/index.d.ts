@@ -2,7 +2,8 @@
  * llm-compactor: keeps a tool-using LLM agent inside its context window.
  *
  * Messages are what your SDK produced: OpenAI chat messages, Anthropic Messages turns
- * (with `system` in the options), OpenAI Responses input items, or a whole request object.
+ * (with `system` in the options), OpenAI Responses input items, a whole request object, or
+ * the Vercel AI SDK's `ModelMessage`s.
  * They come back in the same format and shape.
  */
 
@@ -58,8 +59,11 @@ export interface CompactOptions {
    * throw or rejection is a failed attempt (the pass retries, then falls back), not a crash.
    */
   summarizer?: 'ledger' | 'none' | Summarize
-  /** The messages' format (default `auto`: detected). */
-  format?: 'auto' | 'openai' | 'anthropic' | 'responses' | 'mini-swe-agent'
+  /**
+   * The messages' format (default `auto`: detected). `ai-sdk`: the Vercel AI SDK's
+   * `ModelMessage`s (and a middleware's `LanguageModelV2Prompt`), returned in that shape.
+   */
+  format?: 'auto' | 'openai' | 'anthropic' | 'responses' | 'mini-swe-agent' | 'ai-sdk'
   /** Anthropic's `system` beside a bare list of turns. */
   system?: string | WireMessage[]
   /** The pass's target in tokens (default: the compactor's own target). */
@@ -147,7 +151,7 @@ export class ContextExhaustedError extends CompactorError {}
 export class BusyError extends CompactorError {}
 
 /** The wire format a transcript is kept in. */
-export type SessionFormat = 'openai' | 'anthropic' | 'responses'
+export type SessionFormat = 'openai' | 'anthropic' | 'responses' | 'ai-sdk'
 
 /** What a handle expands to: the original messages, in the session's format. */
 export interface Expansion {

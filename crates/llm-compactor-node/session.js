@@ -5,6 +5,36 @@
 
 const { native, text, splitSummarizer } = require('./native')
 const { call, settle } = require('./errors')
+const aisdk = require('./aisdk')
+
+/**
+ * How a session or manager of `format` speaks to the addon: the addon's format and the
+ * conversions of messages in and out (AI SDK messages are kept as OpenAI's).
+ */
+function codec(format) {
+  if (format !== 'ai-sdk') return { native: format, write: JSON.stringify, read: (messages) => messages }
+  return {
+    native: 'openai',
+    write: (messages) => JSON.stringify(call(() => aisdk.toOpenAI(messages))),
+    read: (messages) => aisdk.fromOpenAI(messages),
+  }
+}
+
+/** An expansion's JSON text, its messages read by `codec`. */
+function expansion(json, codec) {
+  const raw = JSON.parse(json)
+  if (raw === null) return null
+  return { handle: raw.handle, messages: codec.read(raw.messages) }
+}
+
+/** A pass's result (parsed), its messages read by `codec`. */
+function result(raw, codec, format) {
+  if (format === 'ai-sdk') {
+    raw.messages = codec.read(raw.messages)
+    raw.format = format
+  }
+  return raw
+}
 
 /** The JSON text of billed usage as the library reads it (camelCase or snake_case in). */
 function usageJson(usage) {
@@ -23,47 +53,47 @@ function usageJson(usage) {
  * pass recorded by id, every original message kept). One writer at a time (locked).
  */
 class Session {
-  constructor(core) {
+  constructor(core, format) {
     this._core = core
+    this._codec = codec(format)
+    this.format = format
   }
 
   /** Opens the transcript at `path` (created when absent; a torn last line repaired). */
   static open(path, { format = 'openai' } = {}) {
-    return new Session(call(() => new native.NativeSession(path, format)))
+    return new Session(call(() => new native.NativeSession(path, codec(format).native)), format)
   }
 
   get path() {
     return this._core.path
   }
 
-  get format() {
-    return this._core.format
-  }
-
   /** Appends messages (one write; nothing is written when one is refused); how many. */
   append(messages) {
-    return call(() => this._core.append(JSON.stringify(messages)))
+    const json = this._codec.write(messages)
+    call(() => this._core.append(json))
+    return messages.length
   }
 
   /** The conversation the transcript replays to (passes applied). */
   replay() {
-    return JSON.parse(call(() => this._core.replay()))
+    return this._codec.read(JSON.parse(call(() => this._core.replay())))
   }
 
   /** Every message ever appended, as recorded (no pass removes one from the file). */
   originals() {
-    return JSON.parse(call(() => this._core.originals()))
+    return this._codec.read(JSON.parse(call(() => this._core.originals())))
   }
 
   /** The original messages behind a handle a summary or stub names; null when none. */
   expand(handle) {
-    return JSON.parse(call(() => this._core.expand(handle)))
+    return expansion(call(() => this._core.expand(handle)), this._codec)
   }
 
   /** One pass over the conversation (options as `compact`'s), recorded in the transcript. */
   async compact(options) {
     const [json, summarizer] = call(() => splitSummarizer(options))
-    return JSON.parse(await settle(this._core.compact(json, summarizer)))
+    return result(JSON.parse(await settle(this._core.compact(json, summarizer))), this._codec, this.format)
   }
 
   /** Releases the transcript's lock. */
@@ -74,14 +104,14 @@ class Session {
 
 const SETTINGS = ['window', 'completionReserve', 'safetyMargin', 'maxForcedCompactions', 'prepare']
 
-/** The prepared request as returned to the caller. */
-function prepared(json) {
+/** The prepared request as returned to the caller, its messages read by `codec`. */
+function prepared(json, codec, format) {
   const raw = JSON.parse(json)
   return {
-    messages: raw.messages,
+    messages: codec.read(raw.messages),
     requestTokens: raw.requestTokens,
     reason: raw.pass ? raw.pass.reason : null,
-    result: raw.pass ? raw.pass.result : null,
+    result: raw.pass ? result(raw.pass.result, codec, format) : null,
   }
 }
 
@@ -102,7 +132,8 @@ class ContextManager {
       else compactor[key] = value
     }
     const [json, summarizer] = call(() => splitSummarizer(compactor))
-    this._core = call(() => new native.NativeContextManager(path, format, json, JSON.stringify(settings), summarizer))
+    this._codec = codec(format)
+    this._core = call(() => new native.NativeContextManager(path, this._codec.native, json, JSON.stringify(settings), summarizer))
     this.format = format
   }
 
@@ -117,7 +148,8 @@ class ContextManager {
 
   /** Appends messages (the user's, the harness's). */
   push(messages) {
-    call(() => this._core.push(JSON.stringify(messages)))
+    const json = this._codec.write(messages)
+    call(() => this._core.push(json))
   }
 
   /** Starts a run: the forced-pass allowance is renewed. */
@@ -127,32 +159,33 @@ class ContextManager {
 
   /** The conversation to send (compacted first when needed). */
   async prepare({ tools, context } = {}) {
-    return prepared(await settle(this._core.prepare(text(tools), context)))
+    return prepared(await settle(this._core.prepare(text(tools), context)), this._codec, this.format)
   }
 
   /** After the provider refused the request as too long: a forced pass. */
   async onContextLengthExceeded({ tools, context } = {}) {
-    return prepared(await settle(this._core.onContextLengthExceeded(text(tools), context)))
+    return prepared(await settle(this._core.onContextLengthExceeded(text(tools), context)), this._codec, this.format)
   }
 
   /** Records the response's billed usage and appends its messages. */
   recordResponse(messages, { usage, model } = {}) {
-    call(() => this._core.recordResponse(JSON.stringify(messages), usageJson(usage), model))
+    const json = this._codec.write(messages)
+    call(() => this._core.recordResponse(json, usageJson(usage), model))
   }
 
   /** The conversation as it stands. */
   get messages() {
-    return JSON.parse(call(() => this._core.messages()))
+    return this._codec.read(JSON.parse(call(() => this._core.messages())))
   }
 
   /** Every message ever appended to the transcript, as recorded. */
   originals() {
-    return JSON.parse(call(() => this._core.originals()))
+    return this._codec.read(JSON.parse(call(() => this._core.originals())))
   }
 
   /** The original messages behind a handle; null when none. */
   expand(handle) {
-    return JSON.parse(call(() => this._core.expand(handle)))
+    return expansion(call(() => this._core.expand(handle)), this._codec)
   }
 
   /** The `compactor_expand` tool to offer the model (OpenAI chat shape). */

@@ -28,6 +28,12 @@ async function main(): Promise<number> {
   })
   await compact([], { summarizer: modelCall })
   await compact([], { summarizer: ({ system }: SummaryArgs) => system })
+  const sdk = await compact(
+    [{ role: 'assistant', content: [{ type: 'tool-call', toolCallId: 'a', toolName: 'shell', input: { cmd: 'ls' } }] }],
+    { format: 'ai-sdk', budget: 8000 },
+  )
+  const sdkFormat: string = sdk.format
+  void sdkFormat
   // @ts-expect-error: an unknown counter is a type error
   countTokens([], { counter: 'gpt2' })
   return tokens + format.length + (exhausted ? 1 : 0) + result.tokensAfter
