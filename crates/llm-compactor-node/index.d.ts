@@ -260,3 +260,42 @@ export class ContextManager {
   /** Stops a background preparation and waits for it to end. */
   shutdown(): Promise<void>
 }
+
+/** What each call's provider metadata says under `compactor`. */
+export interface CompactorMetadata {
+  /** The prompt's tokens as sent. */
+  requestTokens: number
+  /** The pass this call ran, else null. */
+  pass: {
+    tokensBefore: number
+    tokensAfter: number
+    dropped: number
+    /** The summary's text ('' for a pass that only stubbed old tool results). */
+    summary: string
+    fallback: boolean
+    exhausted: boolean
+    summarizer: string | null
+    /** Tool results stubbed. */
+    elisions: number
+    /** What the pass did to the prompt cache, and its estimated net cost. */
+    receipt: Record<string, unknown> | null
+  } | null
+}
+
+/**
+ * A Vercel AI SDK `LanguageModelV2Middleware` (structurally: no dependency on `ai`):
+ * `wrapLanguageModel({ model, middleware: compactorMiddleware({ budget }) })`.
+ */
+export interface CompactorMiddleware {
+  middlewareVersion: 'v2'
+  transformParams(options: { type: 'generate' | 'stream'; params: any; model: any }): PromiseLike<any>
+  wrapGenerate(options: { doGenerate: () => PromiseLike<any>; doStream: () => PromiseLike<any>; params: any; model: any }): Promise<any>
+  wrapStream(options: { doGenerate: () => PromiseLike<any>; doStream: () => PromiseLike<any>; params: any; model: any }): Promise<any>
+}
+
+/**
+ * The AI SDK middleware: over the trigger, compacts the prompt (tool calls and results kept
+ * paired) and exposes the pass on the call's `providerMetadata.compactor`
+ * ([[CompactorMetadata]]). Options as `compact`'s; a summarizer function may call a model.
+ */
+export function compactorMiddleware(options?: Omit<CompactOptions, 'format' | 'system'>): CompactorMiddleware

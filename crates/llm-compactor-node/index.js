@@ -57,3 +57,6 @@ module.exports = {
   ContextExhaustedError: errors.ContextExhaustedError,
   BusyError: errors.BusyError,
 }
+
+// The AI SDK middleware requires this module (for compact / countTokens): defined after it.
+module.exports.compactorMiddleware = require('./middleware').compactorMiddleware
