@@ -118,10 +118,10 @@ async function run(stream) {
   }
 }
 
-test('wrapLanguageModel + compactorMiddleware: generateText, 60 tool rounds', { timeout: 120_000 }, async () => {
-  await run(false)
+test('wrapLanguageModel + compactorMiddleware: generateText, 60 tool rounds', { timeout: 120_000 }, async (t) => {
+  t.diagnostic(JSON.stringify(await run(false)))
 })
 
-test('wrapLanguageModel + compactorMiddleware: streamText, 60 tool rounds', { timeout: 120_000 }, async () => {
-  await run(true)
+test('wrapLanguageModel + compactorMiddleware: streamText, 60 tool rounds', { timeout: 120_000 }, async (t) => {
+  t.diagnostic(JSON.stringify(await run(true)))
 })
