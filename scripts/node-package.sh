@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
 # The Node package (crates/llm-compactor-node): builds its native addon, installs its
-# pinned dev tools (TypeScript, from the committed lock file) and runs its tests: the
-# package under `node --test`, and `tsc --strict` over a typed consumer file that checks
-# index.d.ts. Run by scripts/test.sh (the README's test command).
+# pinned dev dependencies from the committed lock file (TypeScript, and the Vercel AI SDK
+# the middleware is tested with: `ai`, `@ai-sdk/openai-compatible`) and runs its tests:
+# the package under `node --test` (the AI SDK ones against a scripted server on
+# 127.0.0.1), and `tsc --strict` over typed consumer files that check index.d.ts and the
+# middleware's type against the real SDK's. Run by scripts/test.sh (the README's test
+# command). Without the registry (or a cache holding the lock file's packages) the
+# install fails, and so does this script: nothing is skipped.
 #
 # COMPACTOR_NODE_PROFILE=release builds the addon as it would be published (slower to
 # build; the tests are the same).
@@ -23,11 +27,14 @@ PKG=crates/llm-compactor-node
 cp "target/$PROFILE/libllm_compactor_node.so" "$PKG/.addon.tmp"
 mv "$PKG/.addon.tmp" "$PKG/llm-compactor.linux-x64-gnu.node"
 cd "$PKG"
-if [ ! -x node_modules/.bin/tsc ]; then
+# Installed again whenever the lock file differs from the one last installed.
+if ! cmp -s package-lock.json node_modules/.installed-lock.json; then
     npm ci --ignore-scripts --no-audit --no-fund
+    cp package-lock.json node_modules/.installed-lock.json
 fi
 echo "== node --test (the Node package)"
 node --test tests/
-echo "== tsc --strict (index.d.ts, over a typed consumer)"
+echo "== tsc --strict (index.d.ts, over a typed consumer; the middleware against the AI SDK's types)"
 node_modules/.bin/tsc -p tsconfig.json
+node_modules/.bin/tsc -p tsconfig.ai.json
 echo "node-package: ok"

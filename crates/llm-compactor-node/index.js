@@ -1,57 +1,62 @@
-// The llm-compactor package: loads the native addon built for this platform.
-//
-// Built here for linux-x64-gnu only (`scripts/node-package.sh`); other platforms get a
-// clear error naming what is missing rather than a crash.
+// The llm-compactor package: one compaction pass (`compact`), counting, the agent loop
+// (`ContextManager`), transcripts (`Session`) and the typed errors.
 'use strict'
 
-const { join } = require('node:path')
-const { existsSync } = require('node:fs')
-
-const triple = `${process.platform}-${process.arch}${process.platform === 'linux' ? '-gnu' : ''}`
-const file = join(__dirname, `llm-compactor.${triple}.node`)
-if (!existsSync(file)) {
-  throw new Error(
-    `llm-compactor: no native addon for ${triple} (looked for ${file}); build it with scripts/node-package.sh`
-  )
-}
-const native = require(file)
+const { native, text, splitSummarizer } = require('./native')
+const errors = require('./errors')
+const aisdk = require('./aisdk')
+const { Session, ContextManager } = require('./session')
 
 /**
- * The caller's summarizer (sync or async; a string or {text, truncated?, usage?}) as the
- * async function the addon calls: it always resolves to the answer as JSON text.
+ * The messages and options as the addon reads them: AI SDK messages (`format: 'ai-sdk'`,
+ * or detected under `auto`) as OpenAI's, with `sdk` true to write the result back.
  */
-function wrapSummarizer(summarize) {
-  if (typeof summarize !== 'function') {
-    throw new TypeError('llm-compactor: options.summarizer must be "ledger", "none" or a function')
-  }
-  return async ({ system, transcript, maxOutputTokens }) => {
-    const answer = await summarize({ system, transcript, maxOutputTokens })
-    return JSON.stringify(typeof answer === 'string' ? { text: answer } : answer)
-  }
+function input(messages, options) {
+  const format = options && options.format
+  const sdk = format === 'ai-sdk' || ((format === undefined || format === 'auto') && aisdk.isModelMessages(messages))
+  if (!sdk) return { messages, options, sdk }
+  const converted = errors.call(() => aisdk.toOpenAI(messages))
+  return { messages: converted, options: { ...options, format: 'openai' }, sdk }
 }
-
-// Messages and options cross as JSON text: V8's JSON.stringify / JSON.parse are several
-// times faster than converting a large conversation object by object through N-API.
-const text = (value) => (value === undefined || value === null ? value : JSON.stringify(value))
 
 /** One compaction pass; `options.summarizer` may be a function that writes the summary. */
 async function compact(messages, options) {
-  const summarizer = options && options.summarizer
-  if (summarizer === undefined || typeof summarizer === 'string') {
-    return JSON.parse(await native.compact(JSON.stringify(messages), text(options)))
+  const read = input(messages, options)
+  const [json, summarizer] = errors.call(() => splitSummarizer(read.options))
+  const result = JSON.parse(await errors.settle(native.compact(JSON.stringify(read.messages), json, summarizer)))
+  if (read.sdk) {
+    result.messages = aisdk.fromOpenAI(result.messages)
+    result.format = 'ai-sdk'
   }
-  const { summarizer: _, ...rest } = options
-  return JSON.parse(await native.compact(JSON.stringify(messages), JSON.stringify(rest), wrapSummarizer(summarizer)))
+  return result
 }
 
 /** The conversation's tokens. */
 function countTokens(messages, options) {
-  return native.countTokens(JSON.stringify(messages), text(options))
+  const read = input(messages, options)
+  return errors.call(() => native.countTokens(JSON.stringify(read.messages), text(read.options)))
 }
 
 /** The format `messages` are read in when `format` is `auto`. */
 function detectFormat(messages) {
-  return native.detectFormat(JSON.stringify(messages))
+  if (aisdk.isModelMessages(messages)) return 'ai-sdk'
+  return errors.call(() => native.detectFormat(JSON.stringify(messages)))
 }
 
-module.exports = { compact, countTokens, detectFormat }
+module.exports = {
+  compact,
+  countTokens,
+  detectFormat,
+  Session,
+  ContextManager,
+  CompactorError: errors.CompactorError,
+  InvalidInputError: errors.InvalidInputError,
+  UnsupportedInputError: errors.UnsupportedInputError,
+  ConfigError: errors.ConfigError,
+  SessionError: errors.SessionError,
+  ContextExhaustedError: errors.ContextExhaustedError,
+  BusyError: errors.BusyError,
+}
+
+// The AI SDK middleware requires this module (for compact / countTokens): defined after it.
+module.exports.compactorMiddleware = require('./middleware').compactorMiddleware

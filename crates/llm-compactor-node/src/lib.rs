@@ -10,49 +10,79 @@
 //! caller's own format and shape. A pass runs on napi-rs's tokio runtime, off the event
 //! loop: `compact` returns a Promise.
 //!
-//! Errors are JavaScript `Error`s whose `code` says whose fault it is:
-//! `InvalidArg` for the caller's input or options (the message names the message index
-//! or option), `GenericFailure` for the library's own failure.
+//! Errors are instances of `index.js`'s `CompactorError` subclasses, each with a `code`
+//! (`errors.rs`): `ConfigError` for an option (naming it), `InvalidInputError` for the
+//! messages (naming the index), `SessionError`, `ContextExhaustedError`, `BusyError`.
+//!
+//! Beside the one-shot `compact`: `ContextManager` (`manager.rs`: the library's agent loop,
+//! passes prepared in the background by default when the summarizer is a model) and
+//! `Session` (`session.rs`: a transcript: replay, the originals, a handle expanded).
 
 // No `forbid(unsafe_code)` here, unlike the Python binding: napi-rs's `#[napi]` expands
 // to the FFI registration code (unsafe, generated), and allows it item by item. This
 // crate's own code has no `unsafe`.
 #![deny(unsafe_code)]
 
+mod errors;
+mod manager;
 mod options;
 mod result;
+mod session;
 mod summarizer;
 
 use llm_compactor::CompactOptions;
 use llm_compactor::format::caller;
-use napi::{Error, Result, Status};
+use napi::Result;
 use napi_derive::napi;
 use serde_json::Value;
 
 use options::Options;
 
-fn invalid(problem: impl std::fmt::Display) -> Error {
-    Error::new(Status::InvalidArg, problem.to_string())
+/// An option the caller got wrong: a `ConfigError`, naming the option when the problem
+/// does (serde's "unknown field `x`").
+pub(crate) fn invalid(problem: impl std::fmt::Display) -> napi::Error {
+    let problem = problem.to_string();
+    let field = problem
+        .split_once("unknown field `")
+        .and_then(|(_, rest)| rest.split_once('`'))
+        .map(|(field, _)| field.to_owned());
+    errors::config(problem, field.as_deref())
 }
 
 /// The caller's messages read as the library's conversation, with how to write it back.
 fn read(messages: Value, options: &Options) -> Result<(Vec<llm_compactor::Message>, caller::Wire)> {
-    let format = options.format().map_err(invalid)?;
-    caller::read(messages, format, options.system.clone()).map_err(|e| match e.index {
-        Some(index) => invalid(format!("messages[{index}]: {}", e.problem)),
-        None => invalid(e.problem),
-    })
+    let format = options.format().map_err(|e| errors::config(e, Some("format")))?;
+    caller::read(messages, format, options.system.clone()).map_err(errors::wire)
 }
 
 /// JSON text from `index.js` as a value (`what` names it in the error).
-fn parse(json: &str, what: &str) -> Result<Value> {
-    serde_json::from_str(json).map_err(|e| invalid(format!("{what} is not JSON: {e}")))
+pub(crate) fn parse(json: &str, what: &str) -> Result<Value> {
+    serde_json::from_str(json).map_err(|e| errors::input(format!("{what} is not JSON: {e}")))
 }
 
 /// The options object's JSON text (absent: every default).
-fn read_options(json: Option<String>) -> Result<Options> {
+pub(crate) fn read_options(json: Option<String>) -> Result<Options> {
     let value = json.map(|j| parse(&j, "options")).transpose()?;
     Options::read(value).map_err(invalid)
+}
+
+/// The compactor `options` describe, with the caller's summarizer function when given
+/// (both a function and `options.summarizer` is an error).
+pub(crate) fn build_compactor<const WEAK: bool>(
+    options: &Options,
+    summarizer: Option<summarizer::SummarizerFn<WEAK>>,
+) -> Result<llm_compactor::Compactor> {
+    let mut compactor = options.compactor().map_err(invalid)?;
+    if let Some(function) = summarizer {
+        if options.summarizer.is_some() {
+            return Err(errors::config(
+                "pass either a summarizer function or options.summarizer, not both",
+                Some("summarizer"),
+            ));
+        }
+        compactor = compactor.with_summarizer(std::sync::Arc::new(summarizer::JsSummarizer::new(function)));
+    }
+    Ok(compactor)
 }
 
 /// The conversation's tokens, with `options.counter` (`o200k` unless named).
@@ -61,7 +91,7 @@ pub fn count_tokens(messages: String, options: Option<String>) -> Result<u32> {
     let options = read_options(options)?;
     let messages = parse(&messages, "messages")?;
     let (messages, _) = read(messages, &options)?;
-    let counter = options.counter().map_err(invalid)?;
+    let counter = options.counter().map_err(|e| errors::config(e, Some("counter")))?;
     Ok(u32::try_from(counter.count_messages(&messages)).unwrap_or(u32::MAX))
 }
 
@@ -84,26 +114,12 @@ pub async fn compact(
 ) -> Result<String> {
     let options = read_options(options)?;
     let (messages, wire) = read(parse(&messages, "messages")?, &options)?;
-    let mut compactor = options.compactor().map_err(invalid)?;
-    if let Some(function) = summarizer {
-        if options.summarizer.is_some() {
-            return Err(invalid(
-                "pass either a summarizer function or options.summarizer, not both",
-            ));
-        }
-        compactor = compactor.with_summarizer(std::sync::Arc::new(summarizer::JsSummarizer::new(function)));
-    }
+    let compactor = build_compactor(&options, summarizer)?;
     let pass = CompactOptions {
         target: options.target,
         ..CompactOptions::default()
     };
-    let result = compactor.compact(&messages, pass).await.map_err(|e| match e {
-        llm_compactor::CompactError::InvalidInput { index, problem } => {
-            invalid(format!("messages[{index}]: {problem}"))
-        }
-        llm_compactor::CompactError::InvalidOptions(problem) => invalid(problem),
-        other => Error::new(Status::GenericFailure, other.to_string()),
-    })?;
-    let value = result::to_js(result, &wire).map_err(|e| Error::new(Status::GenericFailure, e))?;
+    let result = compactor.compact(&messages, pass).await.map_err(errors::compact)?;
+    let value = result::to_js(result, &wire).map_err(|e| errors::raise(errors::Class::Compactor, e, None, None))?;
     Ok(value.to_string())
 }

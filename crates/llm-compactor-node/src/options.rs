@@ -36,6 +36,8 @@ pub struct Options {
     pub system: Option<Value>,
     /// The pass's target in tokens (the compactor's own target when absent).
     pub target: Option<usize>,
+    /// Summaries and stubs name the handles of what they replace (default false).
+    pub expand: Option<bool>,
 }
 
 impl Options {
@@ -78,7 +80,8 @@ impl Options {
         if let Some(v) = self.max_recent_tokens {
             builder = builder.max_recent_tokens(v);
         }
-        let config = builder.build().map_err(|e| e.to_string())?;
+        let mut config = builder.build().map_err(|e| e.to_string())?;
+        config.expand = self.expand.unwrap_or(false);
         let mut compactor = Compactor::new(config, self.counter()?);
         if self.ledger_max_tokens != Some(0) {
             let mut policy = LedgerPolicy::default();

@@ -30,7 +30,11 @@ pub struct SummaryArgs {
 }
 
 /// The function, as napi-rs holds it: called with [`SummaryArgs`], resolving to JSON text.
-pub type SummarizerFn = ThreadsafeFunction<SummaryArgs, Promise<String>, SummaryArgs, Status, false>;
+/// `WEAK`: the reference does not keep Node's event loop alive (a long-lived
+/// `ContextManager` must not keep the process from exiting; a `compact` call holds its
+/// function only while it runs).
+pub type SummarizerFn<const WEAK: bool = false> =
+    ThreadsafeFunction<SummaryArgs, Promise<String>, SummaryArgs, Status, false, WEAK>;
 
 /// The answer `index.js` sends back, as JSON.
 #[derive(Deserialize)]
@@ -57,13 +61,13 @@ struct AnswerUsage {
 }
 
 /// A JavaScript function as a [`Summarizer`].
-pub struct JsSummarizer {
-    function: SummarizerFn,
+pub struct JsSummarizer<const WEAK: bool = false> {
+    function: SummarizerFn<WEAK>,
 }
 
-impl JsSummarizer {
+impl<const WEAK: bool> JsSummarizer<WEAK> {
     /// Wraps `function` (from `index.js`'s wrapper).
-    pub fn new(function: SummarizerFn) -> Self {
+    pub fn new(function: SummarizerFn<WEAK>) -> Self {
         JsSummarizer { function }
     }
 }
@@ -93,7 +97,7 @@ fn read_answer(json: &str) -> Result<SummaryReply, SummarizerError> {
 }
 
 #[async_trait]
-impl Summarizer for JsSummarizer {
+impl<const WEAK: bool> Summarizer for JsSummarizer<WEAK> {
     fn name(&self) -> &str {
         "js"
     }

@@ -4,7 +4,7 @@
 
 const test = require('node:test')
 const assert = require('node:assert/strict')
-const { compact, countTokens, detectFormat } = require('..')
+const { compact, countTokens, detectFormat, ConfigError, InvalidInputError, CompactorError } = require('..')
 
 /** An OpenAI tool loop of `rounds` rounds with long outputs. */
 function openaiLoop(rounds) {
@@ -73,11 +73,22 @@ test('compact runs off the event loop: timers fire while passes run', async () =
 })
 
 test('errors name the option or the message', async () => {
-  await assert.rejects(compact(openaiLoop(2), { budgett: 10 }), (e) => e.code === 'InvalidArg' && /budgett/.test(e.message))
-  await assert.rejects(compact(openaiLoop(2), { summarizer: 'gpt' }), /unknown summarizer/)
-  await assert.rejects(compact(openaiLoop(2), { format: 'xml' }), /unknown format/)
-  await assert.rejects(compact([{ role: 'user', content: 'a' }, 7], { format: 'openai' }), /messages\[1\]/)
-  assert.throws(() => countTokens([{ role: 'user', content: 'hi' }], { counter: 'nope' }), /nope/)
+  await assert.rejects(compact(openaiLoop(2), { budgett: 10 }), (e) => {
+    assert.ok(e instanceof ConfigError && e instanceof CompactorError && e instanceof Error)
+    assert.equal(e.code, 'ERR_CONFIG')
+    assert.equal(e.field, 'budgett')
+    assert.ok(!e.message.startsWith('llm-compactor:'), 'the tag never reaches the caller')
+    return /budgett/.test(e.message)
+  })
+  await assert.rejects(compact(openaiLoop(2), { summarizer: 'gpt' }), (e) => e instanceof ConfigError && /unknown summarizer/.test(e.message))
+  await assert.rejects(compact(openaiLoop(2), { format: 'xml' }), (e) => e.field === 'format' && /unknown format/.test(e.message))
+  await assert.rejects(compact([{ role: 'user', content: 'a' }, 7], { format: 'openai' }), (e) => {
+    assert.ok(e instanceof InvalidInputError)
+    assert.equal(e.code, 'ERR_INVALID_INPUT')
+    assert.equal(e.index, 1)
+    return /messages\[1\]/.test(e.message)
+  })
+  assert.throws(() => countTokens([{ role: 'user', content: 'hi' }], { counter: 'nope' }), (e) => e.code === 'ERR_CONFIG' && /nope/.test(e.message))
 })
 
 test('counting agrees with itself across counters', () => {

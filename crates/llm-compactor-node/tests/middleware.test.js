@@ -1,0 +1,127 @@
+// The Vercel AI SDK middleware with the real SDK (`ai`, `@ai-sdk/openai-compatible`,
+// installed from the committed lock file) against a scripted OpenAI-compatible server on
+// 127.0.0.1: a 60-round tool loop in which no request is over the budget, no tool result
+// is orphaned, summaries reach the model and every pass's receipt is exposed.
+'use strict'
+
+const test = require('node:test')
+const assert = require('node:assert/strict')
+const http = require('node:http')
+// Required, not optional: a missing SDK fails the test (scripts/node-package.sh installs it).
+const { generateText, streamText, wrapLanguageModel, tool, jsonSchema, stepCountIs } = require('ai')
+const { createOpenAICompatible } = require('@ai-sdk/openai-compatible')
+const { compactorMiddleware, countTokens } = require('..')
+
+const ROUNDS = 60
+const SUMMARY = '[Summary of the earlier conversation'
+
+/**
+ * A scripted chat-completions server: calls `shell` for ROUNDS rounds, then answers;
+ * records what each request carried. Streams when asked to.
+ */
+async function scriptedServer() {
+  const requests = []
+  const server = http.createServer((req, res) => {
+    let body = ''
+    req.on('data', (chunk) => (body += chunk))
+    req.on('end', () => {
+      const request = JSON.parse(body)
+      const round = request.messages.filter((m) => m.role === 'tool').length === 0 ? requests.filter((r) => r.fresh).length : null
+      requests.push({ messages: request.messages, tools: request.tools, fresh: round !== null })
+      const n = requests.length
+      const call = n <= ROUNDS
+      const message = call
+        ? { role: 'assistant', content: null, tool_calls: [{ id: `call_${n}`, type: 'function', function: { name: 'shell', arguments: JSON.stringify({ cmd: `cat src/f${n}.py` }) } }] }
+        : { role: 'assistant', content: 'The build is green.' }
+      const usage = { prompt_tokens: countTokens(request.messages), completion_tokens: 12, total_tokens: 0 }
+      if (request.stream) {
+        res.writeHead(200, { 'content-type': 'text/event-stream' })
+        const delta = call ? { role: 'assistant', tool_calls: [{ index: 0, ...message.tool_calls[0] }] } : { role: 'assistant', content: message.content }
+        res.write(`data: ${JSON.stringify({ id: `r${n}`, object: 'chat.completion.chunk', created: 0, model: request.model, choices: [{ index: 0, delta, finish_reason: null }] })}\n\n`)
+        res.write(`data: ${JSON.stringify({ id: `r${n}`, object: 'chat.completion.chunk', created: 0, model: request.model, choices: [{ index: 0, delta: {}, finish_reason: call ? 'tool_calls' : 'stop' }], usage })}\n\n`)
+        res.end('data: [DONE]\n\n')
+        return
+      }
+      res.writeHead(200, { 'content-type': 'application/json' })
+      res.end(JSON.stringify({ id: `r${n}`, object: 'chat.completion', created: 0, model: request.model, choices: [{ index: 0, message, finish_reason: call ? 'tool_calls' : 'stop' }], usage }))
+    })
+  })
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve))
+  const { port } = server.address()
+  return { requests, url: `http://127.0.0.1:${port}/v1`, close: () => new Promise((resolve) => server.close(resolve)) }
+}
+
+/** Tool results (OpenAI wire) whose call no earlier assistant message made. */
+function orphans(messages) {
+  const calls = new Set()
+  const out = []
+  for (const m of messages) {
+    for (const c of m.tool_calls || []) calls.add(c.id)
+    if (m.role === 'tool' && !calls.has(m.tool_call_id)) out.push(m.tool_call_id)
+  }
+  return out
+}
+
+const shell = tool({
+  description: 'Run a shell command',
+  inputSchema: jsonSchema({ type: 'object', properties: { cmd: { type: 'string' } }, required: ['cmd'] }),
+  execute: async ({ cmd }) => `$ ${cmd}\n` + `${cmd}: a line of output that the agent read\n`.repeat(40),
+})
+
+async function run(stream) {
+  const server = await scriptedServer()
+  const budget = 6000
+  try {
+    const provider = createOpenAICompatible({ name: 'scripted', baseURL: server.url, apiKey: 'test' })
+    const model = wrapLanguageModel({ model: provider.chatModel('scripted-model'), middleware: compactorMiddleware({ budget }) })
+    const prompt = {
+      model,
+      tools: { shell },
+      stopWhen: stepCountIs(ROUNDS + 5),
+      system: 'You are a coding agent.',
+      prompt: 'Make the build green. Always run pytest -x before committing.',
+    }
+    let steps
+    if (stream) {
+      const result = streamText(prompt)
+      steps = await result.steps
+    } else {
+      steps = (await generateText(prompt)).steps
+    }
+    assert.equal(server.requests.length, ROUNDS + 1, 'the loop ran its 60 tool rounds and the answer')
+    assert.equal(steps.length, ROUNDS + 1)
+    const tokens = server.requests.map((r) => countTokens(r.messages))
+    assert.deepEqual(tokens.filter((t) => t > budget), [], 'no request over the budget')
+    assert.ok(Math.max(...tokens) > budget * 0.5, 'the budget was reached (the test can fail)')
+    for (const r of server.requests) assert.deepEqual(orphans(r.messages), [])
+    const summarized = server.requests.filter((r) => r.messages.some((m) => typeof m.content === 'string' ? m.content.includes(SUMMARY) : JSON.stringify(m.content || '').includes(SUMMARY)))
+    assert.ok(summarized.length >= ROUNDS / 2, `${summarized.length} requests carried a summary`)
+    assert.ok(summarized.at(-1).messages.some((m) => JSON.stringify(m.content || '').includes('Always run pytest -x')))
+    // Every step says what was sent; the steps that ran a pass carry its receipt.
+    const metas = steps.map((s) => s.providerMetadata && s.providerMetadata.compactor)
+    assert.ok(metas.every((m) => m && m.requestTokens <= budget), JSON.stringify(metas.find((m) => !m || m.requestTokens > budget)))
+    const passes = metas.filter((m) => m.pass)
+    assert.ok(passes.length >= 2, `${passes.length} passes`)
+    for (const m of passes) {
+      assert.ok(m.pass.receipt && typeof m.pass.receipt.netCost === 'number', JSON.stringify(m.pass))
+      assert.ok(m.pass.tokensAfter < m.pass.tokensBefore, JSON.stringify({ ...m.pass, receipt: null }).slice(0, 400))
+      // A pass summarizes, or (the cheaper one, first) stubs old tool results.
+      assert.ok(m.pass.summary.startsWith(SUMMARY) || (m.pass.summary === '' && m.pass.elisions > 0))
+    }
+    assert.ok(passes.some((m) => m.pass.summary.startsWith(SUMMARY)), 'a pass summarized')
+    // Between passes the summary is the same text (a stable prefix for the prompt cache).
+    const texts = new Set(summarized.map((r) => JSON.stringify(r.messages.find((m) => JSON.stringify(m.content || '').includes(SUMMARY)))))
+    assert.ok(texts.size <= passes.length, `${texts.size} distinct summaries for ${passes.length} passes`)
+    return { requests: server.requests.length, maxTokens: Math.max(...tokens), passes: passes.length }
+  } finally {
+    await server.close()
+  }
+}
+
+test('wrapLanguageModel + compactorMiddleware: generateText, 60 tool rounds', { timeout: 120_000 }, async (t) => {
+  t.diagnostic(JSON.stringify(await run(false)))
+})
+
+test('wrapLanguageModel + compactorMiddleware: streamText, 60 tool rounds', { timeout: 120_000 }, async (t) => {
+  t.diagnostic(JSON.stringify(await run(true)))
+})
