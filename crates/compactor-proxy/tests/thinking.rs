@@ -64,6 +64,8 @@ struct Run {
     refused: usize,
     cleared: usize,
     largest: usize,
+    /// The transcript's `stale-thinking` lines (one per pass that left stale thinking).
+    stale_lines: usize,
 }
 
 impl Run {
@@ -77,8 +79,15 @@ async fn run(budget: usize, server_clearing: bool) -> Run {
     let store: Arc<dyn SessionStore> = Arc::new(MemoryStore::new());
     let builder =
         ProxyConfig::builder(&up.url(), support::compactor(budget), store.clone()).server_clearing(server_clearing);
-    let proxy = support::proxy_with(builder, store).await;
+    let proxy = support::proxy_with(builder, store.clone()).await;
     tool_loop(&proxy.url(), "loop", 40).await;
+    let stale_lines = store
+        .events("loop", 0)
+        .await
+        .unwrap()
+        .iter()
+        .filter(|e| e.kind == llm_compactor::session::TYPE_STALE_THINKING)
+        .count();
     let text = metrics(&proxy.url()).await;
     let seen = up.seen.lock().unwrap();
     assert!(
@@ -96,6 +105,7 @@ async fn run(budget: usize, server_clearing: bool) -> Run {
         refused: seen.refused,
         cleared: seen.cleared,
         largest: seen.input_tokens.iter().copied().max().unwrap_or(0),
+        stale_lines,
     };
     println!(
         "budget {budget}, server clearing {server_clearing}: {} passes, {} requests, {} asked drop_block, {} asked clearing ({} results cleared), thinking blocks valid {} of {} ({:.1}%), {} refused, largest request as read {} tokens",
@@ -127,6 +137,11 @@ async fn aging_through_the_providers_clearing_keeps_the_thinking_valid() {
     }
     assert!(cleared.clearing >= 1.0 && cleared.cleared > 0);
     assert!(cleared.share() >= 0.9, "{:.3} of the thinking valid", cleared.share());
+    assert_eq!(cleared.stale_lines, 0, "no pass left thinking stale");
+    assert!(
+        stubbed.stale_lines >= 1,
+        "the transcript says which passes left thinking stale"
+    );
     assert_eq!(stubbed.clearing, 0.0);
     assert!(stubbed.asked >= 1.0 && stubbed.dropped > 0);
     assert!(stubbed.share() < 0.5, "the control: {:.3}", stubbed.share());
@@ -142,6 +157,10 @@ async fn a_thinking_tool_loop_through_summary_passes_never_gets_a_signature_400(
     assert!(run.asked >= 1.0 && run.dropped > 0, "the summaries moved some thinking");
     assert!(run.largest <= 6_000, "{} tokens read", run.largest);
     assert!(run.valid > 0);
+    assert!(
+        run.stale_lines >= 1,
+        "the transcript records the passes that left thinking stale"
+    );
 }
 
 /// The upstream refuses an edited prefix (the gauge can fail: a client that edits its

@@ -14,7 +14,9 @@ use llm_compactor::Usage;
 use llm_compactor::compactor::{Compactor, CompactorConfig};
 use llm_compactor::count::{HeuristicCounter, TokenCounter};
 use llm_compactor::message::{Content, Message, Part, ToolCall, conversation_digest};
-use llm_compactor::session::{CompactionReason, ContextManager, PrepareOptions, RequestShape, Session};
+use llm_compactor::session::{
+    CompactionReason, ContextManager, PrepareOptions, RequestShape, Session, TYPE_STALE_THINKING, Transcript,
+};
 use llm_compactor::summarize::{StopReason, Summarizer, SummarizerError, SummaryReply, SummaryRequest};
 use serde_json::json;
 use session_support::fixed_options;
@@ -94,7 +96,8 @@ async fn run(prepare: bool) {
         .build()
         .unwrap();
     let compactor = Arc::new(Compactor::new(config, counter).with_summarizer(Arc::new(Quick)));
-    let session = Session::create(dir.path().join("s.jsonl"), fixed_options()).unwrap();
+    let path = dir.path().join("s.jsonl");
+    let session = Session::create(&path, fixed_options()).unwrap();
     let mut manager = ContextManager::new(compactor, session);
     manager = if prepare {
         manager.with_preparation(PrepareOptions::fixed(0.5))
@@ -134,6 +137,14 @@ async fn run(prepare: bool) {
         "{passes} passes, {stale_after_a_pass} stale"
     );
     assert_eq!(installed > 0, prepare, "the prepared path is the one exercised");
+    // The transcript says, beside each such pass, how many blocks it left stale.
+    let lines = Transcript::read(&path)
+        .unwrap()
+        .entries()
+        .iter()
+        .filter(|e| e.record.kind() == TYPE_STALE_THINKING)
+        .count();
+    assert_eq!(lines, stale_after_a_pass);
 }
 
 #[tokio::test]

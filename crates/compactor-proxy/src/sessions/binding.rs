@@ -7,6 +7,8 @@
 use llm_compactor::message::Message;
 use llm_compactor::plan::binding::{BindingRules, Provider, ServerClearing, clear_on_server};
 
+use llm_compactor::session::{Record, TYPE_STALE_THINKING, stale_thinking_line};
+
 use crate::api::Request;
 
 /// The thinking blocks a pass's output carries on a prefix they were not produced under
@@ -40,4 +42,23 @@ pub(super) fn server_clearing(
     clears_on_server(on, request)
         .then(|| clear_on_server(effective, client, small))
         .flatten()
+}
+
+/// The transcript line for the thinking blocks a pass left stale (none when there is
+/// none), with the remedy the requests that carry them use.
+pub(super) fn stale_line(request: &Request, stale: &[String]) -> Option<Record> {
+    if stale.is_empty() {
+        return None;
+    }
+    let remedy = if request.drop_block {
+        "drop_block (the client's)"
+    } else if needs_drop_block(request.thinking, false, &request.model) {
+        "drop_block"
+    } else {
+        "none: the model does not check"
+    };
+    Some(Record::Unknown {
+        kind: TYPE_STALE_THINKING.to_owned(),
+        payload: stale_thinking_line(stale, remedy),
+    })
 }

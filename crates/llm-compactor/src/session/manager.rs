@@ -22,6 +22,7 @@ use tokio_util::sync::CancellationToken;
 use super::context::{ContextEvent, ContextObserver, ManagerError, PassReport, RequestShape};
 use super::log::Session;
 use super::prepared::{Host, Preparation, PrepareOptions, Step};
+use super::stale_line::{TYPE_STALE_THINKING, stale_thinking_line};
 use crate::compactor::{CompactOptions, CompactionReason, Compactor, RequestFit};
 use crate::conversation::Conversation;
 use crate::count::{CalibratedCounter, TokenCounter};
@@ -501,6 +502,10 @@ impl ContextManager {
         let stale = stale_thinking(self.session.messages(), &result.messages, &self.stale_thinking, None);
         // The conversation is the transcript's, whatever part of the pass it holds.
         let recorded = self.session.record_result(&result)?;
+        if !stale.is_empty() {
+            self.session
+                .append_custom(TYPE_STALE_THINKING, stale_thinking_line(&stale, "caller"))?;
+        }
         self.stale_thinking = stale;
         self.emit(ContextEvent::CompactionDone {
             reason,

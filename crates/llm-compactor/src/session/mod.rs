@@ -39,6 +39,7 @@ mod prepared;
 mod record;
 mod repair;
 mod replay;
+mod stale_line;
 mod store_mirror;
 mod writer;
 
@@ -65,5 +66,6 @@ pub use record::{
 };
 pub use repair::repair;
 pub use replay::{ReplayError, Replayer, summary_message};
+pub use stale_line::{TYPE_STALE_THINKING, stale_thinking_line};
 pub use store_mirror::{MirrorError, StoreMirror, restore_session};
 pub use writer::{CONTINUED, Line, LineError, Lines, continued_in};

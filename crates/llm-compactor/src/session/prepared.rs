@@ -313,6 +313,12 @@ impl Preparation {
         let stale =
             crate::plan::binding::stale_thinking(host.session.messages(), &result.messages, host.stale_thinking, None);
         let recorded = host.session.record_result(&result)?;
+        if !stale.is_empty() {
+            host.session.append_custom(
+                super::stale_line::TYPE_STALE_THINKING,
+                super::stale_line::stale_thinking_line(&stale, "caller"),
+            )?;
+        }
         *host.stale_thinking = stale;
         host.emit(ContextEvent::PreparedInstalled {
             since,
