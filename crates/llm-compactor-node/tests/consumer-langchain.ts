@@ -12,6 +12,10 @@ async function withLangChain(): Promise<number> {
   const { messages } = await agent.invoke({ messages: [{ role: 'user', content: 'hi' }] })
   const last = messages.at(-1)
   const meta = AIMessage.isInstance(last) ? (last.response_metadata.compactor as CompactorMetadata | undefined) : undefined
+  const name: string = middleware.name
+  // @ts-expect-error: the middleware is langchain's AgentMiddleware (not `any`)
+  const wrong: number = middleware.name
+  void name, wrong
   // @ts-expect-error: the middleware keeps LangChain's messages
   compactorMiddleware({ format: 'openai' })
   return (meta?.pass?.tokensAfter ?? 0) + middleware.compactions + (middleware.lastResult?.tokensAfter ?? 0)
