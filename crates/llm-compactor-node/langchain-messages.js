@@ -6,10 +6,13 @@
 // the core keeps verbatim and never counts. Writing back, a message the pass left as it
 // was is returned as the original object (its id, metadata and usage intact); a message
 // the pass wrote (the summary) or changed (a stubbed tool result) is built anew with the
-// classes of the caller's `@langchain/core` (passed in, so that this file requires nothing).
+// classes of the caller's `@langchain/core` (passed in, so that this file requires no
+// framework). A message of another type is refused with an `UnsupportedInputError`: the
+// middleware then leaves the messages as they are.
 'use strict'
 
 const { isDeepStrictEqual } = require('node:util')
+const { UnsupportedInputError } = require('./errors')
 
 const EXTRA = 'x_langchain'
 const ROLES = { human: 'user', ai: 'assistant', tool: 'tool', system: 'system', developer: 'system' }
@@ -32,7 +35,7 @@ function convert(message) {
   if (message && typeof message.role === 'string' && typeOf(message) === undefined) return { ...message }
   const type = typeOf(message)
   const role = ROLES[type]
-  if (!role) throw new TypeError(`a LangChain message of type ${JSON.stringify(type)} has no OpenAI role`)
+  if (!role) throw new UnsupportedInputError(`a LangChain message of type ${JSON.stringify(type)} is not read by the compactor`)
   const out = { role, content: content(message.content) }
   if (type === 'ai' && message.tool_calls && message.tool_calls.length > 0) {
     out.tool_calls = message.tool_calls.map((c) => ({

@@ -11,11 +11,12 @@
 // its result. The summary stays in the state, so later calls extend it until the next
 // pass is due. `wrapModelCall`: the model's answer carries, in its
 // `response_metadata.compactor`, the request's tokens and the pass (with its receipt)
-// that the call follows, as the AI SDK middleware's provider metadata does.
+// that the call follows, as the AI SDK middleware's provider metadata does. Messages of a
+// type the compactor does not read leave the state as it is.
 'use strict'
 
 const { randomUUID } = require('node:crypto')
-const { compact, countTokens } = require('./index')
+const { compact, countTokens, UnsupportedInputError } = require('./index')
 const { toOpenAI, fromOpenAI } = require('./langchain-messages')
 const { metadata } = require('./middleware')
 
@@ -29,6 +30,16 @@ function removeAllId() {
     return require('@langchain/langgraph').REMOVE_ALL_MESSAGES || REMOVE_ALL_MESSAGES
   } catch {
     return REMOVE_ALL_MESSAGES
+  }
+}
+
+/** `f()`, or null when it refuses a message the compactor does not read. */
+function unsupported(f) {
+  try {
+    return f()
+  } catch (e) {
+    if (e instanceof UnsupportedInputError) return null
+    throw e
   }
 }
 
@@ -61,8 +72,8 @@ function compactorMiddleware(options = {}) {
 
     beforeModel: async (state) => {
       const messages = state.messages
-      const wire = toOpenAI(messages)
-      if (countTokens(wire, count) <= trigger) return undefined
+      const wire = unsupported(() => toOpenAI(messages))
+      if (!wire || countTokens(wire, count) <= trigger) return undefined
       const result = await compact(wire, { ...compactOptions, format: 'openai' })
       if (result.tokensAfter >= result.tokensBefore) return undefined
       const out = fromOpenAI(result.messages, messages, lc)
@@ -89,8 +100,9 @@ function compactorMiddleware(options = {}) {
           break
         }
       }
-      const tokens = countTokens(toOpenAI(requestMessages(request)), count)
-      if (response && typeof response === 'object' && 'response_metadata' in response) {
+      const wire = unsupported(() => toOpenAI(requestMessages(request)))
+      if (wire && response && typeof response === 'object' && 'response_metadata' in response) {
+        const tokens = countTokens(wire, count)
         response.response_metadata = { ...(response.response_metadata || {}), compactor: metadata(tokens, pass) }
       }
       return response

@@ -49,6 +49,7 @@ test('LangChain messages convert to OpenAI and back; unchanged ones are the orig
   assert.ok(changed instanceof ToolMessage && changed !== messages[3])
   assert.equal(changed.tool_call_id, 'c1')
   assert.equal(changed.content, '[stubbed]')
+  assert.throws(() => toOpenAI([{ type: 'remove', id: 'x' }]), { code: 'ERR_UNSUPPORTED_INPUT' })
   assert.deepEqual(fromOpenAI([wire[2]], [], lc)[0].tool_calls, [{ id: 'c1', name: 'shell', args: { cmd: 'ls' }, type: 'tool_call' }])
 })
 
