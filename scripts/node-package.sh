@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # The Node package (crates/llm-compactor-node): builds its native addon, installs its
-# pinned dev dependencies from the committed lock file (TypeScript, and the Vercel AI SDK
-# the middleware is tested with: `ai`, `@ai-sdk/openai-compatible`) and runs its tests:
-# the package under `node --test` (the AI SDK ones against a scripted server on
+# pinned dev dependencies from the committed lock file (TypeScript, and the frameworks the
+# adapters are tested with: the Vercel AI SDK `ai` + `@ai-sdk/openai-compatible`,
+# `langchain` + `@langchain/core` + `@langchain/openai`, `@openai/agents`) and runs its
+# tests: the package under `node --test` (the adapters' against a scripted server on
 # 127.0.0.1), and `tsc --strict` over typed consumer files that check index.d.ts and the
-# middleware's type against the real SDK's. Run by scripts/test.sh (the README's test
+# adapters' types against the real frameworks'. Run by scripts/test.sh (the README's test
 # command). Without the registry (or a cache holding the lock file's packages) the
 # install fails, and so does this script: nothing is skipped.
 #
@@ -34,7 +35,7 @@ if ! cmp -s package-lock.json node_modules/.installed-lock.json; then
 fi
 echo "== node --test (the Node package)"
 node --test tests/
-echo "== tsc --strict (index.d.ts, over a typed consumer; the middleware against the AI SDK's types)"
+echo "== tsc --strict (index.d.ts, over a typed consumer; the adapters against the frameworks' types)"
 node_modules/.bin/tsc -p tsconfig.json
 node_modules/.bin/tsc -p tsconfig.ai.json
 echo "node-package: ok"

@@ -99,4 +99,4 @@ function compactorMiddleware(options = {}) {
   }
 }
 
-module.exports = { compactorMiddleware }
+module.exports = { compactorMiddleware, metadata }
