@@ -208,6 +208,13 @@ export interface PreparedRequest {
   messages: WireMessage[]
   /** Tokens of the whole request (conversation, tools, context). */
   requestTokens: number
+  /**
+   * Signed thinking blocks the conversation carries on a prefix they were not produced
+   * under (kept turns after a summary or a stub): on a model with preserved thinking, send
+   * the request with `thinking.block_binding.prefix_mismatch_behavior: "drop_block"` and
+   * the `thinking-binding-controls-2026-08-01` beta. 0 when there is none.
+   */
+  staleThinking: number
   /** Why a pass ran (`threshold`, `room`, `context-length-exceeded`, `prepared`), else null. */
   reason: string | null
   /** The pass's result (with its `receipt`), else null. */

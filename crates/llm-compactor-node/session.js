@@ -110,6 +110,7 @@ function prepared(json, codec, format) {
   return {
     messages: codec.read(raw.messages),
     requestTokens: raw.requestTokens,
+    staleThinking: raw.staleThinking || 0,
     reason: raw.pass ? raw.pass.reason : null,
     result: raw.pass ? result(raw.pass.result, codec, format) : null,
   }

@@ -76,11 +76,12 @@ fn tools(json: Option<String>) -> Result<Vec<Value>> {
     }
 }
 
-/// `prepared` as JSON text: `{messages, requestTokens, pass: {reason, result} | null}`.
+/// `prepared` as JSON text: `{messages, requestTokens, staleThinking, pass: {reason, result} | null}`.
 fn prepared_json(prepared: Prepared, format: WireFormat) -> Result<String> {
     let mut object = Map::new();
     object.insert("messages".into(), Wire::empty(format).write_list(prepared.messages));
     object.insert("requestTokens".into(), Value::from(prepared.request_tokens));
+    object.insert("staleThinking".into(), Value::from(prepared.stale_thinking));
     let pass = match prepared.pass {
         Some(pass) => {
             let reason = serde_json::to_value(pass.reason).unwrap_or(Value::Null);

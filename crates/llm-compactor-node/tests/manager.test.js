@@ -159,3 +159,23 @@ test('Session: append, compact, replay, originals, expand; closed and busy are e
   assert.equal(reopened.originals().length, 121)
   reopened.close()
 })
+
+test('ContextManager: staleThinking counts the thinking a pass moved onto a new prefix', async () => {
+  const manager = new ContextManager({ path: fresh(), budget: 3000, format: 'anthropic' })
+  manager.push([{ role: 'user', content: 'Read the log.' }])
+  const seen = []
+  for (let i = 0; i < 30; i++) {
+    const sent = await manager.prepare({})
+    seen.push(sent.staleThinking)
+    const turn = [
+      { type: 'thinking', thinking: `round ${i}`, signature: `sig-${i}` },
+      { type: 'tool_use', id: `t${i}`, name: 'bash', input: { n: i } },
+    ]
+    manager.recordResponse([
+      { role: 'assistant', content: turn },
+      { role: 'user', content: [{ type: 'tool_result', tool_use_id: `t${i}`, content: `part ${i} `.repeat(120) }] },
+    ], { model: 'claude-opus-5-5' })
+  }
+  assert.equal(seen[0], 0, 'nothing moved before the first pass')
+  assert.ok(Math.max(...seen) > 0, `a pass moved kept turns' thinking: ${seen}`)
+})
