@@ -86,7 +86,7 @@ pub async fn compact(
     let (messages, wire) = read(parse(&messages, "messages")?, &options)?;
     let mut compactor = options.compactor().map_err(invalid)?;
     if let Some(function) = summarizer {
-        if options.summarizer.is_some() {
+        if options.overlay.summarizer.is_some() {
             return Err(invalid(
                 "pass either a summarizer function or options.summarizer, not both",
             ));
@@ -94,7 +94,7 @@ pub async fn compact(
         compactor = compactor.with_summarizer(std::sync::Arc::new(summarizer::JsSummarizer::new(function)));
     }
     let pass = CompactOptions {
-        target: options.target,
+        target: options.overlay.target,
         ..CompactOptions::default()
     };
     let result = compactor.compact(&messages, pass).await.map_err(|e| match e {

@@ -116,7 +116,7 @@
 //! [`count`] (token counters), [`plan`] (the pure planning core; [`plan::binding`]: the
 //! provider state an edit invalidates), [`summarize`] (the
 //! summarizer port), [`compactor`] (the async shell), [`backend`] (summarizer backends),
-//! [`session`] (the replayable transcript), [`atomic`] (the temp names of atomic writes), [`simulate`] (the cost simulator), [`store`] (durable, shareable session stores), [`stale`] (sweeping temp files killed processes left).
+//! [`options`] (the one options overlay the CLI and the bindings apply), [`session`] (the replayable transcript), [`atomic`] (the temp names of atomic writes), [`simulate`] (the cost simulator), [`store`] (durable, shareable session stores), [`stale`] (sweeping temp files killed processes left).
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
@@ -128,6 +128,7 @@ mod conversation;
 pub mod count;
 pub mod format;
 pub mod message;
+pub mod options;
 pub mod plan;
 pub mod session;
 pub mod simulate;
