@@ -28,6 +28,7 @@ use crate::message::Message;
 /// A final line that is not valid JSON: what a crash mid-append leaves. Everything from
 /// its start to the end of the file is cut off by a repair.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct TornTail {
     /// Its 1-based line number.
     pub line: usize,

@@ -44,6 +44,7 @@ pub enum LineError {
 
 /// One encoded transcript line.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Line {
     /// The envelope id.
     pub id: String,
