@@ -53,10 +53,10 @@ fn sample(dir: &Path) -> (PathBuf, Vec<Message>) {
         .unwrap();
     session.append_message(Message::assistant("Found it.")).unwrap();
     session
-        .append_elision(vec![ElisionItem {
-            id: read,
-            stub: "[elided by the harness: 4000-char read_file result; re-run the call if you need it again]".into(),
-        }])
+        .append_elision(vec![ElisionItem::new(
+            read,
+            "[elided by the harness: 4000-char read_file result; re-run the call if you need it again]",
+        )])
         .unwrap();
     let through = session.messages()[3].id.clone().unwrap();
     session

@@ -84,6 +84,7 @@ impl std::fmt::Display for SessionFrom {
 }
 
 /// A client identity the proxy knows.
+#[non_exhaustive]
 pub struct KnownClient {
     /// The client, in words.
     pub client: &'static str,
@@ -159,6 +160,7 @@ pub fn record(identity: &Identity, extra: &mut serde_json::Map<String, Value>) {
 /// How a session was identified, as its first (meta) transcript line recorded it: what
 /// `compactor proxy sessions` and the inspector show.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct RecordedIdentity {
     /// `explicit`, `client`, `configured` or `digest` (empty for a session recorded before
     /// the proxy wrote it).
@@ -170,6 +172,15 @@ pub struct RecordedIdentity {
 }
 
 impl RecordedIdentity {
+    /// An identity of `tier`, read from `source`, under `parent` if any.
+    pub fn new(tier: impl Into<String>, source: impl Into<String>, parent: Option<String>) -> RecordedIdentity {
+        RecordedIdentity {
+            tier: tier.into(),
+            source: source.into(),
+            parent,
+        }
+    }
+
     /// Reads the identity a session's first transcript line carries; the default when it
     /// carries none (or is not JSON).
     pub fn from_meta_line(line: &str) -> RecordedIdentity {

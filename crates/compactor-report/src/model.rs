@@ -13,6 +13,7 @@ use serde::Serialize;
 /// One request of the session: the conversation as it stood when an assistant turn was
 /// asked for (or, last, as the next request would carry it).
 #[derive(Clone, Debug, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct RequestPoint {
     /// 1-based request number.
     pub number: usize,
@@ -75,6 +76,7 @@ impl PassKind {
 /// A message as the report quotes it: its role, where it was, and its text (cut to the
 /// report's cap, with how much was cut).
 #[derive(Clone, Debug, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct QuotedMessage {
     /// Its id in the transcript.
     pub id: String,
@@ -92,6 +94,7 @@ pub struct QuotedMessage {
 
 /// A tool result a pass stubbed: the stub, and what it replaced.
 #[derive(Clone, Debug, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct StubView {
     /// The stub text now in its place.
     pub stub: String,
@@ -102,6 +105,7 @@ pub struct StubView {
 /// One section of a summary (`### Files touched` and its lines); the text before the
 /// first heading is a section without a title.
 #[derive(Clone, Debug, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct SummarySection {
     /// The heading's text, without its `#`s.
     pub title: String,
@@ -113,6 +117,7 @@ pub struct SummarySection {
 
 /// A run of neighbouring messages of one role and fate, in a shape view.
 #[derive(Clone, Debug, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct Segment {
     /// The role.
     pub role: String,
@@ -126,6 +131,7 @@ pub struct Segment {
 
 /// One pass: the lines it wrote, what they did, and what they cost.
 #[derive(Clone, Debug, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct PassView {
     /// 1-based pass number.
     pub number: usize,
@@ -204,6 +210,7 @@ impl PassView {
 
 /// The session's totals.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct Totals {
     /// Requests.
     pub requests: usize,
@@ -245,6 +252,7 @@ impl Totals {
 
 /// The budget, trigger and target lines of the chart, when known.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct Limits {
     /// The context budget.
     pub budget: Option<usize>,
@@ -256,6 +264,7 @@ pub struct Limits {
 
 /// Everything a report shows about one session.
 #[derive(Clone, Debug, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct SessionReport {
     /// The page title (a file name or a session key).
     pub title: String,

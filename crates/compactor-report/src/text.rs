@@ -3,6 +3,7 @@
 
 use llm_compactor::Usage;
 use llm_compactor::message::Message;
+use llm_compactor::plan::ledger::SECTION_TITLES;
 use serde_json::{Map, Value};
 
 use crate::model::SummarySection;
@@ -27,21 +28,9 @@ pub fn message_text(message: &Message) -> String {
     text
 }
 
-/// The titles of the artifact ledger's sections (`llm_compactor::plan::ledger`'s
-/// renderer): inside the ledger only these start a section, because the verbatim user
-/// request it quotes may hold markdown headings of its own.
-const LEDGER_SECTIONS: [&str; 7] = [
-    "Last user request",
-    "Open errors and failing tests",
-    "Files touched",
-    "Commands run",
-    "Resolved errors",
-    "Earlier user messages",
-    "Identifiers named",
-];
-
 /// A summary split at its markdown headings (`#`, `##`, `###`; inside the ledger, at its
-/// own section headings only): the text before the first heading is a section without a
+/// own section headings only ([`SECTION_TITLES`]: the verbatim user request it quotes may
+/// hold markdown headings of its own)): the text before the first heading is a section without a
 /// title. Each body is cut to `max` chars.
 pub fn summary_sections(summary: &str, max: usize) -> Vec<SummarySection> {
     let mut sections: Vec<(String, String)> = Vec::new();
@@ -54,7 +43,7 @@ pub fn summary_sections(summary: &str, max: usize) -> Vec<SummarySection> {
         let is_heading = line.starts_with('#')
             && heading.starts_with(' ')
             && level <= 3
-            && (!in_ledger || level <= 2 || LEDGER_SECTIONS.iter().any(|t| heading.trim_start().starts_with(t)));
+            && (!in_ledger || level <= 2 || SECTION_TITLES.iter().any(|t| heading.trim_start().starts_with(t)));
         if is_heading {
             in_ledger = in_ledger || (level == 2 && heading.trim_start().starts_with("Ledger"));
             if !title.is_empty() || !body.trim().is_empty() {
@@ -177,6 +166,19 @@ mod tests {
         );
         assert_eq!(sections[2].body, "- fix it\n### Steps\n1. run");
         assert_eq!(sections[3].body, "- a.rs (edit)");
+    }
+
+    #[test]
+    fn every_title_of_the_library_s_ledger_starts_a_section() {
+        // The report reads the titles from `plan::ledger` (it once held a copy, which
+        // lacked the pinned instructions).
+        let mut s = format!("{}\n", llm_compactor::plan::ledger::LEDGER_HEADING);
+        for title in SECTION_TITLES {
+            s.push_str(&format!("### {title}\n- a line\n"));
+        }
+        let sections = summary_sections(&s, 100);
+        assert_eq!(sections.len(), 1 + SECTION_TITLES.len(), "{sections:?}");
+        assert!(sections.iter().any(|s| s.title.starts_with("Pinned instructions")));
     }
 
     #[test]

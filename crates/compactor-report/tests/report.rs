@@ -265,20 +265,13 @@ fn every_kind_of_pass_is_named_counted_and_marked() {
     );
     push(
         "e",
-        Record::Elision(ElisionRecord::new(vec![ElisionItem {
-            id: "t1".to_owned(),
-            stub: "[stub of t1]".to_owned(),
-        }])),
+        Record::Elision(ElisionRecord::new(vec![ElisionItem::new("t1", "[stub of t1]")])),
     );
     push(
         "r",
         Record::Repair({
             let mut repair = RepairRecord::default();
-            repair.answers = vec![SyntheticAnswerItem {
-                after: "a2".to_owned(),
-                content: "no result recorded".to_owned(),
-                tool_call_id: "c2".to_owned(),
-            }];
+            repair.answers = vec![SyntheticAnswerItem::new("a2", "no result recorded", "c2")];
             repair
         }),
     );

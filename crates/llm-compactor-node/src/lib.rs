@@ -74,7 +74,7 @@ pub(crate) fn build_compactor<const WEAK: bool>(
 ) -> Result<llm_compactor::Compactor> {
     let mut compactor = options.compactor().map_err(invalid)?;
     if let Some(function) = summarizer {
-        if options.summarizer.is_some() {
+        if options.overlay.summarizer.is_some() {
             return Err(errors::config(
                 "pass either a summarizer function or options.summarizer, not both",
                 Some("summarizer"),
@@ -116,7 +116,7 @@ pub async fn compact(
     let (messages, wire) = read(parse(&messages, "messages")?, &options)?;
     let compactor = build_compactor(&options, summarizer)?;
     let pass = CompactOptions {
-        target: options.target,
+        target: options.overlay.target,
         ..CompactOptions::default()
     };
     let result = compactor.compact(&messages, pass).await.map_err(errors::compact)?;

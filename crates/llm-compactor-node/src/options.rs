@@ -1,52 +1,53 @@
-//! The options object of `compact` / `countTokens`: the CLI's flags in JavaScript's
-//! spelling (camelCase), the same defaults and meaning. Unknown keys are refused, naming
-//! them, so that a misspelt option never silently does nothing.
+//! The options object of `compact` / `countTokens`: the library's options overlay
+//! ([`OptionsOverlay`], the CLI's flags) in JavaScript's spelling (camelCase), plus this
+//! binding's own `format` and `system`. Unknown keys are refused, naming them, so that a
+//! misspelt option never silently does nothing.
 
 use std::sync::Arc;
 
-use llm_compactor::backend::LedgerSummarizer;
-use llm_compactor::count::{TokenCounter, counter_by_name};
+use llm_compactor::Compactor;
+use llm_compactor::count::TokenCounter;
 use llm_compactor::format::caller::{WireFormat, parse_format};
-use llm_compactor::plan::ledger::LedgerPolicy;
-use llm_compactor::{Compactor, CompactorConfig};
-use serde::Deserialize;
-use serde_json::Value;
+use llm_compactor::options::OptionsOverlay;
+use serde_json::{Map, Value};
 
-/// The context window unless `budget` says otherwise (the CLI's and Python's default).
-pub const DEFAULT_BUDGET: usize = 128_000;
-
-/// Every option, `None` meaning "the library's default".
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
+/// Every option: the overlay's (`None` meaning "the library's default") and the reading
+/// of the messages.
+#[derive(Debug, Default)]
 pub struct Options {
-    pub budget: Option<usize>,
-    pub trigger_ratio: Option<f64>,
-    pub target_ratio: Option<f64>,
-    pub keep_recent: Option<usize>,
-    pub tool_result_cap: Option<usize>,
-    pub age_observations: Option<bool>,
-    pub max_recent_tokens: Option<usize>,
-    pub counter: Option<String>,
-    pub ledger_max_tokens: Option<usize>,
-    /// `ledger` (the default: the model-free summary) or `none` (the hard trim).
-    pub summarizer: Option<String>,
+    /// The library's options (`budget`, `triggerRatio`, `summarizer`, `target`, ...).
+    pub overlay: OptionsOverlay,
     /// `auto` (the default), `openai`, `anthropic`, `responses` or `mini-swe-agent`.
     pub format: Option<String>,
     /// Anthropic's `system` beside a bare list of turns.
     pub system: Option<Value>,
-    /// The pass's target in tokens (the compactor's own target when absent).
-    pub target: Option<usize>,
-    /// Summaries and stubs name the handles of what they replace (default false).
-    pub expand: Option<bool>,
 }
 
 impl Options {
     /// Reads the caller's options object (absent: every default).
     pub fn read(value: Option<Value>) -> Result<Options, String> {
-        match value {
-            None | Some(Value::Null) => Ok(Options::default()),
-            Some(value) => serde_json::from_value(value).map_err(|e| format!("invalid option: {e}")),
-        }
+        let mut object = match value {
+            None | Some(Value::Null) => return Ok(Options::default()),
+            Some(Value::Object(object)) => object,
+            Some(other) => return Err(format!("invalid option: expected an object, got {other}")),
+        };
+        let format = match object.remove("format") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(format)) => Some(format),
+            Some(other) => return Err(format!("invalid option: format must be a string, got {other}")),
+        };
+        let system = object.remove("system").filter(|v| !v.is_null());
+        let snake: Map<String, Value> = object
+            .into_iter()
+            .map(|(key, value)| (snake_case(&key), value))
+            .collect();
+        let overlay = serde_json::from_value(Value::Object(snake))
+            .map_err(|e| format!("invalid option: {}", camel_names(&e.to_string())))?;
+        Ok(Options {
+            overlay,
+            format,
+            system,
+        })
     }
 
     /// The format to read messages in (`None`: detect).
@@ -56,44 +57,93 @@ impl Options {
 
     /// The named counter (`o200k` unless named).
     pub fn counter(&self) -> Result<Arc<dyn TokenCounter>, String> {
-        counter_by_name(self.counter.as_deref().unwrap_or("o200k")).map_err(|e| e.to_string())
+        self.overlay.counter().map_err(|e| camel_names(&e.to_string()))
     }
 
-    /// The compactor these options describe.
+    /// The compactor these options describe (`summarizer`: `ledger` by default).
     pub fn compactor(&self) -> Result<Compactor, String> {
-        let mut builder = CompactorConfig::builder(self.budget.unwrap_or(DEFAULT_BUDGET));
-        if let Some(v) = self.trigger_ratio {
-            builder = builder.trigger_ratio(v);
+        let summarizer = self.overlay.summarizer().map_err(|e| camel_names(&e.to_string()))?;
+        self.overlay
+            .compactor(self.counter()?, summarizer)
+            .map_err(|e| camel_names(&e.to_string()))
+    }
+}
+
+/// `triggerRatio` as the overlay spells it (`trigger_ratio`). A key already spelt with
+/// an underscore is kept, and so refused as unknown (JavaScript's names are camelCase).
+fn snake_case(key: &str) -> String {
+    if key.contains('_') {
+        return format!("{key}_");
+    }
+    let mut out = String::with_capacity(key.len() + 4);
+    for c in key.chars() {
+        if c.is_ascii_uppercase() {
+            out.push('_');
+            out.push(c.to_ascii_lowercase());
+        } else {
+            out.push(c);
         }
-        if let Some(v) = self.target_ratio {
-            builder = builder.target_ratio(v);
+    }
+    out
+}
+
+/// A message of the overlay's with its option names (words in backticks, and the
+/// overlay's snake_case names) in camelCase.
+fn camel_names(message: &str) -> String {
+    let mut out = String::with_capacity(message.len());
+    let mut word = String::new();
+    for c in message.chars() {
+        if c.is_ascii_alphanumeric() || c == '_' {
+            word.push(c);
+            continue;
         }
-        if let Some(v) = self.keep_recent {
-            builder = builder.keep_recent(v);
+        out.push_str(&camel_word(&word));
+        word.clear();
+        out.push(c);
+    }
+    out.push_str(&camel_word(&word));
+    out
+}
+
+/// `trigger_ratio` as `triggerRatio`; a word without an inner underscore as it is (a
+/// key the caller spelt with one comes back as given, its trailing `_` dropped).
+fn camel_word(word: &str) -> String {
+    if let Some(given) = word.strip_suffix('_') {
+        return given.to_owned();
+    }
+    let mut out = String::with_capacity(word.len());
+    let mut upper = false;
+    for c in word.chars() {
+        if c == '_' && !out.is_empty() {
+            upper = true;
+        } else if upper {
+            out.push(c.to_ascii_uppercase());
+            upper = false;
+        } else {
+            out.push(c);
         }
-        if let Some(v) = self.tool_result_cap {
-            builder = builder.tool_result_cap(v);
-        }
-        if let Some(v) = self.age_observations {
-            builder = builder.age_observations(v);
-        }
-        if let Some(v) = self.max_recent_tokens {
-            builder = builder.max_recent_tokens(v);
-        }
-        let mut config = builder.build().map_err(|e| e.to_string())?;
-        config.expand = self.expand.unwrap_or(false);
-        let mut compactor = Compactor::new(config, self.counter()?);
-        if self.ledger_max_tokens != Some(0) {
-            let mut policy = LedgerPolicy::default();
-            if let Some(max) = self.ledger_max_tokens {
-                policy.max_tokens = max;
-            }
-            compactor = compactor.with_ledger(policy);
-        }
-        match self.summarizer.as_deref().unwrap_or("ledger") {
-            "ledger" => Ok(compactor.with_summarizer(Arc::new(LedgerSummarizer))),
-            "none" => Ok(compactor),
-            other => Err(format!("unknown summarizer `{other}` (expected ledger or none)")),
-        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_travel_in_both_spellings() {
+        assert_eq!(snake_case("triggerRatio"), "trigger_ratio");
+        assert_eq!(snake_case("budget"), "budget");
+        assert_eq!(camel_word("trigger_ratio"), "triggerRatio");
+        let options = Options::read(Some(serde_json::json!({"keepRecent": 3, "format": "openai"}))).unwrap();
+        assert_eq!(options.overlay.keep_recent, Some(3));
+        assert_eq!(options.format.as_deref(), Some("openai"));
+        let misspelt = Options::read(Some(serde_json::json!({"keep_recent": 3}))).unwrap_err();
+        assert!(
+            misspelt.contains("unknown field `keep_recent`") && misspelt.contains("`keepRecent`"),
+            "{misspelt}"
+        );
+        let budgett = Options::read(Some(serde_json::json!({"budgett": 3}))).unwrap_err();
+        assert!(budgett.contains("`budgett`"), "{budgett}");
     }
 }

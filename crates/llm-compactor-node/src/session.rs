@@ -177,7 +177,7 @@ impl Session {
             .map_err(|_| errors::busy("the session"))?;
         let session = guard.as_mut().ok_or_else(|| self.closed())?;
         let pass = CompactOptions {
-            target: options.target,
+            target: options.overlay.target,
             ..CompactOptions::default()
         };
         let result = compactor

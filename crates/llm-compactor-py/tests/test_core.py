@@ -141,6 +141,16 @@ def test_options_have_the_cli_defaults() -> None:
     assert capped["summary_max_tokens"] == 512 and capped["expand_truncated"] is False
 
 
+def test_policy_and_expand_as_the_cli_reads_them() -> None:
+    # The library's one options overlay: the CLI's `--policy` and `--expand` here too.
+    economy = Compactor(budget=100_000, policy="economy", trigger_ratio=0.6).config
+    assert economy["policy"] == "economy"
+    assert economy["trigger_ratio"] == 0.6 and economy["target_ratio"] == 0.2
+    assert Compactor(budget=100_000, expand=True).config["expand"] is True
+    with pytest.raises(ConfigError):
+        Compactor(budget=100_000, policy="cheap")
+
+
 def test_counters() -> None:
     messages = [{"role": "user", "content": "hello world"}]
     assert llm_compactor.count_tokens(messages, counter="heuristic") == 8 + 3

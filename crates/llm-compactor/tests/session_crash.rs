@@ -93,7 +93,7 @@ fn child() {
             }
             Op::Elide(id) => {
                 session
-                    .append_elision(vec![ElisionItem { id, stub: stub(k) }])
+                    .append_elision(vec![ElisionItem::new(id, stub(k))])
                     .expect("elide");
             }
         }

@@ -226,12 +226,7 @@ fn an_elision_that_stubs_nothing_and_a_blank_custom_type_are_refused() {
     }
     assert_eq!(file_bytes(&path), before, "nothing written");
     let id = session.messages()[1].id.clone().unwrap();
-    session
-        .append_elision(vec![ElisionItem {
-            id,
-            stub: "[stub]".into(),
-        }])
-        .unwrap();
+    session.append_elision(vec![ElisionItem::new(id, "[stub]")]).unwrap();
     drop(session);
 
     // And at load.

@@ -201,12 +201,7 @@ fn unknown_ids_and_reused_ids_are_refused_at_append_time() {
     let (path, mut session) = new_session(&dir);
     session.append_message(Message::user("a").with_id("m1")).unwrap();
     let before = file_bytes(&path);
-    let err = session
-        .append_elision(vec![ElisionItem {
-            id: "nope".into(),
-            stub: "s".into(),
-        }])
-        .unwrap_err();
+    let err = session.append_elision(vec![ElisionItem::new("nope", "s")]).unwrap_err();
     assert!(matches!(err, SessionError::Rejected { .. }), "{err}");
     let err = session
         .append_compaction({

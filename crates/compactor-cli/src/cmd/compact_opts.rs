@@ -3,8 +3,10 @@
 
 use std::sync::Arc;
 
-use llm_compactor::count::{TokenCounter, counter_by_name};
+use llm_compactor::backend::http::HttpConfigError;
+use llm_compactor::count::TokenCounter;
 use llm_compactor::format::Format;
+use llm_compactor::options::{OptionsOverlay, OverlayError};
 use llm_compactor::{CompactOptions, CompactionResult, Compactor, CompactorConfig, Message, Policy};
 
 use super::interrupt::{Interrupt, Watch};
@@ -16,8 +18,6 @@ use super::summarizer::SummarizerOpts;
 /// truncation retry) at ~20 tokens/s on a laptop core.
 const LOCAL_SUMMARY_MAX_TOKENS: u32 = 512;
 
-/// The context window unless `--budget` says otherwise.
-pub const DEFAULT_BUDGET: usize = 128_000;
 use crate::error::CliError;
 
 /// The wire format of the input.
@@ -164,33 +164,17 @@ impl CompactOpts {
         &self,
         summarizer: Option<Arc<dyn llm_compactor::Summarizer>>,
     ) -> Result<(Compactor, Arc<dyn TokenCounter>), CliError> {
+        let overlay = self.overlay();
         let mut config = self.config()?;
         let counter = self.counter()?;
         let local = summarizer.as_ref().is_some_and(|s| s.name().starts_with("local"));
         if local && self.summary_max_tokens.is_none() {
+            // The local model's budget is a cap too: a truncated summary is retried at it
+            // with the instruction to write less, never with a doubled budget.
             config.summary_max_tokens = LOCAL_SUMMARY_MAX_TOKENS;
-        }
-        // An explicit budget, and the local model's, is a cap: a truncated summary is
-        // retried at it with the instruction to write less, never with a doubled budget.
-        if local || self.summary_max_tokens.is_some() {
             config.expand_truncated = false;
         }
-        config.expand = self.expand;
-        let mut compactor = Compactor::new(config, counter.clone());
-        match self.ledger_max_tokens {
-            Some(0) => {}
-            max => {
-                let mut policy = llm_compactor::plan::ledger::LedgerPolicy::default();
-                if let Some(max) = max {
-                    policy.max_tokens = max;
-                }
-                compactor = compactor.with_ledger(policy);
-            }
-        }
-        if let Some(summarizer) = summarizer {
-            compactor = compactor.with_summarizer(summarizer);
-        }
-        Ok((compactor, counter))
+        Ok((overlay.compactor_of(config, counter.clone(), summarizer), counter))
     }
 
     /// Runs one pass of `compactor` over `messages` with these options, on a
@@ -221,53 +205,36 @@ impl CompactOpts {
         })
     }
 
+    /// These options as the library's options overlay (the summarizer's are
+    /// [`SummarizerOpts`]' own: `auto`, `local` and `upstream` are the CLI's).
+    pub fn overlay(&self) -> OptionsOverlay {
+        let mut overlay = OptionsOverlay::new();
+        overlay.budget = self.budget;
+        overlay.policy = self.policy;
+        overlay.trigger_ratio = self.trigger_ratio;
+        overlay.target_ratio = self.target_ratio;
+        overlay.target = self.target;
+        overlay.keep_recent = self.keep_recent;
+        overlay.tool_result_cap = self.tool_result_cap;
+        overlay.age_observations = self.age_observations;
+        overlay.age_min_chars = self.age_min_chars;
+        overlay.age_reclaim_min = self.age_reclaim_min;
+        overlay.max_recent_tokens = self.max_recent_tokens;
+        overlay.max_attempts = self.max_attempts;
+        overlay.summary_max_tokens = self.summary_max_tokens;
+        overlay.expand = Some(self.expand);
+        overlay.counter = Some(self.counter.name().to_owned());
+        overlay.ledger_max_tokens = self.ledger_max_tokens;
+        overlay.focus = self.focus.clone();
+        overlay
+    }
+
     /// The validated compactor configuration.
     ///
     /// # Errors
     /// A usage error naming the invalid setting.
     pub fn config(&self) -> Result<CompactorConfig, CliError> {
-        let mut builder = CompactorConfig::builder(self.budget.unwrap_or(DEFAULT_BUDGET));
-        if let Some(policy) = self.policy {
-            builder = builder.policy(policy);
-        }
-        if let Some(v) = self.age_observations {
-            builder = builder.age_observations(v);
-        }
-        if let Some(v) = self.trigger_ratio {
-            builder = builder.trigger_ratio(v);
-        }
-        if let Some(v) = self.target_ratio {
-            builder = builder.target_ratio(v);
-        }
-        if let Some(v) = self.keep_recent {
-            builder = builder.keep_recent(v);
-        }
-        if let Some(v) = self.tool_result_cap {
-            builder = builder.tool_result_cap(v);
-        }
-        if let Some(v) = self.age_min_chars {
-            builder = builder.age_min_chars(v);
-        }
-        if let Some(v) = self.age_reclaim_min {
-            builder = builder.age_reclaim_min(v);
-        }
-        if let Some(v) = self.max_recent_tokens {
-            builder = builder.max_recent_tokens(v);
-        }
-        if let Some(v) = self.max_attempts {
-            builder = builder.max_attempts(v);
-        }
-        if let Some(v) = self.summary_max_tokens {
-            builder = builder.summary_max_tokens(v);
-        }
-        if self.target == Some(0) {
-            return Err(CliError::Usage(
-                "invalid configuration: --target must be greater than 0".into(),
-            ));
-        }
-        builder
-            .build()
-            .map_err(|e| CliError::Usage(format!("invalid configuration: {e}")))
+        self.overlay().config().map_err(refused)
     }
 
     /// The counter.
@@ -275,21 +242,38 @@ impl CompactOpts {
     /// # Errors
     /// A usage error when the counter is not available in this build.
     pub fn counter(&self) -> Result<Arc<dyn TokenCounter>, CliError> {
-        counter_named(self.counter.name())
+        self.overlay().counter().map_err(refused)
     }
 
     /// The per-pass options (target, focus).
     pub fn options(&self) -> CompactOptions {
-        CompactOptions {
-            target: self.target,
-            focus: self.focus.clone(),
-            ..CompactOptions::default()
-        }
+        self.overlay().pass_options()
     }
 }
 
-fn counter_named(name: &str) -> Result<Arc<dyn TokenCounter>, CliError> {
-    counter_by_name(name).map_err(|e| CliError::Usage(e.to_string()))
+/// An option the library's overlay refused, as a usage error naming its flag (a runtime
+/// failure when the HTTP client cannot be created).
+pub fn refused(error: OverlayError) -> CliError {
+    let usage = |text: String| CliError::Usage(text);
+    match error {
+        OverlayError::ZeroTarget => usage("invalid configuration: --target must be greater than 0".into()),
+        OverlayError::Missing { summarizer, option } => {
+            let value = if option == "summarizer_cmd" { " CMD" } else { "" };
+            usage(format!(
+                "--summarizer {summarizer} needs --{}{value}",
+                option.replace('_', "-")
+            ))
+        }
+        OverlayError::Timeout(secs) => usage(format!("--summarizer-timeout must be positive, got {secs}")),
+        OverlayError::HttpOptionsUnused => usage(
+            "--model, --base-url, --api-key-env and --summarizer-context need --summarizer openai|anthropic".into(),
+        ),
+        OverlayError::Http(error @ HttpConfigError::Client(_)) => CliError::failed(error),
+        OverlayError::Http(error @ HttpConfigError::MissingApiKey { .. }) => {
+            usage(format!("{error} (set it, or name another variable with --api-key-env)"))
+        }
+        other => usage(other.to_string()),
+    }
 }
 
 #[cfg(test)]

@@ -75,16 +75,8 @@ mod tests {
 
     #[test]
     fn a_child_is_listed_under_its_parent() {
-        let info = |s: &str| SessionInfo {
-            session: s.to_owned(),
-            events: 1,
-            last_ts: None,
-        };
-        let meta = |tier: &str, parent: Option<&str>| IdentityMeta {
-            tier: tier.to_owned(),
-            source: "x".to_owned(),
-            parent: parent.map(str::to_owned),
-        };
+        let info = |s: &str| SessionInfo::new(s, 1, None);
+        let meta = |tier: &str, parent: Option<&str>| IdentityMeta::new(tier, "x", parent.map(str::to_owned));
         let rows = vec![
             (info("a-child"), meta("client", Some("z-root"))),
             (info("b"), meta("digest", None)),

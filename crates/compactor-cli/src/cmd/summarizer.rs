@@ -5,11 +5,11 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Duration;
 
 use llm_compactor::Summarizer;
+use llm_compactor::backend::LedgerSummarizer;
 use llm_compactor::backend::http::Protocol;
-use llm_compactor::backend::{ExecSummarizer, LedgerSummarizer};
+use llm_compactor::options::OptionsOverlay;
 
 use crate::error::CliError;
 
@@ -112,15 +112,10 @@ impl SummarizerOpts {
     }
 
     fn build_as(&self, progress: bool, server: bool) -> Result<Option<Arc<dyn Summarizer>>, CliError> {
-        let timeout = match self.summarizer_timeout {
-            None => None,
-            Some(secs) if secs.is_finite() && secs > 0.0 => Some(Duration::from_secs_f64(secs)),
-            Some(secs) => {
-                return Err(CliError::Usage(format!(
-                    "--summarizer-timeout must be positive, got {secs}"
-                )));
-            }
-        };
+        let timeout = self
+            .overlay(&self.http)
+            .summarizer_timeout()
+            .map_err(super::compact_opts::refused)?;
         let (kind, http_args) = self.resolve(server)?;
         let http = matches!(kind, SummarizerKind::Openai | SummarizerKind::Anthropic);
         if self.summarizer != SummarizerKind::Auto {
@@ -143,15 +138,10 @@ impl SummarizerOpts {
                 super::summarizer_http::build(Protocol::Anthropic, http_args, timeout).map(Some)
             }
             SummarizerKind::Exec => {
-                let command = self
-                    .summarizer_cmd
-                    .as_deref()
-                    .filter(|c| !c.trim().is_empty())
-                    .ok_or_else(|| CliError::Usage("--summarizer exec needs --summarizer-cmd CMD".into()))?;
-                let mut exec = ExecSummarizer::new(command);
-                if let Some(timeout) = timeout {
-                    exec = exec.with_timeout(timeout);
-                }
+                let exec = self
+                    .overlay(&self.http)
+                    .exec_summarizer()
+                    .map_err(super::compact_opts::refused)?;
                 Ok(Some(Arc::new(exec)))
             }
         }
@@ -159,6 +149,16 @@ impl SummarizerOpts {
 }
 
 impl SummarizerOpts {
+    /// The summarizer flags the library's options overlay knows (`--summarizer-cmd`,
+    /// `--summarizer-timeout` and the HTTP ones, from `http`), as one.
+    pub fn overlay(&self, http: &super::summarizer_http::HttpSummarizerArgs) -> OptionsOverlay {
+        let mut overlay = OptionsOverlay::new();
+        overlay.summarizer_cmd = self.summarizer_cmd.clone();
+        overlay.summarizer_timeout = self.summarizer_timeout;
+        http.fill(&mut overlay);
+        overlay
+    }
+
     /// What `--summarizer` means here: `auto` resolved (with one line on stderr saying
     /// which and why), plus the HTTP flags with a default `--model` when auto picked a
     /// provider and none was given.

@@ -8,7 +8,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use llm_compactor::Summarizer;
-use llm_compactor::backend::http::{HttpBackend, HttpConfigError, Protocol};
+use llm_compactor::backend::http::{HttpBackend, Protocol};
+use llm_compactor::options::OptionsOverlay;
+
+use super::compact_opts::refused;
 
 use crate::error::CliError;
 
@@ -33,12 +36,20 @@ pub struct HttpSummarizerArgs {
 }
 
 impl HttpSummarizerArgs {
-    /// True when any HTTP-only flag was given (an error without an HTTP summarizer).
-    pub fn any_given(&self) -> bool {
-        self.model.is_some()
-            || self.base_url.is_some()
-            || self.api_key_env.is_some()
-            || self.summarizer_context.is_some()
+    /// Sets the HTTP options of the library's options overlay from these flags.
+    pub fn fill(&self, overlay: &mut OptionsOverlay) {
+        overlay.model = self.model.clone();
+        overlay.base_url = self.base_url.clone();
+        overlay.api_key_env = self.api_key_env.clone();
+        overlay.summarizer_context = self
+            .summarizer_context
+            .map(|room| usize::try_from(room).unwrap_or(usize::MAX));
+    }
+
+    fn overlay(&self) -> OptionsOverlay {
+        let mut overlay = OptionsOverlay::new();
+        self.fill(&mut overlay);
+        overlay
     }
 
     /// A usage error when HTTP-only flags were given to another summarizer (a typo'd
@@ -47,12 +58,7 @@ impl HttpSummarizerArgs {
     /// # Errors
     /// As said.
     pub fn check_unused(&self, http_summarizer: bool) -> Result<(), CliError> {
-        if !http_summarizer && self.any_given() {
-            return Err(CliError::Usage(
-                "--model, --base-url, --api-key-env and --summarizer-context need --summarizer openai|anthropic".into(),
-            ));
-        }
-        Ok(())
+        self.overlay().check_http_unused(http_summarizer).map_err(refused)
     }
 }
 
@@ -81,45 +87,24 @@ pub fn backend(
     timeout: Option<Duration>,
     keyless: bool,
 ) -> Result<HttpBackend, CliError> {
-    let flag = match protocol {
-        Protocol::OpenAi => "openai",
-        Protocol::Anthropic => "anthropic",
-    };
-    let model = args
-        .model
-        .clone()
-        .ok_or_else(|| CliError::Usage(format!("--summarizer {flag} needs --model")))?;
-    let mut builder = match protocol {
-        Protocol::OpenAi => HttpBackend::openai(model),
-        Protocol::Anthropic => HttpBackend::anthropic(model),
-    };
-    if let Some(url) = &args.base_url {
-        builder = builder.base_url(url);
-    }
+    let mut overlay = args.overlay();
+    let key_env = overlay.api_key_env.take();
+    let mut builder = overlay.http_builder(protocol).map_err(refused)?;
     if keyless {
-        if args.api_key_env.is_some() {
+        if key_env.is_some() {
             return Err(CliError::Usage(
                 "--api-key-env names the summarizer's own key; with --summarizer-key client it uses the client's"
                     .into(),
             ));
         }
         builder = builder.no_api_key();
-    } else if let Some(env) = &args.api_key_env {
+    } else if let Some(env) = key_env {
         builder = builder.api_key_env(env);
     }
     if let Some(timeout) = timeout {
         builder = builder.timeout(timeout);
     }
-    if let Some(room) = args.summarizer_context {
-        builder = builder.input_room(usize::try_from(room).unwrap_or(usize::MAX));
-    }
-    let backend = builder.build().map_err(|error| match error {
-        HttpConfigError::Client(_) => CliError::failed(error),
-        HttpConfigError::MissingApiKey { .. } => {
-            CliError::Usage(format!("{error} (set it, or name another variable with --api-key-env)"))
-        }
-        other => CliError::Usage(other.to_string()),
-    })?;
+    let backend = builder.build().map_err(|e| refused(e.into()))?;
     tracing::debug!(backend = ?backend, "HTTP summarizer");
     Ok(backend)
 }

@@ -138,8 +138,8 @@ class Compactor:
     """A configured compactor: ``plan``, ``needs_compaction``, ``compact``.
 
     Every keyword has the default and meaning of the ``compactor compact`` flag of the
-    same name (``--trigger-ratio`` is ``trigger_ratio``); ``None`` means the library's
-    default. ``summarizer`` is ``"ledger"`` (no model: the artifact ledger, instant,
+    same name (``--trigger-ratio`` is ``trigger_ratio``; ``policy`` is ``"default"`` or
+    ``"economy"``); ``None`` means the library's default. ``summarizer`` is ``"ledger"`` (no model: the artifact ledger, instant,
     deterministic), ``"openai"`` / ``"anthropic"`` (with ``model``, ``base_url``,
     ``api_key_env``, ``summarizer_context``), ``"exec"`` (with ``summarizer_cmd``),
     ``"none"`` (aging and the hard trim only), or a Python callable. ``calibrated=True``
@@ -153,6 +153,7 @@ class Compactor:
         summarizer: SummarizerSpec = "ledger",
         counter: str = "o200k",
         calibrated: bool = False,
+        policy: Optional[str] = None,
         trigger_ratio: Optional[float] = None,
         target_ratio: Optional[float] = None,
         keep_recent: Optional[int] = None,
@@ -164,6 +165,7 @@ class Compactor:
         max_attempts: Optional[int] = None,
         summary_max_tokens: Optional[int] = None,
         ledger_max_tokens: Optional[int] = None,
+        expand: Optional[bool] = None,
         model: Optional[str] = None,
         base_url: Optional[str] = None,
         api_key_env: Optional[str] = None,
@@ -175,6 +177,7 @@ class Compactor:
             "budget": budget,
             "counter": counter,
             "calibrated": calibrated,
+            "policy": policy,
             "trigger_ratio": trigger_ratio,
             "target_ratio": target_ratio,
             "keep_recent": keep_recent,
@@ -186,6 +189,7 @@ class Compactor:
             "max_attempts": max_attempts,
             "summary_max_tokens": summary_max_tokens,
             "ledger_max_tokens": ledger_max_tokens,
+            "expand": expand,
             "model": model,
             "base_url": base_url,
             "api_key_env": api_key_env,

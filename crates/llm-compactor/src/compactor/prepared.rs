@@ -70,6 +70,7 @@ impl Judgment {
 
 /// A compaction pass of a snapshot, waiting to be installed.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct PreparedPass {
     /// The snapshot it ran over.
     pub snapshot: Snapshot,

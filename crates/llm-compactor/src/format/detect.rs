@@ -15,6 +15,7 @@ use super::wire::kind_of;
 /// The input is not a conversation in any format we know.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("{problem}")]
+#[non_exhaustive]
 pub struct DetectError {
     /// What the input looks like instead.
     pub problem: String,

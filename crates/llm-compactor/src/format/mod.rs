@@ -157,6 +157,7 @@ impl FromStr for Format {
 /// Input that is not a conversation we can read, located as precisely as we can.
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
 #[error("{source_name}{}: {problem}", index.map(|i| format!(": message {i}")).unwrap_or_default())]
+#[non_exhaustive]
 pub struct FormatError {
     /// The file (or `<stdin>`).
     pub source_name: String,

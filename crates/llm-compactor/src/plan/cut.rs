@@ -11,6 +11,7 @@ use crate::message::Message;
 
 /// The three regions of a conversation for one pass.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Layout {
     /// The last index of the region before the recent window; `None` when the recent
     /// window is the whole conversation.

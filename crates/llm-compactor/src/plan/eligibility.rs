@@ -48,6 +48,7 @@ pub enum EligibleReason {
 
 /// One tool result aging may stub.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct Eligible {
     /// Its index in the conversation.
     pub index: usize,

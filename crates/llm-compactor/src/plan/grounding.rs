@@ -50,6 +50,7 @@ impl Default for GroundingRules {
 
 /// A summary that passed the gate, possibly edited.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct Grounded {
     /// The edited summary.
     pub text: String,

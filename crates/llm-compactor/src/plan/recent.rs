@@ -30,6 +30,7 @@ const MIN_KEPT_CHARS: usize = 256;
 
 /// A tool result of the recent window cut head-and-tail to fit the cap.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[non_exhaustive]
 pub struct Truncation {
     /// Its index in the conversation.
     pub index: usize,

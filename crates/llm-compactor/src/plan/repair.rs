@@ -55,6 +55,7 @@ pub enum Repair {
 /// An input no repair can make valid.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("message {index}: {problem}")]
+#[non_exhaustive]
 pub struct RepairError {
     /// The index of the offending message.
     pub index: usize,

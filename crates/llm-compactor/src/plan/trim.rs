@@ -20,6 +20,7 @@ use crate::message::Message;
 /// reports, and what [`TrimChoice::assemble`] turns into a [`TrimPlan`] (the one copy a
 /// trim makes).
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct TrimChoice {
     /// The last input index dropped (the notice replaces `0..=cut_index`, sticky kept).
     pub cut_index: usize,
@@ -47,6 +48,7 @@ impl TrimChoice {
 
 /// A planned hard trim.
 #[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct TrimPlan {
     /// The last input index dropped (the notice replaces `0..=cut_index`, sticky kept).
     pub cut_index: usize,

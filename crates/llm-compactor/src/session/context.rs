@@ -11,10 +11,10 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::error::SessionError;
-use super::pass::RecordedPass;
 use crate::compactor::{CompactError, CompactionReason, CompactionResult};
 use crate::count::{RequestCounter, TokenCounter};
 use crate::summarize::PassContext;
+use crate::transcript::pass::RecordedPass;
 
 /// What a request carries besides the conversation.
 #[derive(Clone, Copy, Debug, Default)]

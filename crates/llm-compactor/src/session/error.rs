@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use super::replay::ReplayError;
+use crate::transcript::replay::ReplayError;
 
 /// A transcript could not be created, read, repaired or appended to.
 #[derive(Debug, thiserror::Error)]

@@ -18,11 +18,11 @@ use super::error::SessionError;
 use super::load::Transcript;
 use super::log::Session;
 use super::manager::ContextManager;
-use super::record::Record;
 use crate::count::TokenCounter;
 use crate::message::Message;
 use crate::plan::resolve_request;
 use crate::summarize::render_message;
+use crate::transcript::record::Record;
 
 /// The name of the expansion tool the [`ContextManager`] (and the proxy, with
 /// `--expand-tool`) offers the model.

@@ -19,15 +19,16 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use super::envelope;
 use super::error::SessionError;
-use super::record::{Entry, Record, SessionMeta};
-use super::replay::Replayer;
 use crate::message::Message;
+use crate::transcript::envelope;
+use crate::transcript::record::{Entry, Record, SessionMeta};
+use crate::transcript::replay::Replayer;
 
 /// A final line that is not valid JSON: what a crash mid-append leaves. Everything from
 /// its start to the end of the file is cut off by a repair.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct TornTail {
     /// Its 1-based line number.
     pub line: usize,

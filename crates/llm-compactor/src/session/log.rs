@@ -16,18 +16,18 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
-use super::clock::{Clock, IdSource};
-use super::envelope;
 use super::error::SessionError;
-use super::line_source::{BatchIds, LineSource};
 use super::load::{TornTail, Transcript};
 use super::lock::{SESSION_FILE_MODE, create_locked, open_locked, sync_parent};
-use super::pass::{RecordedPass, plan_pass};
-use super::record::{CompactionRecord, ElisionItem, ElisionRecord, Record, SessionMeta};
 use super::repair::{read_all, rewrite_prefix};
-use super::replay::{ReplayError, Replayer};
 use crate::compactor::CompactionResult;
 use crate::message::Message;
+use crate::transcript::clock::{Clock, IdSource};
+use crate::transcript::envelope;
+use crate::transcript::line_source::{BatchIds, LineSource};
+use crate::transcript::pass::{RecordedPass, plan_pass};
+use crate::transcript::record::{CompactionRecord, ElisionItem, ElisionRecord, Record, SessionMeta};
+use crate::transcript::replay::{ReplayError, Replayer};
 
 /// A batch's line buffer grown past this (a huge message) is not kept for the next batch.
 const KEEP_LINE_BYTES: usize = 1 << 20;
@@ -295,7 +295,7 @@ impl Session {
         Ok(id)
     }
 
-    /// Writes a pass's lines, checked by [`super::pass::plan_pass`], with one `write`.
+    /// Writes a pass's lines, checked by [`crate::transcript::pass::plan_pass`], with one `write`.
     pub(crate) fn write_pass(&mut self, records: Vec<(String, Record)>) -> Result<(), SessionError> {
         if records.is_empty() {
             return Ok(());

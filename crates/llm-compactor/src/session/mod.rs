@@ -14,6 +14,9 @@
 //! {"id":"…","payload":{"fallback":false,"replaces_through_id":"…","summary":"…",…},"ts":"…","type":"compaction","v":1}
 //! ```
 //!
+//! The pure half (records, envelope, ids and clock, replay, [`Lines`]) lives in
+//! [`crate::transcript`] and is re-exported here; this module keeps the file and the loop.
+//!
 //! Layout: [`Session`] writes (one locked writer, mode 0600, a configurable fsync policy),
 //! [`Transcript`] reads (strict, except that a torn final line is reported), [`repair`]
 //! removes a torn final line atomically, [`Replayer`] is the pure replay both share,
@@ -22,50 +25,38 @@
 //! [`ContextManager`] is the agent-loop glue that ties counter, compactor and session
 //! together.
 
-mod clock;
 mod context;
-mod envelope;
 mod error;
 mod expand;
 mod import;
-mod line_source;
 mod load;
 mod lock;
 mod log;
 mod manager;
-mod message_line;
-mod pass;
 mod prepared;
-mod record;
 mod repair;
-mod replay;
 mod stale_line;
 mod store_mirror;
-mod writer;
 
 pub use crate::compactor::CompactionReason;
-pub use clock::{Clock, FixedClock, IdSource, RandomIds, SequentialIds, SystemClock, format_timestamp};
+pub use crate::transcript::{
+    CONTINUED, Clock, CompactionRecord, ElisionItem, ElisionRecord, Entry, FixedClock, IdSource, Line, LineError,
+    LineSource, Lines, RandomIds, Record, RecordedPass, RepairRecord, ReplayError, Replayer, SOURCE_FORMAT_KEY,
+    SequentialIds, SessionMeta, SyntheticAnswerItem, SystemClock, TYPE_COMPACTION, TYPE_ELISION, TYPE_MESSAGE,
+    TYPE_META, TYPE_REPAIR, VERSION, continued_in, decode_line, encode_line, format_timestamp, same_but_id,
+    summary_message, synthetic_answer_id,
+};
 pub use context::{ContextEvent, ContextObserver, ManagerError, PassReport, RequestShape};
-pub use envelope::{decode_line, encode_line};
 pub use error::SessionError;
 pub use expand::{
     EXPAND_TOOL_NAME, Expansion, MIN_EXPAND_ROOM, answer_expand, answer_expand_within, expand_in,
     expand_tool_definition, requested_handles,
 };
-pub use line_source::LineSource;
 pub use load::{TornTail, Transcript};
 pub use lock::SESSION_FILE_MODE;
 pub use log::{Durability, OpenReport, Session, SessionOptions};
 pub use manager::{BackendRoom, ContextManager, DEFAULT_MAX_FORCED_COMPACTIONS, Prepared, PreparedRef, UsageRecorder};
-pub use pass::{RecordedPass, same_but_id};
 pub use prepared::{DEFAULT_PREPARE_RATIO, PrepareOptions, TYPE_PREPARED};
-pub use record::{
-    CompactionRecord, ElisionItem, ElisionRecord, Entry, Record, RepairRecord, SOURCE_FORMAT_KEY, SessionMeta,
-    SyntheticAnswerItem, TYPE_COMPACTION, TYPE_ELISION, TYPE_MESSAGE, TYPE_META, TYPE_REPAIR, VERSION,
-    synthetic_answer_id,
-};
 pub use repair::repair;
-pub use replay::{ReplayError, Replayer, summary_message};
 pub use stale_line::{TYPE_STALE_THINKING, stale_thinking_line};
 pub use store_mirror::{MirrorError, StoreMirror, restore_session};
-pub use writer::{CONTINUED, Line, LineError, Lines, continued_in};

@@ -36,6 +36,7 @@ pub fn shared_prefix_len(previous: &[Message], current: &[Message]) -> usize {
 
 /// What one agent request was billed.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct RequestBill {
     /// Tokens of the request's conversation (the context it carried).
     pub input_tokens: u64,

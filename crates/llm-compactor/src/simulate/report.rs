@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 
 /// One agent request of a replay.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct RequestTrace {
     /// Tokens of the conversation the request carried.
     pub input_tokens: u64,
@@ -85,6 +86,7 @@ pub struct TrajectoryReport {
 
 /// One row of the pinned `--json` output.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct StrategyRow {
     /// The strategy's name.
     pub name: String,

@@ -62,6 +62,7 @@ pub enum StoreError {
 
 /// One stored transcript line of a session.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct StoredEvent {
     /// Position in the session's log, from 1, gap-free, unique per session.
     pub seq: u64,
@@ -102,6 +103,7 @@ pub struct Rewrite {
 
 /// A line of `compactor proxy sessions`: one session and its size.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct SessionInfo {
     /// The session key.
     pub session: String,
@@ -109,6 +111,17 @@ pub struct SessionInfo {
     pub events: u64,
     /// The timestamp (`ts`) of its last event, as written.
     pub last_ts: Option<String>,
+}
+
+impl SessionInfo {
+    /// The session `session`, with `events` events, the last written at `last_ts`.
+    pub fn new(session: impl Into<String>, events: u64, last_ts: Option<String>) -> SessionInfo {
+        SessionInfo {
+            session: session.into(),
+            events,
+            last_ts,
+        }
+    }
 }
 
 /// A durable, shareable home for session transcripts.

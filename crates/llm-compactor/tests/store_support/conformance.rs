@@ -37,10 +37,7 @@ pub fn real_transcript(messages: usize) -> (String, Vec<NewEvent>) {
     }
     if let Some(id) = tool_id {
         session
-            .append_elision(vec![ElisionItem {
-                id,
-                stub: "[elided by the harness: 120 tokens]".to_owned(),
-            }])
+            .append_elision(vec![ElisionItem::new(id, "[elided by the harness: 120 tokens]")])
             .unwrap();
     }
     let through = session.messages()[2].id.clone().unwrap();

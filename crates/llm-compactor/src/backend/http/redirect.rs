@@ -17,6 +17,7 @@ pub const MAX_REDIRECTS: usize = 5;
 
 /// The request was redirected to another origin, and the redirect was not followed.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct CrossOriginRedirect {
     /// The origin the request was sent to (`scheme://host:port`).
     pub from: String,

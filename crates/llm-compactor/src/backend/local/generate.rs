@@ -69,6 +69,7 @@ impl Default for DecodeParams {
 
 /// The result of one generation.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct Generation {
     /// Prompt tokens processed.
     pub prompt_tokens: usize,

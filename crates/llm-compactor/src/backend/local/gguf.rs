@@ -36,6 +36,7 @@ impl Architecture {
 
 /// A model's shape, from its GGUF metadata.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct Hyperparams {
     /// The architecture.
     pub architecture: Architecture,
@@ -61,6 +62,7 @@ pub struct Hyperparams {
 
 /// What the header of a GGUF file says.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct GgufHeader {
     /// `general.name`, when present.
     pub name: Option<String>,

@@ -23,6 +23,7 @@ use crate::message::{Content, Message, Part, Role};
 
 /// Where a block is: the message's index and the part's index in its content.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct BlockRef {
     /// The message's index in the conversation.
     pub message: usize,

@@ -115,6 +115,7 @@ impl Verdict {
 
 /// A verdict with the messages since the snapshot it was taken over.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct Check {
     /// The verdict.
     pub verdict: Verdict,

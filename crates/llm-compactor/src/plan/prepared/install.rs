@@ -28,6 +28,7 @@ pub struct InstallRules {
 
 /// The installed conversation.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct Installed {
     /// The conversation from now on: the replacement, then every message since the
     /// snapshot (top-up stubs applied).

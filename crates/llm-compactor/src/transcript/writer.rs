@@ -2,7 +2,7 @@
 //!
 //! A transcript line is an envelope (a fresh id, a timestamp, a record) that must apply
 //! to the conversation the transcript replays to. Two places keep transcripts: a
-//! [`super::Session`] appends them to a file, a proxy appends them to a
+//! [`crate::session::Session`] appends them to a file, a proxy appends them to a
 //! [`crate::store::SessionStore`]. Both take their ids and timestamps from a
 //! [`LineSource`], check each record on a [`Replayer`] before anything is written and
 //! apply it after, record a compaction pass through the same plan
@@ -44,6 +44,7 @@ pub enum LineError {
 
 /// One encoded transcript line.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Line {
     /// The envelope id.
     pub id: String,
@@ -124,7 +125,7 @@ impl Lines {
     }
 
     /// Records a pass that ran over exactly `replayer.messages()`: its repair line, its
-    /// elision line and its compaction line, as [`super::Session::record_result`] writes
+    /// elision line and its compaction line, as [`crate::session::Session::record_result`] writes
     /// them. Afterwards `replayer` replays to `result.messages`.
     ///
     /// # Errors

@@ -116,11 +116,22 @@ impl CompactionRecord {
 
 /// One stubbed tool result of an `elision` line.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct ElisionItem {
     /// The id of the message whose content was replaced.
     pub id: String,
     /// The stub text that is now its whole content.
     pub stub: String,
+}
+
+impl ElisionItem {
+    /// The message `id`'s content replaced by `stub`.
+    pub fn new(id: impl Into<String>, stub: impl Into<String>) -> ElisionItem {
+        ElisionItem {
+            id: id.into(),
+            stub: stub.into(),
+        }
+    }
 }
 
 /// The payload of an `elision` line: tool results stubbed in place by one pass.
@@ -147,6 +158,7 @@ impl ElisionRecord {
 /// answered. Its message id is the repair line's id, a dot, and its position in
 /// `answers` (`"<line id>.0"`).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct SyntheticAnswerItem {
     /// The id of the message it is placed right after.
     pub after: String,
@@ -154,6 +166,18 @@ pub struct SyntheticAnswerItem {
     pub content: String,
     /// The id of the call it answers.
     pub tool_call_id: String,
+}
+
+impl SyntheticAnswerItem {
+    /// A synthetic answer `content` to the call `tool_call_id`, placed right after the
+    /// message `after`.
+    pub fn new(after: impl Into<String>, content: impl Into<String>, tool_call_id: impl Into<String>) -> Self {
+        SyntheticAnswerItem {
+            after: after.into(),
+            content: content.into(),
+            tool_call_id: tool_call_id.into(),
+        }
+    }
 }
 
 /// The payload of a `repair` line: how a compaction pass made a broken conversation valid
@@ -214,6 +238,7 @@ impl Record {
 
 /// One line of a loaded transcript.
 #[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct Entry {
     /// The 1-based line number in the file.
     pub line: usize,

@@ -13,7 +13,7 @@
 //! replay never reads it, so the rebuilt conversation is the same with or without it.
 //!
 //! [`plan_pass`] is that plan, written once: the file writer
-//! ([`super::Session::record_result`]) and the in-memory writer ([`super::Lines::push_pass`],
+//! ([`crate::session::Session::record_result`]) and the in-memory writer ([`super::Lines::push_pass`],
 //! a proxy's store) both write what it returns.
 
 use serde::Serialize;

@@ -1,6 +1,6 @@
 //! [`LineSource`]: where a transcript writer takes the ids and timestamps of new lines.
 //!
-//! Both writers of transcript lines (the file's [`super::Session`] and the in-memory
+//! Both writers of transcript lines (the file's [`crate::session::Session`] and the in-memory
 //! [`super::Lines`]) and the pass plan that both record through (`pass.rs`) take their
 //! fresh ids here; it lives below all three so that none of them reaches into another
 //! for it.

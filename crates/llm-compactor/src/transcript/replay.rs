@@ -59,7 +59,7 @@ pub enum ReplayError {
 #[derive(Clone, Debug)]
 pub struct Replayer {
     /// Counted by [`Uncounted`] (nothing: a transcript being loaded or checked), or by
-    /// the counter a [`super::ContextManager`] gave it, so that the manager's
+    /// the counter a [`crate::session::ContextManager`] gave it, so that the manager's
     /// conversation is this one and each message has a single owner.
     messages: Conversation,
     /// Keyed by a seeded hasher: ids come from files, and SipHash was a measurable part of
@@ -327,7 +327,7 @@ pub fn summary_message(id: &str, summary: &str) -> Message {
 mod tests {
     use super::*;
     use crate::Usage;
-    use crate::session::record::{ElisionRecord, SyntheticAnswerItem};
+    use crate::transcript::record::{ElisionRecord, SyntheticAnswerItem};
 
     fn replayer_of(messages: Vec<(&str, Message)>) -> Replayer {
         let mut replayer = Replayer::new();

@@ -170,7 +170,7 @@ fn typed<T: serde::de::DeserializeOwned>(payload: Value, kind: &str) -> Result<T
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::session::record::{CompactionRecord, ElisionItem, ElisionRecord};
+    use crate::transcript::record::{CompactionRecord, ElisionItem, ElisionRecord};
 
     #[test]
     fn decode_line_inverts_encode_line() {
