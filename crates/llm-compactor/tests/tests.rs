@@ -52,6 +52,7 @@ mod engine_output_cap;
 mod engine_policies;
 mod engine_props;
 mod engine_repetition_retry;
+mod door_budgets;
 mod engine_trajectories;
 mod example_one_shot;
 mod exec_limits;

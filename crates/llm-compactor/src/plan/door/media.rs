@@ -12,7 +12,7 @@ use serde_json::Value;
 use super::{DoorRules, current_turn_start};
 use crate::message::media::is_media_type;
 use crate::message::{Content, Message, Part, Role};
-use crate::plan::{Elision, apply_elisions, handle_of};
+use crate::plan::{Elision, handle_of};
 
 /// Bytes of a content as it travels: text as UTF-8, a structured part by the strings and
 /// keys of its JSON (the payloads of media parts, mostly), without allocating it.
@@ -149,10 +149,14 @@ pub(super) fn placeholders(messages: &[Message], rules: &DoorRules, before: &[El
             stub: flattened(index, &messages[index]),
         })
         .collect();
-    let mut all: Vec<Elision> = before.to_vec();
-    all.extend(out.iter().cloned());
-    let applied = apply_elisions(messages, &all);
-    let mut bytes: usize = applied.iter().map(|m| content_bytes(&m.content)).sum();
+    // The content's bytes with every elision so far applied (without copying it).
+    let stubs: std::collections::BTreeMap<usize, usize> =
+        before.iter().chain(&out).map(|e| (e.index, e.stub.len())).collect();
+    let mut bytes: usize = messages
+        .iter()
+        .enumerate()
+        .map(|(i, m)| stubs.get(&i).copied().unwrap_or_else(|| content_bytes(&m.content)))
+        .sum();
     for &(index, _) in candidates[..split].iter().rev() {
         if bytes <= rules.max_request_bytes {
             break;
