@@ -23,9 +23,12 @@ fn manager(budget: usize, door: bool) -> (tempfile::TempDir, ContextManager) {
     if door {
         config = config.door(DoorRules::default());
     }
-    let compactor = Compactor::new(config.build().unwrap(), Arc::new(HeuristicCounter))
-        .with_summarizer(Arc::new(LedgerSummarizer));
-    (dir, ContextManager::new(Arc::new(compactor), session).without_preparation())
+    let compactor =
+        Compactor::new(config.build().unwrap(), Arc::new(HeuristicCounter)).with_summarizer(Arc::new(LedgerSummarizer));
+    (
+        dir,
+        ContextManager::new(Arc::new(compactor), session).without_preparation(),
+    )
 }
 
 /// A screenshot of `bytes` base64 chars, unique to `k`.
@@ -39,7 +42,10 @@ fn screenshot(k: usize, bytes: usize) -> Part {
 
 fn pasted(k: usize) -> Message {
     let mut m = Message::user("");
-    m.content = Content::Parts(vec![Part::text(format!("Here is page {k}: anything wrong?")), screenshot(k, 640_000)]);
+    m.content = Content::Parts(vec![
+        Part::text(format!("Here is page {k}: anything wrong?")),
+        screenshot(k, 640_000),
+    ]);
     m
 }
 
@@ -75,7 +81,10 @@ fn every_replaced_original_expands(manager: &ContextManager) -> usize {
         }
         replaced += 1;
         let handle = handle_of(i, original);
-        assert!(handles_in(&now.text()).contains(&handle), "message {id} does not name {handle}");
+        assert!(
+            handles_in(&now.text()).contains(&handle),
+            "message {id} does not name {handle}"
+        );
         let expansion = expand_in(&originals, &handle).expect("handle resolves");
         let back = expansion.messages.iter().find(|m| m.id.as_deref() == Some(id)).unwrap();
         assert_eq!(
@@ -93,7 +102,7 @@ async fn fifty_three_screenshots_stay_under_the_budget_and_32_mb() {
     let mut sizes_without = Vec::new();
     for door in [false, true] {
         let (_dir, mut manager) = manager(budget, door);
-                let mut worst = (0, 0);
+        let mut worst = (0, 0);
         for k in 0..53 {
             // Pasted by the user (aging only stubs tool results), answered by the model.
             manager.push(pasted(k)).unwrap();
@@ -109,7 +118,9 @@ async fn fifty_three_screenshots_stay_under_the_budget_and_32_mb() {
             }
             // The unanswered turn's screenshot is always there.
             assert_eq!(out.messages.last().unwrap().content, pasted(k).content);
-            manager.push(Message::assistant(format!("Page {k} looks fine."))).unwrap();
+            manager
+                .push(Message::assistant(format!("Page {k} looks fine.")))
+                .unwrap();
         }
         if !door {
             sizes_without.push(worst.0);
@@ -117,7 +128,11 @@ async fn fifty_three_screenshots_stay_under_the_budget_and_32_mb() {
         }
         assert!(worst.0 <= MB32, "a request of {} bytes", worst.0);
         assert!(worst.1 <= budget, "a request of {} tokens", worst.1);
-        assert!(images(manager.messages()) <= 20, "{} images kept", images(manager.messages()));
+        assert!(
+            images(manager.messages()) <= 20,
+            "{} images kept",
+            images(manager.messages())
+        );
         // 33 screenshots at least went (aging may stub kept ones too): all read back.
         let replaced = every_replaced_original_expands(&manager);
         assert!(replaced >= 33, "{replaced}");
@@ -127,7 +142,9 @@ async fn fifty_three_screenshots_stay_under_the_budget_and_32_mb() {
 }
 
 fn big_output() -> String {
-    (0..52_000).map(|i| format!("line {i:06} of a 2 MB build log ......\n")).collect()
+    (0..52_000)
+        .map(|i| format!("line {i:06} of a 2 MB build log ......\n"))
+        .collect()
 }
 
 #[tokio::test]
@@ -136,7 +153,9 @@ async fn a_two_megabyte_tool_output_is_capped_at_the_door_the_same_way_every_rou
     let output = big_output();
     assert!(output.len() >= 2_000_000);
     let (_dir, mut manager) = manager(budget, true);
-    manager.push(Message::user("Build it and tell me what failed.")).unwrap();
+    manager
+        .push(Message::user("Build it and tell me what failed."))
+        .unwrap();
     manager
         .push(Message::assistant("").with_tool_calls(vec![ToolCall::new("c1", "bash", r#"{"command":"make"}"#)]))
         .unwrap();
@@ -148,7 +167,10 @@ async fn a_two_megabyte_tool_output_is_capped_at_the_door_the_same_way_every_rou
     assert!(first.request_tokens <= budget, "{}", first.request_tokens);
     let preview = first.messages.last().unwrap().text();
     assert!(preview.starts_with("line 000000"), "the head");
-    assert!(preview.ends_with("line 051999 of a 2 MB build log ......\n"), "the tail");
+    assert!(
+        preview.ends_with("line 051999 of a 2 MB build log ......\n"),
+        "the tail"
+    );
     assert_eq!(every_replaced_original_expands(&manager), 1);
     // The next rounds carry the very same bytes (the prompt cache's prefix holds).
     manager.push(Message::assistant("Line 51999 failed.")).unwrap();
@@ -171,7 +193,10 @@ async fn a_one_shot_compact_caps_at_the_door_and_its_handle_reads_the_input() {
         Message::assistant("").with_tool_calls(vec![ToolCall::new("c1", "bash", "{}")]),
         Message::tool("c1", output.clone()),
     ];
-    let config = CompactorConfig::builder(32_000).door(DoorRules::default()).build().unwrap();
+    let config = CompactorConfig::builder(32_000)
+        .door(DoorRules::default())
+        .build()
+        .unwrap();
     let compactor = Compactor::new(config, Arc::new(HeuristicCounter));
     let result = compactor.compact(&messages, CompactOptions::default()).await.unwrap();
     assert!(result.tokens_after <= 32_000 && !result.exhausted);
@@ -180,7 +205,56 @@ async fn a_one_shot_compact_caps_at_the_door_and_its_handle_reads_the_input() {
     let back = expand_in(&messages, &handle).unwrap();
     assert_eq!(back.messages.last().unwrap().text(), output);
     // Off (the library's default): the pass is what it was.
-    let off = Compactor::new(CompactorConfig::builder(32_000).build().unwrap(), Arc::new(HeuristicCounter));
+    let off = Compactor::new(
+        CompactorConfig::builder(32_000).build().unwrap(),
+        Arc::new(HeuristicCounter),
+    );
     let plain = off.compact(&messages, CompactOptions::default()).await.unwrap();
-    assert!(plain.elisions.iter().all(|e| !llm_compactor::plan::is_door_preview(&e.stub)));
+    assert!(
+        plain
+            .elisions
+            .iter()
+            .all(|e| !llm_compactor::plan::is_door_preview(&e.stub))
+    );
+}
+
+/// The measurement behind the proxy's default (docs/budgets-and-instructions.md): at its
+/// defaults the door replaces nothing in the real trajectories (every byte they send is
+/// what it was), and the check a request pays for is printed.
+#[test]
+fn the_door_at_its_defaults_changes_nothing_in_the_real_trajectories() {
+    use crate::common;
+    use llm_compactor::format::{Document, Format};
+    if common::data_dir().is_none() {
+        eprintln!("LLM_COMPACTOR_DATA not set: skipped");
+        return;
+    }
+    let mut conversations: Vec<Vec<Message>> = Vec::new();
+    for path in common::mini_swe_agent_files() {
+        let doc = Document::read_path(&path, Some(Format::MiniSweAgent)).expect("a readable trajectory");
+        conversations.push(doc.messages().to_vec());
+    }
+    for traj in common::tau_bench_conversations() {
+        let doc = Document::from_value(traj, Some(Format::OpenAi), "tau-bench").expect("a readable conversation");
+        conversations.push(doc.messages().to_vec());
+    }
+    let rules = DoorRules::default();
+    let (mut messages, mut largest) = (0, 0);
+    let started = std::time::Instant::now();
+    for conversation in &conversations {
+        assert!(llm_compactor::plan::door(conversation, &rules).is_empty());
+        messages += conversation.len();
+        largest = conversation
+            .iter()
+            .filter(|m| m.is_tool_result())
+            .map(|m| m.content.chars())
+            .fold(largest, usize::max);
+    }
+    let elapsed = started.elapsed();
+    eprintln!(
+        "door: {} conversations, {messages} messages, 0 replaced; largest tool result {largest} chars; \
+         {:.1} µs a conversation",
+        conversations.len(),
+        elapsed.as_secs_f64() * 1e6 / conversations.len() as f64
+    );
 }

@@ -45,6 +45,7 @@ mod count_calibrated;
 mod count_incremental;
 #[cfg(feature = "bpe")]
 mod count_memo;
+mod door_budgets;
 mod engine_compact;
 mod engine_exec;
 mod engine_ledger;
@@ -52,7 +53,6 @@ mod engine_output_cap;
 mod engine_policies;
 mod engine_props;
 mod engine_repetition_retry;
-mod door_budgets;
 mod engine_trajectories;
 mod example_one_shot;
 mod exec_limits;

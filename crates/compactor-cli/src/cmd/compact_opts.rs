@@ -7,6 +7,7 @@ use llm_compactor::count::{TokenCounter, counter_by_name};
 use llm_compactor::format::Format;
 use llm_compactor::{CompactOptions, CompactionResult, Compactor, CompactorConfig, Message, Policy};
 
+use super::door_opts::DoorOpts;
 use super::interrupt::{Interrupt, Watch};
 use super::ranges;
 use super::summarizer::SummarizerOpts;
@@ -132,6 +133,9 @@ pub struct CompactOpts {
     /// The summarizer.
     #[command(flatten)]
     pub summarizer: SummarizerOpts,
+    /// Budgets at the door.
+    #[command(flatten)]
+    pub door: DoorOpts,
 }
 
 impl CompactOpts {
@@ -259,6 +263,9 @@ impl CompactOpts {
         }
         if let Some(v) = self.summary_max_tokens {
             builder = builder.summary_max_tokens(v);
+        }
+        if let Some(rules) = self.door.rules()? {
+            builder = builder.door(rules);
         }
         if self.target == Some(0) {
             return Err(CliError::Usage(

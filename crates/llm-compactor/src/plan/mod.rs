@@ -45,8 +45,8 @@ pub use binding::{
 };
 pub(crate) use cut::recent_start;
 pub use cut::{Layout, layout, layout_with};
-pub use eligibility::{AgingRules, Eligible, EligibleReason, eligible, reclaimable_pool};
 pub use door::{DoorRules, content_bytes, door, is_door_preview, media_placeholder, preview_text};
+pub use eligibility::{AgingRules, Eligible, EligibleReason, eligible, reclaimable_pool};
 pub use elision::Elision;
 pub use failed::is_failed_result;
 pub use handle::{

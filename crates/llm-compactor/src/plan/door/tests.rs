@@ -41,7 +41,10 @@ fn a_result_over_its_tools_cap_keeps_head_tail_and_handle() {
     assert!(stub.ends_with(&big[big.len() - 400..]));
     assert!(stub.contains(&handle_of(2, &messages[2])));
     assert!(stub.contains("50000-char grep result"));
-    assert!(is_stub(&Content::Text(stub.clone())), "a preview is never stubbed again");
+    assert!(
+        is_stub(&Content::Text(stub.clone())),
+        "a preview is never stubbed again"
+    );
 }
 
 #[test]
@@ -53,7 +56,10 @@ fn the_unanswered_turns_media_are_never_taken_and_the_newest_are_kept() {
         messages.push(Message::assistant("seen"));
     }
     // The unanswered turn: three images, over keep_media by itself.
-    messages.push(user_with_images("now", &[image(2_000, 10), image(2_000, 11), image(2_000, 12)]));
+    messages.push(user_with_images(
+        "now",
+        &[image(2_000, 10), image(2_000, 11), image(2_000, 12)],
+    ));
     let out = door(&messages, &rules);
     let taken: Vec<usize> = out.iter().map(|e| e.index).collect();
     assert_eq!(taken, vec![1, 3, 5, 7], "every older image goes, the turn's stay");
