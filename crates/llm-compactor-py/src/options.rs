@@ -47,6 +47,13 @@ pub struct Options {
     pub summarizer_context: Option<usize>,
     pub summarizer_cmd: Option<String>,
     pub summarizer_timeout: Option<f64>,
+    /// Budgets at the door (the CLI's `--door*` flags; off unless on or a number is given).
+    pub door: Option<bool>,
+    pub door_tool_cap: Option<usize>,
+    pub door_tool_cap_for: Option<std::collections::BTreeMap<String, usize>>,
+    pub door_preview_chars: Option<usize>,
+    pub door_keep_media: Option<usize>,
+    pub door_max_request_bytes: Option<usize>,
 }
 
 impl Options {
@@ -90,7 +97,39 @@ impl Options {
             // An explicit summary budget is a cap (the CLI's `--summary-max-tokens`).
             builder = builder.expand_truncated(false);
         }
+        if let Some(rules) = self.door_rules() {
+            builder = builder.door(rules);
+        }
         builder.build().map_err(errors::config)
+    }
+
+    /// The door's rules (as the CLI's `DoorOpts`), or `None` when it is off.
+    fn door_rules(&self) -> Option<llm_compactor::plan::DoorRules> {
+        let tuned = self.door_tool_cap.is_some()
+            || self.door_tool_cap_for.as_ref().is_some_and(|caps| !caps.is_empty())
+            || self.door_preview_chars.is_some()
+            || self.door_keep_media.is_some()
+            || self.door_max_request_bytes.is_some();
+        if !self.door.unwrap_or(tuned) {
+            return None;
+        }
+        let mut rules = llm_compactor::plan::DoorRules::default();
+        if let Some(v) = self.door_tool_cap {
+            rules = rules.with_default_cap(v);
+        }
+        for (name, tokens) in self.door_tool_cap_for.iter().flatten() {
+            rules = rules.with_tool_cap(name.clone(), *tokens);
+        }
+        if let Some(v) = self.door_preview_chars {
+            rules = rules.with_preview_chars(v);
+        }
+        if let Some(v) = self.door_keep_media {
+            rules = rules.with_keep_media(v);
+        }
+        if let Some(v) = self.door_max_request_bytes {
+            rules = rules.with_max_request_bytes(v);
+        }
+        Some(rules)
     }
 
     /// The named counter (`o200k` unless named).
