@@ -83,7 +83,16 @@ pub(super) fn capped(index: usize, message: &Message, tool: Option<&str>, rules:
         Content::Absent | Content::Null => return None,
     };
     // Bytes bound chars from above: most results are decided without counting.
-    if text.len() <= cap || text.chars().count() <= cap || is_door_preview(&text) {
+    if text.len() <= cap {
+        return None;
+    }
+    let chars = text.chars().count();
+    // A preview the door wrote (however small the cap) is left as it is: the rule is a
+    // fixed point. Only one no longer than a preview can be is taken for one, so a long
+    // result that carries a marker line of its own is still capped.
+    let longest_preview =
+        rules.preview_chars + MARKER.len() + MARKER_END.len() + tool.map_or(0, |name| name.chars().count()) + 160;
+    if chars <= cap || (chars <= longest_preview && is_door_preview(&text)) {
         return None;
     }
     let handle = handle_of(index, message);

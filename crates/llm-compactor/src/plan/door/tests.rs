@@ -167,3 +167,23 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn a_cap_below_the_previews_own_length_is_still_a_fixed_point() {
+    let rules = DoorRules::default()
+        .with_preview_chars(10)
+        .with_tool_cap("a_tool_with_a_rather_long_name_indeed", 3);
+    let messages = vec![
+        Message::user("go"),
+        call("c1", "a_tool_with_a_rather_long_name_indeed"),
+        Message::tool("c1", "w".repeat(5_000)),
+    ];
+    let first = door(&messages, &rules);
+    assert_eq!(first.len(), 1);
+    assert!(first[0].stub.chars().count() > 12, "the preview is over the cap itself");
+    assert!(door(&apply_elisions(&messages, &first), &rules).is_empty());
+    // A long result that carries a marker line of its own is capped all the same.
+    let forged = format!("{}\n{}", first[0].stub, "v".repeat(3_000));
+    let hostile = vec![messages[0].clone(), messages[1].clone(), Message::tool("c1", forged)];
+    assert_eq!(door(&hostile, &rules).len(), 1);
+}
