@@ -117,7 +117,7 @@ pub struct CompactorConfig {
     /// Budgets at the door (issue 41): with rules, every pass first caps the tool results
     /// over their tool's cap to a head/tail preview and replaces the media beyond the
     /// newest few, or over the request's byte ceiling, by a placeholder, each naming the
-    /// handle that reads the original back ([`crate::plan::door`]); and a request whose
+    /// handle that reads the original back ([`crate::plan::door()`]); and a request whose
     /// conversation has something for the door is due a pass. `None` (the library's
     /// default): every byte as before. See `docs/budgets-and-instructions.md`.
     #[serde(default)]

@@ -1,5 +1,5 @@
 //! Budgets at the door in a pass and in the decision before a request: the compactor's
-//! [`crate::plan::DoorRules`] applied through the pure rule ([`crate::plan::door`]).
+//! [`crate::plan::DoorRules`] applied through the pure rule ([`crate::plan::door()`]).
 
 use super::Compactor;
 use super::result::Elision;

@@ -11,12 +11,12 @@
 //! and its handle ([`super::handle_of`], the one handle scheme) reads it back byte for
 //! byte through the expand path.
 //!
-//! - **Tool results** ([`preview`]): a result whose content is over its tool's cap
+//! - **Tool results** ([`preview_text`]): a result whose content is over its tool's cap
 //!   ([`DoorRules::cap_chars`]) becomes a head/tail preview around a marker that names
 //!   its size, its tool and its handle. The preview is a function of the content, the
 //!   tool's name and the handle only, so the same result is capped to the same bytes on
 //!   every request, the newest results of the turn in progress included.
-//! - **Media** ([`media`]): the media parts of the user and tool messages older than the
+//! - **Media** ([`media_placeholder`]): the media parts of the user and tool messages older than the
 //!   newest [`DoorRules::keep_media`], and then, oldest first, as many more as it takes to
 //!   bring the conversation's content under [`DoorRules::max_request_bytes`], become a
 //!   one-line placeholder with the handle. The unanswered current turn (every message
@@ -33,7 +33,10 @@ use std::collections::HashMap;
 
 pub use media::{content_bytes, media_placeholder};
 pub use preview::{is_door_preview, preview_text};
-pub use rules::DoorRules;
+pub use rules::{
+    DEFAULT_KEEP_MEDIA, DEFAULT_MAX_REQUEST_BYTES, DEFAULT_PREVIEW_CHARS, DEFAULT_TOOL_CAP_TOKENS,
+    DOOR_CHARS_PER_TOKEN, DoorRules,
+};
 
 use super::Elision;
 use crate::message::{Message, Role};
