@@ -18,6 +18,7 @@ mod count;
 mod dockerfile;
 mod docs_book;
 mod docs_links;
+mod door;
 mod eval;
 mod hardening;
 mod model;

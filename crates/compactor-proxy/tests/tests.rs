@@ -12,6 +12,7 @@ mod codex_run;
 mod support;
 
 mod anthropic_cache;
+mod door;
 mod expand;
 mod expand_rules;
 mod http;

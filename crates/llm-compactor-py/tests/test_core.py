@@ -454,3 +454,25 @@ def test_any_budget_from_256_fits_and_keeps_the_instructions() -> None:
     # The replaced cap is never listed as current (marked, or cut before the rules).
     assert PLANTED[1] not in text.replace(PLANTED[1] + " (superseded by a later message)", "")
     assert text.count("Remember: never pay a deposit over 20% upfront.") == 1
+
+
+def test_the_door_caps_a_two_megabyte_output_to_a_preview_with_its_handle() -> None:
+    """Budgets at the door (issue 41, item 3): off by default; ``door=True`` (or a
+    ``door_*`` number) caps a tool result over its cap to a head/tail preview."""
+    output = "".join(f"line {i:06} of a 2 MB build log ......\n" for i in range(52_000))
+    messages = [
+        {"role": "user", "content": "Build it."},
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "bash", "arguments": "{}"}}
+        ]},
+        {"role": "tool", "tool_call_id": "c1", "content": output},
+    ]
+    on = llm_compactor.compact(messages, budget=32_000, door_tool_cap_for={"bash": 5_000})
+    preview = on.messages[-1]["content"]
+    assert preview.startswith("line 000000") and "capped by the harness" in preview
+    assert len(preview) < 2_500
+    assert on.tokens_after <= 32_000
+    with pytest.raises(ConfigError):
+        Compactor(budget=32_000, door_tool_cap=100, door_preview_chars=5_000)
+    off = llm_compactor.compact(messages, budget=32_000)
+    assert "capped by the harness" not in json.dumps(off.messages)

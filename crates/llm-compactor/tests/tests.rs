@@ -45,6 +45,7 @@ mod count_calibrated;
 mod count_incremental;
 #[cfg(feature = "bpe")]
 mod count_memo;
+mod door_budgets;
 mod engine_compact;
 mod engine_exec;
 mod engine_ledger;

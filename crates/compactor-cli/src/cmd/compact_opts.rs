@@ -9,6 +9,7 @@ use llm_compactor::format::Format;
 use llm_compactor::options::{OptionsOverlay, OverlayError};
 use llm_compactor::{CompactOptions, CompactionResult, Compactor, CompactorConfig, Message, Policy};
 
+use super::door_opts::DoorOpts;
 use super::interrupt::{Interrupt, Watch};
 use super::ranges;
 use super::summarizer::SummarizerOpts;
@@ -132,6 +133,9 @@ pub struct CompactOpts {
     /// The summarizer.
     #[command(flatten)]
     pub summarizer: SummarizerOpts,
+    /// Budgets at the door.
+    #[command(flatten)]
+    pub door: DoorOpts,
 }
 
 impl CompactOpts {
@@ -226,6 +230,14 @@ impl CompactOpts {
         overlay.counter = Some(self.counter.name().to_owned());
         overlay.ledger_max_tokens = self.ledger_max_tokens;
         overlay.focus = self.focus.clone();
+        let door = &self.door;
+        overlay.door = door.door.or(door.default_on.then_some(true));
+        overlay.door_tool_cap = door.door_tool_cap;
+        overlay.door_tool_cap_for =
+            (!door.door_tool_cap_for.is_empty()).then(|| door.door_tool_cap_for.iter().cloned().collect());
+        overlay.door_preview_chars = door.door_preview_chars;
+        overlay.door_keep_media = door.door_keep_media;
+        overlay.door_max_request_bytes = door.door_max_request_bytes;
         overlay
     }
 

@@ -5,6 +5,7 @@ pub mod compact_opts;
 pub mod completions;
 pub mod convert;
 pub mod count;
+pub mod door_opts;
 pub mod eval;
 pub mod eval_loop;
 pub mod eval_probes;

@@ -322,6 +322,10 @@ async fn build_config(serve: &ServeArgs) -> Result<ProxyConfig, CliError> {
     // `--expand-tool`: the model can only ask for handles the summaries and stubs name.
     let mut engine = serve.engine.clone();
     engine.expand |= serve.expand_tool;
+    // Budgets at the door are on in the proxy unless `--door=false` (measured: nothing
+    // changes on the real trajectories; a 53-image session would otherwise go out at
+    // 34 MB, over the providers' 32 MB).
+    engine.door.default_on = true;
     let upstream_summarizer = serve.engine.summarizer.summarizer == SummarizerKind::Upstream;
     if upstream_summarizer && serve.summarizer_key == SummarizerKey::Client {
         return Err(CliError::Usage(

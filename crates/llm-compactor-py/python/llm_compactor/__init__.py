@@ -143,7 +143,10 @@ class Compactor:
     deterministic), ``"openai"`` / ``"anthropic"`` (with ``model``, ``base_url``,
     ``api_key_env``, ``summarizer_context``), ``"exec"`` (with ``summarizer_cmd``),
     ``"none"`` (aging and the hard trim only), or a Python callable. ``calibrated=True``
-    anchors counts on what the provider billed (``record_usage``).
+    anchors counts on what the provider billed (``record_usage``). ``door=True`` (or any
+    ``door_*`` number) turns on budgets at the door: a tool result over its cap becomes a
+    head/tail preview naming its handle, old media a placeholder
+    (``door_tool_cap_for={"bash": 7500}`` sets one tool's cap in tokens).
     """
 
     def __init__(
@@ -172,6 +175,12 @@ class Compactor:
         summarizer_context: Optional[int] = None,
         summarizer_cmd: Optional[str] = None,
         summarizer_timeout: Optional[float] = None,
+        door: Optional[bool] = None,
+        door_tool_cap: Optional[int] = None,
+        door_tool_cap_for: Optional[Dict[str, int]] = None,
+        door_preview_chars: Optional[int] = None,
+        door_keep_media: Optional[int] = None,
+        door_max_request_bytes: Optional[int] = None,
     ) -> None:
         options: Dict[str, Any] = {
             "budget": budget,
@@ -196,6 +205,12 @@ class Compactor:
             "summarizer_context": summarizer_context,
             "summarizer_cmd": summarizer_cmd,
             "summarizer_timeout": summarizer_timeout,
+            "door": door,
+            "door_tool_cap": door_tool_cap,
+            "door_tool_cap_for": door_tool_cap_for,
+            "door_preview_chars": door_preview_chars,
+            "door_keep_media": door_keep_media,
+            "door_max_request_bytes": door_max_request_bytes,
         }
         self._loop: Optional[asyncio.AbstractEventLoop] = None
         self._calibrated = calibrated

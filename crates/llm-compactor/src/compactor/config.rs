@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::policy::{DEFAULT_AGE_MIN_CHARS, DEFAULT_KEEP_RECENT, DEFAULT_TARGET_RATIO, DEFAULT_TRIGGER_RATIO, Policy};
-use crate::plan::CostPolicy;
+use crate::plan::{CostPolicy, DoorRules};
 
 /// An invalid configuration. Construction never panics; it says which setting is wrong.
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
@@ -114,6 +114,14 @@ pub struct CompactorConfig {
     /// Default false: summaries are byte for byte what they were before handles.
     #[serde(default)]
     pub expand: bool,
+    /// Budgets at the door (issue 41): with rules, every pass first caps the tool results
+    /// over their tool's cap to a head/tail preview and replaces the media beyond the
+    /// newest few, or over the request's byte ceiling, by a placeholder, each naming the
+    /// handle that reads the original back ([`crate::plan::door()`]); and a request whose
+    /// conversation has something for the door is due a pass. `None` (the library's
+    /// default): every byte as before. See `docs/budgets-and-instructions.md`.
+    #[serde(default)]
+    pub door: Option<DoorRules>,
     /// The named policy the numbers started from ([`CompactorConfigBuilder::policy`]);
     /// settings changed after it still apply. Default [`Policy::Default`].
     #[serde(default)]
@@ -143,6 +151,7 @@ impl CompactorConfig {
                 cost_policy: CostPolicy::default(),
                 max_recent_tokens: None,
                 expand: false,
+                door: None,
                 policy: Policy::Default,
             },
         }
@@ -229,6 +238,9 @@ impl CompactorConfig {
                 self.context_budget
             )));
         }
+        if let Some(problem) = self.door.as_ref().and_then(DoorRules::problem) {
+            return Err(ConfigError::Unworkable(problem));
+        }
         match self.max_recent_tokens {
             Some(0) => {
                 return Err(ConfigError::Zero {
@@ -314,6 +326,12 @@ impl CompactorConfigBuilder {
         expand_truncated: bool);
     setter!(/// See [`CompactorConfig::expand`].
         expand: bool);
+
+    /// See [`CompactorConfig::door`]: budgets at the door, with these rules.
+    pub fn door(mut self, rules: DoorRules) -> Self {
+        self.config.door = Some(rules);
+        self
+    }
 
     /// See [`CompactorConfig::max_recent_tokens`].
     pub fn max_recent_tokens(mut self, value: usize) -> Self {

@@ -66,7 +66,7 @@ impl Compactor {
             return Some(CompactionReason::Room);
         }
         let counter = request.counter.unwrap_or(self.counter.as_ref());
-        let due = request.request_tokens > self.config.trigger() || {
+        let due = request.request_tokens > self.config.trigger() || self.door_due(request.conversation.messages()) || {
             let tokens = counter.count_conversation(request.conversation);
             tokens > self.config.trigger()
                 || self

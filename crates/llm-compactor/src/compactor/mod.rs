@@ -11,6 +11,7 @@ mod backoff;
 mod calls;
 mod config;
 mod decision;
+mod door;
 mod epoch;
 mod events;
 mod fit;

@@ -131,12 +131,28 @@ impl Compactor {
 
     async fn run_pass(
         &self,
-        original: &[Message],
+        given: &[Message],
         options: &CompactOptions,
         counter: &Arc<dyn TokenCounter>,
-        before: usize,
+        given_before: usize,
     ) -> CompactionResult {
         let limit = options.target.unwrap_or(self.config.context_budget);
+        // Budgets at the door first: what no conversation carries whole.
+        let door = self.door_elisions(given);
+        let door_input;
+        let (original, before) = if door.is_empty() {
+            (given, given_before)
+        } else {
+            door_input = plan::apply_elisions(given, &door);
+            let count = counter.count_messages(&door_input);
+            if self.elision_suffices(count, given_before, options) {
+                tracing::info!(elisions = door.len(), tokens = count, "door-only pass");
+                return CompactionResult::unchanged(door_input, count)
+                    .judged(given_before, limit)
+                    .with_elisions(door);
+            }
+            (door_input.as_slice(), count)
+        };
         let pairs = Pairs::build(original);
         let layout = plan::layout_with(original, &pairs, self.config.keep_recent);
         // The recent window's token cap: shrink it, and cut what still does not fit.
@@ -189,6 +205,11 @@ impl Compactor {
             elisions.append(&mut result.elisions);
             result.elisions = elisions;
             result.truncations = truncations;
+        }
+        if !door.is_empty() {
+            let mut elisions = door;
+            elisions.append(&mut result.elisions);
+            result.elisions = elisions;
         }
         result
     }

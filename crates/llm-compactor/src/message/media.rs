@@ -112,7 +112,15 @@ fn is_payload(text: &str, in_media: bool) -> bool {
 
 /// A part whose `type` is media, but for a document whose source is text (Anthropic's
 /// plain-text and custom-content documents), which is read as the text it holds.
-fn is_media_type(value: &Value) -> bool {
+///
+/// ```
+/// use llm_compactor::message::media::is_media_type;
+/// use serde_json::json;
+/// assert!(is_media_type(&json!({"type": "image", "source": {"type": "base64", "data": ""}})));
+/// assert!(!is_media_type(&json!({"type": "document", "source": {"type": "text", "data": "hi"}})));
+/// assert!(!is_media_type(&json!({"type": "search_result"})));
+/// ```
+pub fn is_media_type(value: &Value) -> bool {
     let text_source = value
         .get("source")
         .and_then(|source| source.get("type"))

@@ -14,6 +14,9 @@ pub enum OverlayError {
     /// `target` is 0.
     #[error("invalid configuration: target must be greater than 0")]
     ZeroTarget,
+    /// The door's numbers make no door.
+    #[error("invalid configuration: {0}")]
+    Door(String),
     /// The counter is unknown or not built in.
     #[error("{0}")]
     Counter(#[from] CounterByNameError),
@@ -57,6 +60,7 @@ impl OverlayError {
                 _ => return None,
             },
             OverlayError::ZeroTarget => "target",
+            OverlayError::Door(_) => "door",
             OverlayError::Counter(_) => "counter",
             OverlayError::UnknownSummarizer(_) | OverlayError::Unavailable(_) | OverlayError::HttpOptionsUnused => {
                 "summarizer"

@@ -14,6 +14,7 @@
 //! Adding an option is one field in [`OptionsOverlay`] and one line in
 //! [`OptionsOverlay::apply`] (or in the method that uses it).
 
+mod door;
 mod error;
 mod overlay;
 mod summarizer;

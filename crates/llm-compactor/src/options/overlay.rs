@@ -82,6 +82,19 @@ pub struct OptionsOverlay {
     pub summarizer_cmd: Option<String>,
     /// Seconds before a summarizer call is abandoned (positive).
     pub summarizer_timeout: Option<f64>,
+    /// Budgets at the door on or off ([`OptionsOverlay::door_rules`]; absent: on when a
+    /// `door_*` number is given).
+    pub door: Option<bool>,
+    /// The door's cap of every tool's result, in tokens.
+    pub door_tool_cap: Option<usize>,
+    /// The door's caps by tool name, in tokens.
+    pub door_tool_cap_for: Option<std::collections::BTreeMap<String, usize>>,
+    /// The door's preview length, in chars.
+    pub door_preview_chars: Option<usize>,
+    /// Media the door keeps, the newest first.
+    pub door_keep_media: Option<usize>,
+    /// The door's byte ceiling of a request.
+    pub door_max_request_bytes: Option<usize>,
 }
 
 impl OptionsOverlay {
@@ -139,9 +152,12 @@ impl OptionsOverlay {
     /// [`OverlayError::Config`] for an invalid combination, [`OverlayError::ZeroTarget`]
     /// for a `target` of 0.
     pub fn config(&self) -> Result<CompactorConfig, OverlayError> {
-        let builder = self.apply(CompactorConfig::builder(self.budget.unwrap_or(DEFAULT_BUDGET)));
+        let mut builder = self.apply(CompactorConfig::builder(self.budget.unwrap_or(DEFAULT_BUDGET)));
         if self.target == Some(0) {
             return Err(OverlayError::ZeroTarget);
+        }
+        if let Some(rules) = self.door_rules()? {
+            builder = builder.door(rules);
         }
         Ok(builder.build()?)
     }

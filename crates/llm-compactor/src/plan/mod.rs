@@ -15,6 +15,7 @@ mod assemble;
 pub mod binding;
 pub mod breakpoints;
 mod cut;
+pub mod door;
 mod eligibility;
 mod elision;
 mod failed;
@@ -44,6 +45,7 @@ pub use binding::{
 };
 pub(crate) use cut::recent_start;
 pub use cut::{Layout, layout, layout_with};
+pub use door::{DoorRules, content_bytes, door, is_door_preview, media_placeholder, preview_text};
 pub use eligibility::{AgingRules, Eligible, EligibleReason, eligible, reclaimable_pool};
 pub use elision::Elision;
 pub use failed::is_failed_result;

@@ -49,7 +49,7 @@ pub(crate) fn stub_chars(chars: usize, tool: Option<&str>) -> usize {
 /// ```
 pub fn is_stub(content: &Content) -> bool {
     let Content::Text(text) = content else { return false };
-    if is_expandable_stub(text) {
+    if is_expandable_stub(text) || super::is_door_preview(text) {
         return true;
     }
     let Some(middle) = text.strip_prefix(PREFIX).and_then(|rest| rest.strip_suffix(SUFFIX)) else {

@@ -34,6 +34,7 @@
 use std::collections::HashMap;
 
 use crate::message::Message;
+use crate::plan::door::is_door_preview;
 use crate::plan::failed::is_failed_result;
 use crate::plan::stub::is_stub;
 
@@ -96,6 +97,11 @@ pub fn clear_on_server(sent: &[Message], originals: &[Message], small_chars: usi
     for (position, id) in calls.iter().enumerate() {
         let Some(&index) = sent_results.get(id) else { break };
         let result = &sent[index];
+        if door_preview(result) {
+            // What the model has read since the result came: never the client's bytes
+            // again (they may be megabytes); the server may clear the preview itself.
+            continue;
+        }
         if is_stub(&result.content) {
             match original_results.get(id) {
                 Some(original) if !is_stub(&original.content) && !original.is_sticky() => run = position + 1,
@@ -112,7 +118,7 @@ pub fn clear_on_server(sent: &[Message], originals: &[Message], small_chars: usi
     let (mut restored, mut also_cleared) = (0, 0);
     for id in &calls[..run] {
         let index = sent_results[id];
-        if is_stub(&messages[index].content) {
+        if is_stub(&messages[index].content) && !door_preview(&messages[index]) {
             messages[index].content = original_results[id].content.clone();
             restored += 1;
         } else {
@@ -126,6 +132,11 @@ pub fn clear_on_server(sent: &[Message], originals: &[Message], small_chars: usi
         restored,
         also_cleared,
     })
+}
+
+/// A result the door replaced by its preview when it came (`plan::door`).
+fn door_preview(result: &Message) -> bool {
+    matches!(&result.content, crate::message::Content::Text(text) if is_door_preview(text))
 }
 
 #[cfg(test)]
@@ -200,5 +211,19 @@ mod tests {
         let sent = stubbed(&original, &[0]);
         // The client no longer sends the original (it was summarized away on its side).
         assert!(clear_on_server(&sent, &original[3..], 200).is_none());
+    }
+
+    #[test]
+    fn a_door_preview_is_never_restored_but_may_be_cleared() {
+        let original = session(&[400_000, 4000, 4000]);
+        let mut sent = stubbed(&original, &[1]);
+        let preview = crate::plan::preview_text(&original[2].text(), Some("bash"), "#0123456789", 1_600, 0);
+        assert!(is_door_preview(&preview) && is_stub(&crate::message::Content::Text(preview.clone())));
+        sent[2].content = crate::message::Content::Text(preview.clone());
+        let clearing = clear_on_server(&sent, &original, 200).unwrap();
+        assert_eq!(clearing.cleared, 2, "the preview and the stub after it");
+        assert_eq!(clearing.messages[2].text(), preview, "the preview goes as it is");
+        assert_eq!(clearing.messages[4], original[4], "the stub is restored");
+        assert_eq!(clearing.restored, 1);
     }
 }
