@@ -97,9 +97,14 @@ pub fn clear_on_server(sent: &[Message], originals: &[Message], small_chars: usi
     for (position, id) in calls.iter().enumerate() {
         let Some(&index) = sent_results.get(id) else { break };
         let result = &sent[index];
+        let kept_whole = |result: &Message| result.is_sticky() || is_failed_result(result);
         if door_preview(result) {
             // What the model has read since the result came: never the client's bytes
-            // again (they may be megabytes); the server may clear the preview itself.
+            // again (they may be megabytes); the server may clear the preview itself,
+            // unless it must stay (a failure, a sticky result).
+            if kept_whole(result) {
+                break;
+            }
             continue;
         }
         if is_stub(&result.content) {
@@ -107,7 +112,7 @@ pub fn clear_on_server(sent: &[Message], originals: &[Message], small_chars: usi
                 Some(original) if !is_stub(&original.content) && !original.is_sticky() => run = position + 1,
                 _ => break,
             }
-        } else if result.is_sticky() || is_failed_result(result) || result.text().chars().count() > small_chars {
+        } else if kept_whole(result) || result.text().chars().count() > small_chars {
             break;
         }
     }
