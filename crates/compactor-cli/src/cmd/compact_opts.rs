@@ -3,14 +3,14 @@
 
 use std::sync::Arc;
 
-use llm_compactor::backend::http::HttpConfigError;
 use llm_compactor::count::TokenCounter;
 use llm_compactor::format::Format;
-use llm_compactor::options::{OptionsOverlay, OverlayError};
+use llm_compactor::options::OptionsOverlay;
 use llm_compactor::{CompactOptions, CompactionResult, Compactor, CompactorConfig, Message, Policy};
 
 use super::door_opts::DoorOpts;
 use super::interrupt::{Interrupt, Watch};
+use super::overlay_refused::refused;
 use super::ranges;
 use super::summarizer::SummarizerOpts;
 
@@ -260,31 +260,6 @@ impl CompactOpts {
     /// The per-pass options (target, focus).
     pub fn options(&self) -> CompactOptions {
         self.overlay().pass_options()
-    }
-}
-
-/// An option the library's overlay refused, as a usage error naming its flag (a runtime
-/// failure when the HTTP client cannot be created).
-pub fn refused(error: OverlayError) -> CliError {
-    let usage = |text: String| CliError::Usage(text);
-    match error {
-        OverlayError::ZeroTarget => usage("invalid configuration: --target must be greater than 0".into()),
-        OverlayError::Missing { summarizer, option } => {
-            let value = if option == "summarizer_cmd" { " CMD" } else { "" };
-            usage(format!(
-                "--summarizer {summarizer} needs --{}{value}",
-                option.replace('_', "-")
-            ))
-        }
-        OverlayError::Timeout(secs) => usage(format!("--summarizer-timeout must be positive, got {secs}")),
-        OverlayError::HttpOptionsUnused => usage(
-            "--model, --base-url, --api-key-env and --summarizer-context need --summarizer openai|anthropic".into(),
-        ),
-        OverlayError::Http(error @ HttpConfigError::Client(_)) => CliError::failed(error),
-        OverlayError::Http(error @ HttpConfigError::MissingApiKey { .. }) => {
-            usage(format!("{error} (set it, or name another variable with --api-key-env)"))
-        }
-        other => usage(other.to_string()),
     }
 }
 

@@ -14,6 +14,7 @@ pub mod expand;
 pub mod interrupt;
 pub mod man;
 pub mod model;
+pub mod overlay_refused;
 pub mod plan;
 pub mod plot;
 pub mod proxy;

@@ -115,7 +115,7 @@ impl SummarizerOpts {
         let timeout = self
             .overlay(&self.http)
             .summarizer_timeout()
-            .map_err(super::compact_opts::refused)?;
+            .map_err(super::overlay_refused::refused)?;
         let (kind, http_args) = self.resolve(server)?;
         let http = matches!(kind, SummarizerKind::Openai | SummarizerKind::Anthropic);
         if self.summarizer != SummarizerKind::Auto {
@@ -141,7 +141,7 @@ impl SummarizerOpts {
                 let exec = self
                     .overlay(&self.http)
                     .exec_summarizer()
-                    .map_err(super::compact_opts::refused)?;
+                    .map_err(super::overlay_refused::refused)?;
                 Ok(Some(Arc::new(exec)))
             }
         }

@@ -11,7 +11,7 @@ use llm_compactor::Summarizer;
 use llm_compactor::backend::http::{HttpBackend, Protocol};
 use llm_compactor::options::OptionsOverlay;
 
-use super::compact_opts::refused;
+use super::overlay_refused::refused;
 
 use crate::error::CliError;
 
