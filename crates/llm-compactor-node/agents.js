@@ -15,7 +15,8 @@
 // does not read (hosted tools, ...) are returned as they are.
 'use strict'
 
-const { compact, countTokens, UnsupportedInputError } = require('./index')
+const { compact, countTokens } = require('./core')
+const { UnsupportedInputError } = require('./errors')
 const { toResponses, fromResponses } = require('./agents-items')
 
 const DEFAULT_BUDGET = 128_000

@@ -1,47 +1,11 @@
 // The llm-compactor package: one compaction pass (`compact`), counting, the agent loop
-// (`ContextManager`), transcripts (`Session`) and the typed errors.
+// (`ContextManager`), transcripts (`Session`), the AI SDK middleware and the typed errors.
 'use strict'
 
-const { native, text, splitSummarizer } = require('./native')
 const errors = require('./errors')
-const aisdk = require('./aisdk')
+const { compact, countTokens, detectFormat } = require('./core')
 const { Session, ContextManager } = require('./session')
-
-/**
- * The messages and options as the addon reads them: AI SDK messages (`format: 'ai-sdk'`,
- * or detected under `auto`) as OpenAI's, with `sdk` true to write the result back.
- */
-function input(messages, options) {
-  const format = options && options.format
-  const sdk = format === 'ai-sdk' || ((format === undefined || format === 'auto') && aisdk.isModelMessages(messages))
-  if (!sdk) return { messages, options, sdk }
-  const converted = errors.call(() => aisdk.toOpenAI(messages))
-  return { messages: converted, options: { ...options, format: 'openai' }, sdk }
-}
-
-/** One compaction pass; `options.summarizer` may be a function that writes the summary. */
-async function compact(messages, options) {
-  const read = input(messages, options)
-  const [json, summarizer] = errors.call(() => splitSummarizer(read.options))
-  const result = JSON.parse(await errors.settle(native.compact(JSON.stringify(read.messages), json, summarizer)))
-  if (read.sdk) {
-    result.messages = aisdk.fromOpenAI(result.messages)
-    result.format = 'ai-sdk'
-  }
-  return result
-}
-
-/** The conversation's tokens. */
-function countTokens(messages, options) {
-  const read = input(messages, options)
-  return errors.call(() => native.countTokens(JSON.stringify(read.messages), text(read.options)))
-}
-
-/** The format `messages` are read in when `format` is `auto`. */
-function detectFormat(messages) {
-  if (aisdk.isModelMessages(messages)) return 'ai-sdk'
-  return errors.call(() => native.detectFormat(JSON.stringify(messages)))
-}
+const { compactorMiddleware } = require('./middleware')
 
 module.exports = {
   compact,
@@ -49,6 +13,7 @@ module.exports = {
   detectFormat,
   Session,
   ContextManager,
+  compactorMiddleware,
   CompactorError: errors.CompactorError,
   InvalidInputError: errors.InvalidInputError,
   UnsupportedInputError: errors.UnsupportedInputError,
@@ -57,6 +22,3 @@ module.exports = {
   ContextExhaustedError: errors.ContextExhaustedError,
   BusyError: errors.BusyError,
 }
-
-// The AI SDK middleware requires this module (for compact / countTokens): defined after it.
-module.exports.compactorMiddleware = require('./middleware').compactorMiddleware

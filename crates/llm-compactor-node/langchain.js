@@ -16,7 +16,8 @@
 'use strict'
 
 const { randomUUID } = require('node:crypto')
-const { compact, countTokens, UnsupportedInputError } = require('./index')
+const { compact, countTokens } = require('./core')
+const { UnsupportedInputError } = require('./errors')
 const { toOpenAI, fromOpenAI } = require('./langchain-messages')
 const { metadata } = require('./middleware')
 

@@ -14,7 +14,7 @@
 // extend it (another conversation) is taken as it comes: every call is correct alone.
 'use strict'
 
-const { compact, countTokens } = require('./index')
+const { compact, countTokens } = require('./core')
 
 const DEFAULT_BUDGET = 128_000
 const DEFAULT_TRIGGER = 0.7
