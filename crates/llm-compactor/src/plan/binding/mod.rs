@@ -57,6 +57,6 @@ pub use repair::{
     BindingRepair, BindingReport, BlockNote, RepairPolicy, TurnBoundary, in_progress_tool_loop, plan_binding_repair,
 };
 pub use rules::{BindingContext, BindingRules, Outcome, Provider};
-pub use server_clearing::{ServerClearing, clear_on_server};
+pub use server_clearing::{MAX_RESTORED_BYTES, ServerClearing, clear_on_server};
 pub use signed::{BlockRef, SignedBlock, SignedKind, same_on_wire, signed_blocks};
 pub use stale::{stale_thinking, thinking_names};

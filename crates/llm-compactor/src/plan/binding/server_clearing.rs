@@ -26,7 +26,10 @@
 //! a model most needs to see again), not sticky. Stubs after the run stay as they are
 //! (real edits; the caller's `drop_block` handles the thinking after them). Results are
 //! matched to the client's originals by call id, so a stub whose original the client no
-//! longer sends stays a stub.
+//! longer sends stays a stub. A door preview (a result too large to send, replaced when it
+//! came) is never restored: the model never read the original; it goes as the preview, and
+//! the server may clear it with the run. The bytes carried back are bounded
+//! ([`MAX_RESTORED_BYTES`]): what the model never reads whole still goes over the wire.
 //!
 //! Pure: the messages in, the messages to send and the edit's `keep` out; the wire form
 //! of the edit is [`crate::format::context_management::with_clear_tool_uses`].
@@ -37,6 +40,11 @@ use crate::message::Message;
 use crate::plan::door::is_door_preview;
 use crate::plan::failed::is_failed_result;
 use crate::plan::stub::is_stub;
+
+/// The most bytes of the client's own results a request carries back for the server to
+/// clear: the request must stay well under the providers' 32 MB limit, whatever the
+/// stubs stood for (the run stops before the stub that would pass it).
+pub const MAX_RESTORED_BYTES: usize = 8 * 1024 * 1024;
 
 /// Tool-result clearing the provider can do in place of our stubs.
 #[derive(Clone, Debug, PartialEq)]
@@ -93,7 +101,7 @@ pub fn clear_on_server(sent: &[Message], originals: &[Message], small_chars: usi
         .collect();
     // Walk the tool uses oldest first; the run ends at the last stub reached before a
     // result the server may not clear.
-    let mut run = 0;
+    let (mut run, mut restored_bytes) = (0, 0);
     for (position, id) in calls.iter().enumerate() {
         let Some(&index) = sent_results.get(id) else { break };
         let result = &sent[index];
@@ -109,7 +117,13 @@ pub fn clear_on_server(sent: &[Message], originals: &[Message], small_chars: usi
         }
         if is_stub(&result.content) {
             match original_results.get(id) {
-                Some(original) if !is_stub(&original.content) && !original.is_sticky() => run = position + 1,
+                Some(original) if !is_stub(&original.content) && !original.is_sticky() => {
+                    restored_bytes += original.text().len();
+                    if restored_bytes > MAX_RESTORED_BYTES {
+                        break;
+                    }
+                    run = position + 1;
+                }
                 _ => break,
             }
         } else if kept_whole(result) || result.text().chars().count() > small_chars {
@@ -230,5 +244,19 @@ mod tests {
         assert_eq!(clearing.messages[2].text(), preview, "the preview goes as it is");
         assert_eq!(clearing.messages[4], original[4], "the stub is restored");
         assert_eq!(clearing.restored, 1);
+    }
+
+    #[test]
+    fn the_bytes_carried_back_are_bounded() {
+        let big = MAX_RESTORED_BYTES / 2 + 1;
+        let original = session(&[big, big, 4000]);
+        let sent = stubbed(&original, &[0, 1]);
+        let clearing = clear_on_server(&sent, &original, 200).unwrap();
+        assert_eq!(
+            (clearing.cleared, clearing.restored),
+            (1, 1),
+            "the second would pass the bound"
+        );
+        assert_eq!(clearing.messages[4], sent[4], "it stays a stub");
     }
 }
