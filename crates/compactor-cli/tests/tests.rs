@@ -22,6 +22,7 @@ mod door;
 mod eval;
 mod hardening;
 mod model;
+mod pins;
 mod plan;
 mod proxy;
 mod proxy_postgres;

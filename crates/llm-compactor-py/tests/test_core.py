@@ -476,3 +476,39 @@ def test_the_door_caps_a_two_megabyte_output_to_a_preview_with_its_handle() -> N
         Compactor(budget=32_000, door_tool_cap=100, door_preview_chars=5_000)
     off = llm_compactor.compact(messages, budget=32_000)
     assert "capped by the harness" not in json.dumps(off.messages)
+
+
+def test_configured_pins_keep_rules_a_memory_result_and_a_message_by_id() -> None:
+    """Configured pins (issue 41, item 1): at 10% of a chat session the ledger alone
+    keeps few of the user's rules; pinned by pattern, every one stays whole. A memory
+    tool's result and a message named by id likewise; a bad pattern is refused."""
+    messages = chat_session()
+    budget = max(llm_compactor.count_tokens(messages) // 10, 256)
+    rules = [p for p in PLANTED if p.startswith("Rule:")] + ["Remember: never pay a deposit over 20% upfront."]
+    plain = "\n".join(m.get("content") or "" for m in llm_compactor.compact(messages, budget=budget).messages)
+    pinned_result = llm_compactor.compact(messages, budget=budget, pin_patterns=[r"(?m)^(Rule|Remember):"])
+    pinned = "\n".join(m.get("content") or "" for m in pinned_result.messages)
+    assert pinned_result.tokens_after <= budget and not pinned_result.exhausted
+    assert all(rule in pinned for rule in rules), pinned
+    assert not all(rule in plain for rule in rules), "the control keeps them all: the test proves nothing"
+
+    loop: List[Dict[str, Any]] = [
+        {"role": "user", "id": "brief", "content": "Brief: keep invoice numbers stable."},
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "m1", "type": "function", "function": {"name": "memory", "arguments": "{}"}}
+        ]},
+        {"role": "tool", "tool_call_id": "m1", "content": "Saved: invoices use the prefix INV-2026-."},
+    ]
+    for i in range(30):
+        loop.append({"role": "assistant", "content": None, "tool_calls": [
+            {"id": f"c{i}", "type": "function", "function": {"name": "bash", "arguments": f'{{"command": "cat f{i}.py"}}'}}
+        ]})
+        loop.append({"role": "tool", "tool_call_id": f"c{i}", "content": "def f(): pass\n" * 30})
+    loop.append({"role": "user", "content": "Run the tests."})
+    kept = llm_compactor.compact(loop, budget=1_500, pin_tools=["memory"], pin_ids=["brief"])
+    text = json.dumps(kept.messages)
+    assert "[memory result] Saved: invoices use the prefix INV-2026-." in text
+    assert "Brief: keep invoice numbers stable." in text
+    with pytest.raises(ConfigError) as refused:
+        Compactor(budget=32_000, pin_patterns=["(unclosed"])
+    assert refused.value.field == "pin_patterns"

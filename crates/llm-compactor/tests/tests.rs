@@ -87,6 +87,7 @@ mod media_counting;
 mod message_digest;
 mod model_verify;
 mod pass_context;
+mod pins_configured;
 mod plan_core;
 #[cfg(feature = "bpe")]
 mod plan_trim_counted;

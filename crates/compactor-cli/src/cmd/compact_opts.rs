@@ -11,6 +11,7 @@ use llm_compactor::{CompactOptions, CompactionResult, Compactor, CompactorConfig
 use super::door_opts::DoorOpts;
 use super::interrupt::{Interrupt, Watch};
 use super::overlay_refused::refused;
+use super::pin_opts::PinOpts;
 use super::ranges;
 use super::summarizer::SummarizerOpts;
 
@@ -136,6 +137,9 @@ pub struct CompactOpts {
     /// Budgets at the door.
     #[command(flatten)]
     pub door: DoorOpts,
+    /// Configured pins.
+    #[command(flatten)]
+    pub pins: PinOpts,
 }
 
 impl CompactOpts {
@@ -238,6 +242,7 @@ impl CompactOpts {
         overlay.door_preview_chars = door.door_preview_chars;
         overlay.door_keep_media = door.door_keep_media;
         overlay.door_max_request_bytes = door.door_max_request_bytes;
+        [overlay.pin_patterns, overlay.pin_tools, overlay.pin_ids] = self.pins.lists();
         overlay
     }
 

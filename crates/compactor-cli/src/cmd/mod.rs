@@ -15,6 +15,7 @@ pub mod interrupt;
 pub mod man;
 pub mod model;
 pub mod overlay_refused;
+pub mod pin_opts;
 pub mod plan;
 pub mod plot;
 pub mod proxy;

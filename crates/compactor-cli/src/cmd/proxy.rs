@@ -149,9 +149,10 @@ struct ServeArgs {
     /// Passes whose summarizer is a model are prepared in the background by default and
     /// installed when a request reaches the trigger: no request waits for a summary
     /// unless it is over the budget. A pass starts early enough for the session's pace
-    /// (growth per round, time between rounds, the summarizer's observed time) and at the
-    /// latest at this share of the budget [default: 0.65, see docs/prepared-compaction.md].
-    /// Setting it also prepares with the ledger.
+    /// (growth per round, time between rounds, the summarizer's observed time) and no
+    /// earlier, at the latest at the trigger; before the pace is known, at 0.65 of the
+    /// budget (docs/prepared-compaction.md). Setting this fixes the latest share (and the
+    /// first threshold) to RATIO. Setting it also prepares with the ledger.
     #[arg(long, value_name = "RATIO", value_parser = prepare_ratio, conflicts_with = "no_prepare")]
     prepare_ratio: Option<f64>,
     /// Seconds a request over the budget waits for a pass being prepared before it
@@ -433,6 +434,7 @@ async fn build_config(serve: &ServeArgs) -> Result<ProxyConfig, CliError> {
         let mut prepare = compactor_proxy::PrepareConfig::default();
         if let Some(ratio) = serve.prepare_ratio {
             prepare.ratio = ratio;
+            prepare.ceiling = ratio;
         }
         if let Some(secs) = serve.prepare_wait {
             prepare.max_wait = std::time::Duration::from_secs_f64(secs);

@@ -147,6 +147,10 @@ class Compactor:
     ``door_*`` number) turns on budgets at the door: a tool result over its cap becomes a
     head/tail preview naming its handle, old media a placeholder
     (``door_tool_cap_for={"bash": 7500}`` sets one tool's cap in tokens).
+    ``pin_patterns`` (regular expressions over a user message's own words, e.g.
+    ``[r"(?m)^RULE:"]``), ``pin_tools`` (tool names, e.g. a memory tool's) and ``pin_ids``
+    (message ids) keep those messages whole in every summary's pinned section, pass after
+    pass; a pattern that does not parse is a ``ConfigError``.
     """
 
     def __init__(
@@ -181,6 +185,9 @@ class Compactor:
         door_preview_chars: Optional[int] = None,
         door_keep_media: Optional[int] = None,
         door_max_request_bytes: Optional[int] = None,
+        pin_patterns: Optional[Sequence[str]] = None,
+        pin_tools: Optional[Sequence[str]] = None,
+        pin_ids: Optional[Sequence[str]] = None,
     ) -> None:
         options: Dict[str, Any] = {
             "budget": budget,
@@ -211,6 +218,9 @@ class Compactor:
             "door_preview_chars": door_preview_chars,
             "door_keep_media": door_keep_media,
             "door_max_request_bytes": door_max_request_bytes,
+            "pin_patterns": None if pin_patterns is None else list(pin_patterns),
+            "pin_tools": None if pin_tools is None else list(pin_tools),
+            "pin_ids": None if pin_ids is None else list(pin_ids),
         }
         self._loop: Optional[asyncio.AbstractEventLoop] = None
         self._calibrated = calibrated

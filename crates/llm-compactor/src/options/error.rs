@@ -17,6 +17,9 @@ pub enum OverlayError {
     /// The door's numbers make no door.
     #[error("invalid configuration: {0}")]
     Door(String),
+    /// A pin pattern does not parse.
+    #[error("invalid configuration: {0}")]
+    Pin(#[from] crate::plan::ledger::PinRuleError),
     /// The counter is unknown or not built in.
     #[error("{0}")]
     Counter(#[from] CounterByNameError),
@@ -61,6 +64,7 @@ impl OverlayError {
             },
             OverlayError::ZeroTarget => "target",
             OverlayError::Door(_) => "door",
+            OverlayError::Pin(_) => "pin_patterns",
             OverlayError::Counter(_) => "counter",
             OverlayError::UnknownSummarizer(_) | OverlayError::Unavailable(_) | OverlayError::HttpOptionsUnused => {
                 "summarizer"

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use super::OverlayError;
 use crate::compactor::CompactorConfigBuilder;
 use crate::count::{TokenCounter, counter_by_name};
-use crate::plan::ledger::LedgerPolicy;
+use crate::plan::ledger::{LedgerPolicy, PinRules};
 use crate::{CompactOptions, Compactor, CompactorConfig, Policy, Summarizer};
 
 /// The context window unless `budget` says otherwise (the CLI's, Python's and Node's
@@ -95,6 +95,13 @@ pub struct OptionsOverlay {
     pub door_keep_media: Option<usize>,
     /// The door's byte ceiling of a request.
     pub door_max_request_bytes: Option<usize>,
+    /// Pins by pattern: user messages matching any of these regular expressions are
+    /// kept whole in the ledger's pinned section ([`crate::plan::ledger::PinRules`]).
+    pub pin_patterns: Option<Vec<String>>,
+    /// Pins by tool name: these tools' results are kept whole.
+    pub pin_tools: Option<Vec<String>>,
+    /// Pins by message id: these messages are kept whole.
+    pub pin_ids: Option<Vec<String>>,
 }
 
 impl OptionsOverlay {
@@ -159,6 +166,7 @@ impl OptionsOverlay {
         if let Some(rules) = self.door_rules()? {
             builder = builder.door(rules);
         }
+        self.pin_rules().compile()?;
         Ok(builder.build()?)
     }
 
@@ -170,7 +178,8 @@ impl OptionsOverlay {
         Ok(counter_by_name(self.counter.as_deref().unwrap_or(DEFAULT_COUNTER))?)
     }
 
-    /// The ledger's policy (`None`: the ledger off, `ledger_max_tokens` 0).
+    /// The ledger's policy (`None`: the ledger off, `ledger_max_tokens` 0), with the
+    /// pins given ([`OptionsOverlay::config`] refuses a pattern that does not parse).
     pub fn ledger(&self) -> Option<LedgerPolicy> {
         match self.ledger_max_tokens {
             Some(0) => None,
@@ -179,9 +188,25 @@ impl OptionsOverlay {
                 if let Some(max) = max {
                     policy.max_tokens = max;
                 }
+                policy.rules.pins = self.pin_rules();
                 Some(policy)
             }
         }
+    }
+
+    /// The pins given (by pattern, tool name, message id).
+    pub fn pin_rules(&self) -> PinRules {
+        let mut rules = PinRules::new();
+        for pattern in self.pin_patterns.iter().flatten() {
+            rules = rules.pattern(pattern.clone());
+        }
+        for tool in self.pin_tools.iter().flatten() {
+            rules = rules.tool(tool.clone());
+        }
+        for id in self.pin_ids.iter().flatten() {
+            rules = rules.id(id.clone());
+        }
+        rules
     }
 
     /// The compactor of `config` (from [`OptionsOverlay::config`], perhaps adjusted by

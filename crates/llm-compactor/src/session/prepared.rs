@@ -58,17 +58,21 @@ pub const DEFAULT_PREPARE_RATIO: f64 = 0.65;
 ///
 /// When a pass starts is decided from the session's pace ([`crate::plan::prepared::start_at`]):
 /// early enough that a summary of the observed (or assumed) length is ready before the
-/// request that needs it, given the observed growth and time between requests; never
-/// later than `ratio`, never earlier than `floor`.
+/// request that needs it, given the observed growth and time between requests, and no
+/// earlier (a session that ends below the trigger then pays for no summary); never
+/// later than `ceiling`, never earlier than `floor`; at `ratio` before the pace is known.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct PrepareOptions {
-    /// Start a prepared pass at the latest when the request reaches this share of the
-    /// compactor's budget (and there before anything is observed). Default
+    /// Start a prepared pass when the request reaches this share of the compactor's
+    /// budget before the session's pace is known (two requests seen). Default
     /// [`DEFAULT_PREPARE_RATIO`].
     pub ratio: f64,
     /// Never start a pass before the request reaches this share of the budget.
     /// Default 0.35.
     pub floor: f64,
+    /// Once the pace is known, start a pass at the latest at this share of the budget.
+    /// Default 1.0 (a request over the trigger starts one anyway).
+    pub ceiling: f64,
     /// How long a summary is assumed to take before one has been timed. Default 10 s.
     pub assumed_summary: Duration,
     /// How long a request over the hard limit waits for a running prepared pass before
@@ -82,6 +86,7 @@ impl Default for PrepareOptions {
         PrepareOptions {
             ratio: rule.ratio,
             floor: rule.floor,
+            ceiling: rule.ceiling,
             assumed_summary: Duration::from_secs_f64(rule.assumed_summary_secs),
             max_wait: Duration::from_secs(30),
         }
@@ -90,11 +95,13 @@ impl Default for PrepareOptions {
 
 impl PrepareOptions {
     /// Options that start every pass at `ratio` of the budget, whatever the pace (the
-    /// floor is the ratio): for a test or a replay that wants the threshold fixed.
+    /// floor and the ceiling are the ratio): for a test or a replay that wants the
+    /// threshold fixed.
     pub fn fixed(ratio: f64) -> Self {
         PrepareOptions {
             ratio,
             floor: ratio,
+            ceiling: ratio,
             ..PrepareOptions::default()
         }
     }
@@ -104,6 +111,7 @@ impl PrepareOptions {
         StartRule {
             ratio: self.ratio,
             floor: self.floor.min(self.ratio),
+            ceiling: self.ceiling,
             assumed_summary_secs: self.assumed_summary.as_secs_f64(),
             ..StartRule::new(self.ratio)
         }

@@ -4,9 +4,11 @@ use std::collections::HashMap;
 
 use serde_json::Value;
 
+use super::call_args::{COMMAND_KEYS, EDITOR_COMMANDS, PATH_KEYS, URL_KEYS, argv_command};
 use super::carry::parse_rendered;
 use super::command::{cap_chars, command_head, command_paths, op_of_tool};
 use super::hosted::{Hosted, hosted};
+use super::pin_rules::PinMatcher;
 use super::pins::split_pinned;
 use super::repeats::push_repeated;
 use super::scan::{self, bash_blocks, code_spans, error_lines, exit_status, is_path, trim_token, urls};
@@ -15,63 +17,6 @@ use super::{CommandFact, ErrorFact, FileFact, Ledger, LedgerRules};
 use crate::message::{Content, Message, Part, Role};
 use crate::plan::SUMMARY_HEADER;
 use crate::plan::handle::handle_of;
-
-/// Argument names that carry a shell command.
-const COMMAND_KEYS: &[&str] = &["command", "cmd", "script", "bash", "shell", "code"];
-/// Argument names that carry a path.
-const PATH_KEYS: &[&str] = &[
-    "path",
-    "file_path",
-    "filepath",
-    "filename",
-    "file",
-    "target_file",
-    "notebook_path",
-    "paths",
-    "files",
-    "source",
-    "destination",
-    "old_path",
-    "new_path",
-];
-/// Argument names that carry a URL the call opens (a fetch tool, a browser's
-/// navigation, Anthropic's `web_fetch`): the page is an identifier of the run, as a URL
-/// the agent writes in its own turn is.
-const URL_KEYS: &[&str] = &["url", "urls", "uri", "href"];
-/// The command line an argv array runs (Codex's `shell` tool and the Responses API's
-/// `local_shell_call` send `["bash", "-lc", "make test"]`): the script a shell is given
-/// with `-c` (or `-lc`, `-ic`), else the words joined by spaces. `None` when a word is
-/// not a string.
-fn argv_command(argv: &[Value]) -> Option<String> {
-    let words = argv.iter().map(Value::as_str).collect::<Option<Vec<&str>>>()?;
-    let is_shell = |word: &str| {
-        let name = word.rsplit('/').next().unwrap_or(word);
-        matches!(name, "bash" | "sh" | "zsh" | "dash" | "ksh")
-    };
-    let is_script_flag = |word: &str| {
-        word.len() > 1
-            && word.starts_with('-')
-            && word.ends_with('c')
-            && word[1..].bytes().all(|b| b.is_ascii_lowercase())
-    };
-    let command = match words.as_slice() {
-        [shell, flag, script] if is_shell(shell) && is_script_flag(flag) => (*script).to_owned(),
-        _ => words.join(" "),
-    };
-    Some(command.trim().to_owned())
-}
-
-/// Sub-commands of an editor tool (OpenHands' `str_replace_editor`, Anthropic's text
-/// editor) and the operation each means.
-const EDITOR_COMMANDS: &[(&str, &str)] = &[
-    ("view", "read"),
-    ("create", "write"),
-    ("str_replace", "edit"),
-    ("insert", "edit"),
-    ("undo_edit", "edit"),
-    ("write", "write"),
-    ("edit", "edit"),
-];
 
 /// Extracts the ledger of `messages[i]` for every `i` in `indices` (the middle, in
 /// order). Pure and deterministic; never fails (unparseable arguments are read as
@@ -96,6 +41,10 @@ const EDITOR_COMMANDS: &[(&str, &str)] = &[
 pub fn extract(messages: &[Message], indices: &[usize], rules: &LedgerRules) -> Ledger {
     let mut builder = Builder {
         rules,
+        // Patterns are checked where the rules are configured (`OptionsOverlay`); one
+        // that slipped through pins nothing rather than failing a pass.
+        custom_pins: (!rules.pins.is_empty()).then(|| rules.pins.compile().ok()).flatten(),
+        tool_names: HashMap::new(),
         messages,
         ledger: Ledger::default(),
         file_index: HashMap::new(),
@@ -124,6 +73,7 @@ pub fn extract(messages: &[Message], indices: &[usize], rules: &LedgerRules) -> 
         if !text.starts_with(SUMMARY_HEADER) && !is_observation(&text) {
             let (_, rest) = split_pinned(&text);
             mark_superseded(&mut ledger.earlier_users, &rest);
+            mark_superseded(&mut ledger.pinned, &rest);
             if let Some(last) = ledger.last_user.take() {
                 let mut one = vec![last];
                 mark_superseded(&mut one, &rest);
@@ -175,6 +125,10 @@ fn name_handles(ledger: &mut Ledger, messages: &[Message]) {
 
 struct Builder<'a> {
     rules: &'a LedgerRules,
+    /// The user's configured pins, compiled (none configured: `None`).
+    custom_pins: Option<PinMatcher>,
+    /// tool_call_id -> the called tool's name (for pins by tool name).
+    tool_names: HashMap<String, String>,
     messages: &'a [Message],
     ledger: Ledger,
     file_index: HashMap<String, usize>,
@@ -214,12 +168,16 @@ impl Builder<'_> {
             }
             return;
         }
+        if message.role != Role::User {
+            // A pinned tool result (or turn) still shows its facts: go on either way.
+            self.custom_pin(message, &text);
+        }
         match message.role {
             Role::User if is_observation(&text) => {
                 let command = self.last_text_command.take();
                 self.result(seq, command, &text);
             }
-            Role::User => self.user(&text),
+            Role::User => self.user(message, &text),
             Role::Assistant => self.assistant(seq, message, &text),
             Role::Tool => {
                 let command = message
@@ -301,7 +259,7 @@ impl Builder<'_> {
         }
     }
 
-    fn user(&mut self, text: &str) {
+    fn user(&mut self, message: &Message, text: &str) {
         let (pins, rest) = split_pinned(text);
         for pin in pins {
             push_repeated(&mut self.ledger.pinned, cap_chars(&pin, self.rules.pinned_chars));
@@ -309,17 +267,53 @@ impl Builder<'_> {
         if rest.is_empty() {
             return;
         }
+        let pinned = self.custom_pin(message, &rest);
         if let Some(previous) = self.ledger.last_user.take() {
             push_repeated(
                 &mut self.ledger.earlier_users,
                 one_line(&previous, self.rules.earlier_user_chars),
             );
         }
+        if pinned {
+            // Pinned whole: not also one of the user's lines (nor is an older one
+            // presented as the last request).
+            return;
+        }
         mark_superseded(&mut self.ledger.earlier_users, &rest);
+        mark_superseded(&mut self.ledger.pinned, &rest);
         self.ledger.last_user = Some(cap_chars(&rest, self.rules.last_user_chars));
     }
 
+    /// Pins `text` (`message`'s, or a user turn's own words) when a configured rule
+    /// says so; true when it did.
+    fn custom_pin(&mut self, message: &Message, text: &str) -> bool {
+        let Some(matcher) = &self.custom_pins else {
+            return false;
+        };
+        let tool_name = message
+            .tool_call_id
+            .as_ref()
+            .and_then(|id| self.tool_names.get(id))
+            .map(String::as_str)
+            .or(message.name.as_deref());
+        let Some(pin) = matcher.pinned_text(message, text, tool_name) else {
+            return false;
+        };
+        if message.role == Role::User {
+            // A pinned correction still replaces what it corrects, pinned or not.
+            mark_superseded(&mut self.ledger.earlier_users, &pin);
+            mark_superseded(&mut self.ledger.pinned, &pin);
+        }
+        push_repeated(&mut self.ledger.pinned, cap_chars(&pin, self.rules.pinned_chars));
+        true
+    }
+
     fn assistant(&mut self, seq: usize, message: &Message, text: &str) {
+        if self.custom_pins.is_some() {
+            for call in &message.tool_calls {
+                self.tool_names.insert(call.id.clone(), call.name.clone());
+            }
+        }
         for call in &message.tool_calls {
             let command = self.tool_call(seq, &call.name, &call.arguments);
             self.pending.insert(call.id.clone(), command);

@@ -14,12 +14,14 @@
 //! [`render`] writes fixed sections under a size cap, cutting the oldest facts first.
 //! Both are pure.
 
+mod call_args;
 mod carry;
 mod chatter;
 mod command;
 mod extract;
 mod hosted;
 mod marks;
+mod pin_rules;
 mod pins;
 mod render;
 mod repeats;
@@ -34,6 +36,7 @@ pub use carry::{ImportanceTier, changes_something, parse_rendered};
 pub use chatter::{instructions_kept, is_chatter, request_kept};
 pub use extract::extract;
 pub use marks::{SUPERSEDED, split_count, split_superseded};
+pub use pin_rules::{PinMatcher, PinRuleError, PinRules};
 pub use pins::split_pinned;
 pub use render::{history_fits, render, render_user_first};
 pub use repeats::push_repeated;
@@ -163,6 +166,10 @@ pub struct LedgerRules {
     /// the ledger's text is then exactly what it was before handles existed.
     #[serde(default)]
     pub handles: bool,
+    /// The pins the user configures (by pattern, tool name, message id): such messages
+    /// are kept whole in the "Pinned instructions" section. Default none.
+    #[serde(default, skip_serializing_if = "PinRules::is_empty")]
+    pub pins: PinRules,
 }
 
 fn default_pinned_chars() -> usize {
@@ -179,6 +186,7 @@ impl Default for LedgerRules {
             error_chars: 200,
             max_identifiers: 40,
             handles: false,
+            pins: PinRules::default(),
         }
     }
 }
