@@ -12,7 +12,9 @@
 //!   `--listen` on it when the block names none); `127.0.0.1:4318` an OTLP receiver;
 //!   `postgres://agent:secret@db:5432/sessions` a throwaway PostgreSQL cluster's database;
 //! - a `compactor proxy` left in the foreground goes to the background, and, as after a
-//!   block that ends by exporting a base URL, an SDK request is sent through it;
+//!   block that ends by exporting a base URL, an SDK request is sent through it (the
+//!   official `openai` or `anthropic` package of `target/py-sdks` when installed, else
+//!   curl), which reads the base URL from the environment as the page says;
 //! - `curl` waits (bounded) for the proxy the block started (`--retry-connrefused`);
 //! - `cargo install --path crates/compactor-cli` installs into the scratch directory,
 //!   reusing the workspace's target dir (`--root DIR --debug --offline --locked`), and
@@ -38,7 +40,7 @@ use axum::extract::State;
 use axum::routing::post;
 
 use crate::docs_blocks::{fenced, guide_pages, runner};
-use crate::readme_proxy::{free_port, harness_bin, script, start_upstream};
+use crate::readme_proxy::{CURL, free_port, harness_bin, script, start_upstream};
 
 /// The repository root.
 fn root() -> PathBuf {
@@ -84,6 +86,26 @@ fn compactor_wrapper(bin: &Path, port: u16) {
              exec '{compactor}' \"$@\"\n"
         ),
     );
+}
+
+/// `anthropic-client`: an application on Anthropic's SDK, which reads its base URL from
+/// `ANTHROPIC_BASE_URL` (the official package in `target/py-sdks` when installed, else curl).
+fn anthropic_client(bin: &Path) {
+    let python = root().join("target/py-sdks/bin/python");
+    let body = if python.is_file() {
+        format!(
+            "exec '{}' -c 'import anthropic; print(anthropic.Anthropic(max_retries=8).messages.create(model=\"claude-sonnet-4-5\", max_tokens=64, messages=[{{\"role\": \"user\", \"content\": \"guide: sdk\"}}]).content[0].text)'\n",
+            python.display()
+        )
+    } else {
+        eprintln!("NOTICE: target/py-sdks absent (scripts/python-sdks.sh): the Anthropic SDK stand-in is curl");
+        format!(
+            "{CURL} -H \"x-api-key: $ANTHROPIC_API_KEY\" -H 'anthropic-version: 2023-06-01' \
+             -d '{{\"model\":\"claude-sonnet-4-5\",\"max_tokens\":64,\"messages\":[{{\"role\":\"user\",\"content\":\"guide: sdk\"}}]}}' \
+             \"$ANTHROPIC_BASE_URL/v1/messages\"\n"
+        )
+    };
+    script(&bin.join("anthropic-client"), &body);
 }
 
 /// Runs a command of the harness (not of the page) in `dir`, returning its stdout.
@@ -231,7 +253,10 @@ impl Page {
             .rev()
             .find(|l| !l.is_empty())
             .unwrap_or_default();
-        if last.starts_with("export ") && last.contains("BASE_URL") {
+        if last.starts_with("export ANTHROPIC_BASE_URL") {
+            lines.push("anthropic-client".to_owned());
+            client = true;
+        } else if last.starts_with("export ") && last.contains("BASE_URL") {
             lines.push("sdk-client".to_owned());
             client = true;
         }
@@ -277,6 +302,7 @@ async fn run_page(name: &str, text: &str) {
     let (otlp, spans) = start_otlp().await;
     let dir = tempfile::tempdir().unwrap();
     let bin = harness_bin(dir.path(), 0);
+    anthropic_client(&bin);
     std::fs::create_dir(dir.path().join("home")).unwrap();
     let page = Page {
         postgres: cluster.as_ref().map(|c| c.database("sessions")),

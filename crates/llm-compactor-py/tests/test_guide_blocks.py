@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import importlib.util
 import json
 import os
 import pathlib
@@ -240,8 +241,9 @@ def start_proxy(upstream: str) -> Tuple[subprocess.Popen[bytes], str]:
 
 def interpreter(modules: List[str]) -> str:
     """This venv's python, else target/py-sdks', whichever imports all of `modules`."""
-    candidates = [sys.executable, str(REPO / "target" / "py-sdks" / "bin" / "python")]
-    for python in candidates:
+    if all(importlib.util.find_spec(m) is not None for m in modules):
+        return sys.executable
+    for python in [str(REPO / "target" / "py-sdks" / "bin" / "python")]:
         if pathlib.Path(python).is_file():
             probe = subprocess.run([python, "-c", "import " + ", ".join(modules)], capture_output=True, check=False)
             if probe.returncode == 0:
