@@ -148,6 +148,24 @@ fn every_block_of_the_guides_is_executed_or_marked() {
     assert!(pages.iter().any(|(p, _)| p == "getting-started.md"), "{pages:?}");
     let doctests = doctest_pages();
     assert!(doctests.contains(&"library.md".to_owned()), "{doctests:?}");
+    // The runners the rules name exist, honour the same marker, and the test command runs them.
+    for file in [
+        "crates/llm-compactor-py/tests/test_guide_blocks.py",
+        "crates/llm-compactor-node/tests/guide.test.js",
+    ] {
+        let text = std::fs::read_to_string(root().join(file)).unwrap_or_else(|e| panic!("{file}: {e}"));
+        assert!(text.contains(MARKER), "{file} skips blocks marked {MARKER:?}");
+    }
+    let test_sh = std::fs::read_to_string(root().join("scripts/test.sh")).unwrap();
+    assert!(
+        test_sh.contains("pytest") && test_sh.contains("scripts/node-package.sh"),
+        "scripts/test.sh"
+    );
+    let node = std::fs::read_to_string(root().join("scripts/node-package.sh")).unwrap();
+    assert!(
+        node.contains("node --test tests/"),
+        "scripts/node-package.sh runs the package's tests/"
+    );
     let missing = unexecuted(&pages, &doctests);
     assert!(missing.is_empty(), "blocks no test runs:\n{}", missing.join("\n"));
     // The inventory, for the log: which test runs each block.
