@@ -19,8 +19,9 @@
 //! - `cargo install --path crates/compactor-cli` installs into the scratch directory,
 //!   reusing the workspace's target dir (`--root DIR --debug --offline --locked`), and
 //!   the installed `compactor` is the block's from then on; `HOME` is the scratch dir's;
-//! - files a page names but does not make: `conv.json` and `run.traj.json` are the repo's
-//!   example session (`examples/sessions/long-agent-session.json`), `run.jsonl` its
+//! - files a page names but does not make: the repo's example session
+//!   (`examples/sessions/long-agent-session.json`, at that path as in a clone), and
+//!   `conv.json` and `run.traj.json` are copies of it, `run.jsonl` its
 //!   transcript; a session named `SESSION` or `auto-0123abcd` is the first the store
 //!   lists (the page's `run.jsonl` imported as `auto-0123abcd` when the store is empty),
 //!   and the handle `#00dc1d9d5b` the first handle of `compactor session replay run.jsonl`.
@@ -137,6 +138,10 @@ impl Page {
     fn fixtures(&self, block: &str) {
         let dir = self.dir.path();
         let example = root().join("examples/sessions/long-agent-session.json");
+        if block.contains("examples/sessions/long-agent-session.json") && !dir.join("examples").exists() {
+            std::fs::create_dir_all(dir.join("examples/sessions")).unwrap();
+            std::fs::copy(&example, dir.join("examples/sessions/long-agent-session.json")).unwrap();
+        }
         for name in ["conv.json", "run.traj.json"] {
             if block.contains(name) && !dir.join(name).exists() {
                 std::fs::copy(&example, dir.join(name)).unwrap();

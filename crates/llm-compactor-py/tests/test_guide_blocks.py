@@ -8,7 +8,7 @@ interpreter: this venv's, or target/py-sdks' when only that one has what the pag
 (the Anthropic SDK); top-level ``await`` is allowed. Against a scripted upstream on
 127.0.0.1 that answers chat completions, Messages and Responses requests, and, when a
 page names the proxy, the built ``compactor proxy`` in front of it (COMPACTOR_BIN, else
-target/debug/compactor). What is substituted, and nothing else:
+$CARGO_TARGET_DIR or target, then debug/compactor). What is substituted, and nothing else:
 
 - ``127.0.0.1:8787`` (the proxy's default address) becomes the address of that proxy;
 - names a block uses but no block of its page defines come from a prelude: ``messages``
@@ -216,7 +216,8 @@ def free_port() -> int:
 
 
 def start_proxy(upstream: str) -> Tuple[subprocess.Popen[bytes], str]:
-    binary = pathlib.Path(os.environ.get("COMPACTOR_BIN", str(REPO / "target" / "debug" / "compactor")))
+    target = pathlib.Path(os.environ.get("CARGO_TARGET_DIR", str(REPO / "target")))
+    binary = pathlib.Path(os.environ.get("COMPACTOR_BIN", str(target / "debug" / "compactor")))
     if not binary.is_file():
         unavailable(f"no built compactor at {binary} (cargo build -p compactor-cli, or set COMPACTOR_BIN)")
     addr = f"127.0.0.1:{free_port()}"
