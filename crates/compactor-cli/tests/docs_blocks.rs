@@ -4,7 +4,9 @@
 //!
 //! - `sh`: `docs_recipes.rs` runs every one (in page order, one scratch directory per
 //!   page), except the Claude Code and Codex pages' and the README's own proxy commands,
-//!   which `readme_proxy.rs` runs (with the Codex page's `toml`, its `config.toml`);
+//!   which `readme_proxy.rs` runs (with the Codex page's `toml`, its `config.toml`), and
+//!   Getting started's `cargo install` block, which `scripts/install-check.sh` runs from
+//!   `scripts/test.sh`;
 //! - `python`: `crates/llm-compactor-py/tests/test_guide_blocks.py` runs every one under
 //!   pytest (a page's blocks in order, in one namespace);
 //! - `js`: `crates/llm-compactor-node/tests/guide.test.js` runs every one under
@@ -69,6 +71,10 @@ pub fn fenced(text: &str) -> Vec<Block> {
     out
 }
 
+/// The install command whose block `scripts/install-check.sh` runs (after `cargo test`,
+/// since the install links `target/debug/compactor`, which running tests execute).
+pub const INSTALL: &str = "cargo install --path crates/compactor-cli";
+
 /// Pages whose `sh` blocks `readme_proxy.rs` runs (the client stand-ins with their checks).
 pub const README_PROXY_PAGES: &[&str] = &["claude-code.md", "codex.md"];
 
@@ -85,6 +91,7 @@ pub fn runner(page: &str, block: &Block, doctest_pages: &[String]) -> Result<&'s
     }
     match block.info.as_str() {
         "sh" if README_PROXY_PAGES.contains(&page) => Ok("readme_proxy.rs"),
+        "sh" if block.body.contains(INSTALL) => Ok("scripts/install-check.sh (scripts/test.sh)"),
         "toml" if page == "codex.md" => Ok("readme_proxy.rs (Codex's config.toml)"),
         "sh" => Ok("docs_recipes.rs"),
         "python" => Ok("llm-compactor-py/tests/test_guide_blocks.py"),
@@ -157,9 +164,13 @@ fn every_block_of_the_guides_is_executed_or_marked() {
         assert!(text.contains(MARKER), "{file} skips blocks marked {MARKER:?}");
     }
     let test_sh = std::fs::read_to_string(root().join("scripts/test.sh")).unwrap();
+    for step in ["pytest", "scripts/node-package.sh", "scripts/install-check.sh"] {
+        assert!(test_sh.contains(step), "scripts/test.sh runs {step}");
+    }
+    let install = std::fs::read_to_string(root().join("scripts/install-check.sh")).unwrap();
     assert!(
-        test_sh.contains("pytest") && test_sh.contains("scripts/node-package.sh"),
-        "scripts/test.sh"
+        install.contains(&format!("^{INSTALL}")),
+        "scripts/install-check.sh runs {INSTALL:?}"
     );
     let node = std::fs::read_to_string(root().join("scripts/node-package.sh")).unwrap();
     assert!(

@@ -16,9 +16,7 @@
 //!   official `openai` or `anthropic` package of `target/py-sdks` when installed, else
 //!   curl), which reads the base URL from the environment as the page says;
 //! - `curl` waits (bounded) for the proxy the block started (`--retry-connrefused`);
-//! - `cargo install --path crates/compactor-cli` installs into the scratch directory,
-//!   reusing the workspace's target dir (`--root DIR --debug --offline --locked`), and
-//!   the installed `compactor` is the block's from then on; `HOME` is the scratch dir's;
+//! - `HOME` is the scratch directory's;
 //! - files a page names but does not make: the repo's example session
 //!   (`examples/sessions/long-agent-session.json`, at that path as in a clone), and
 //!   `conv.json` and `run.traj.json` are copies of it, `run.jsonl` its
@@ -219,8 +217,6 @@ impl Page {
         if text.contains("#00dc1d9d5b") {
             text = text.replace("#00dc1d9d5b", &self.handle());
         }
-        let root = root();
-        let cargo_root = self.dir.path().join("cargo");
         let mut client = false;
         let mut lines = Vec::new();
         for line in text.lines() {
@@ -233,16 +229,6 @@ impl Page {
                 lines.push(format!("{line} &"));
                 lines.push(format!("OPENAI_BASE_URL=http://{listen}/v1 sdk-client"));
                 client = true;
-            } else if let Some(rest) = line
-                .trim_start()
-                .strip_prefix("cargo install --path crates/compactor-cli")
-            {
-                lines.push(format!(
-                    "cargo install --path '{}/crates/compactor-cli' --root '{}' --debug --offline --locked {rest}",
-                    root.display(),
-                    cargo_root.display()
-                ));
-                lines.push(format!("export PATH='{}/bin':\"$PATH\"", cargo_root.display()));
             } else if let Some(rest) = line.trim_start().strip_prefix("curl ") {
                 lines.push(format!(
                     "curl --retry 30 --retry-connrefused --retry-delay 1 --max-time 60 {rest}"
@@ -324,7 +310,6 @@ async fn run_page(name: &str, text: &str) {
         let before = up.seen.lock().unwrap().len();
         let dir = page.dir.path();
         let (out_log, err_log) = (dir.join("out.log"), dir.join("err.log"));
-        let target = std::env::var("CARGO_TARGET_DIR").unwrap_or_else(|_| root().join("target").display().to_string());
         let mut child = std::process::Command::new("bash")
             .args(["-euo", "pipefail", "-c", &text])
             .current_dir(dir)
@@ -333,15 +318,6 @@ async fn run_page(name: &str, text: &str) {
                 format!("{}:{}", page.bin.display(), std::env::var("PATH").unwrap()),
             )
             .env("HOME", dir.join("home"))
-            .env(
-                "CARGO_HOME",
-                std::env::var("CARGO_HOME").unwrap_or_else(|_| format!("{}/.cargo", std::env::var("HOME").unwrap())),
-            )
-            .env(
-                "RUSTUP_HOME",
-                std::env::var("RUSTUP_HOME").unwrap_or_else(|_| format!("{}/.rustup", std::env::var("HOME").unwrap())),
-            )
-            .env("CARGO_TARGET_DIR", target)
             .env("CODEX_HOME", dir.join("home"))
             .env("ANTHROPIC_API_KEY", "sk-ant-readme")
             .env("OPENAI_API_KEY", "sk-readme")
@@ -388,17 +364,6 @@ async fn run_page(name: &str, text: &str) {
             assert!(
                 exported.contains("gen_ai.conversation.id"),
                 "{at}: a GenAI span reached the OTLP receiver: {exported}"
-            );
-        }
-        if text.contains("cargo install") {
-            let installed = page.dir.path().join("cargo/bin/compactor");
-            let version = std::process::Command::new(&installed)
-                .arg("--version")
-                .output()
-                .unwrap();
-            assert!(
-                String::from_utf8_lossy(&version.stdout).starts_with("compactor "),
-                "{at}: {version:?}"
             );
         }
         println!("{at}: ran");
