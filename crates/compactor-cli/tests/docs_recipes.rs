@@ -1,6 +1,7 @@
 //! Issue 44: the guides' shell recipes run as written. Every `sh` block of
 //! `docs/guide/*.md` that `docs_blocks.rs` assigns here (all but the Claude Code and Codex
-//! pages', which `readme_proxy.rs` runs, and blocks marked `<!-- not run: ... -->`) runs
+//! pages', which `readme_proxy.rs` runs, Getting started's `cargo install`, which
+//! `scripts/install-check.sh` runs, and blocks marked `<!-- not run: ... -->`) runs
 //! under bash, in page order, in one scratch directory per page, with the built
 //! `compactor` first on PATH and the client stand-ins of `readme_proxy.rs` (`claude`,
 //! `codex`, `sdk-client`) beside it, against a scripted upstream on 127.0.0.1.
