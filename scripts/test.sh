@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# THE test command: the Rust workspace's tests, the Node package's (scripts/node-package.sh),
+# THE test command: the Rust workspace's tests, the CLI installed as Getting started
+# says (scripts/install-check.sh), the Node package's (scripts/node-package.sh),
 # then the Python package's (pytest over
 # crates/llm-compactor-py/tests, and mypy --strict over a typed usage file that checks
 # the stubs). The Python part needs the package built into target/py-compactor by
@@ -12,6 +13,9 @@ VENV="${COMPACTOR_PY_VENV:-target/py-compactor}"
 
 echo "== cargo test --workspace --all-features"
 cargo test --workspace --all-features
+
+echo "== cargo install --path crates/compactor-cli, as Getting started says (into a temp dir)"
+bash scripts/install-check.sh
 
 echo "== the Node package (native addon, node --test, tsc --strict)"
 bash scripts/node-package.sh

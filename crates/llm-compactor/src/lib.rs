@@ -156,3 +156,13 @@ pub struct ReadmeDoctests;
 #[cfg(doctest)]
 #[doc = include_str!("../../../docs/guide/library.md")]
 pub struct LibraryGuideDoctests;
+
+/// The summarizers guide's Rust example (`docs/guide/summarizers.md`), run as a doctest.
+#[cfg(all(doctest, feature = "http"))]
+#[doc = include_str!("../../../docs/guide/summarizers.md")]
+pub struct SummarizersGuideDoctests;
+
+/// The PostgreSQL guide's Rust example (`docs/guide/postgres.md`), compiled as a doctest.
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/guide/postgres.md")]
+pub struct PostgresGuideDoctests;
