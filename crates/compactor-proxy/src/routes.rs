@@ -188,7 +188,7 @@ fn relay(response: reqwest::Response, tap: Option<Tap>) -> Response {
 }
 
 async fn compacted(state: Arc<AppState>, api: Api, request: Request) -> Result<Response, ProxyError> {
-    let (method, path, headers, body) = read_body(&state, request).await?;
+    let (method, path, mut headers, body) = read_body(&state, request).await?;
     let started = Instant::now();
     // The body is read as JSON once: for its `context_management`, its conversation, and
     // (Messages) the client's breakpoints when the forwarded request is written.
@@ -196,6 +196,27 @@ async fn compacted(state: Arc<AppState>, api: Api, request: Request) -> Result<R
     // Compaction items this proxy served become their summaries before anything reads
     // the request: the session, the transcript and the upstream see the conversation.
     let mut body = body;
+    // Anthropic's compaction: blocks of ours opened, a compaction request answered here
+    // (an upstream without it) or forwarded as it came (one with it).
+    if api == Api::Anthropic
+        && let Ok(value) = &mut json
+    {
+        match native::on_messages(&state, &mut headers, value)? {
+            native::MessagesCompaction::Serve => {
+                let response = native::serve_messages_compaction(&state, &headers, std::mem::take(value)).await?;
+                return Ok(stamp(response, started.elapsed(), None));
+            }
+            native::MessagesCompaction::Forward => {
+                let overhead = started.elapsed();
+                let response = send(&state, method, &path, &headers, body).await?;
+                return Ok(stamp(relay(response, None), overhead, None));
+            }
+            native::MessagesCompaction::Continue { rewritten: true } => {
+                body = Bytes::from(serde_json::to_vec(value).map_err(|e| ProxyError::Internal(e.to_string()))?);
+            }
+            native::MessagesCompaction::Continue { rewritten: false } => {}
+        }
+    }
     if api == Api::Responses
         && let Ok(value) = &mut json
     {
@@ -286,7 +307,6 @@ async fn compacted(state: Arc<AppState>, api: Api, request: Request) -> Result<R
     prepared.body = finish(&state, api, &body, client_json.as_ref(), &mut prepared, &key);
     // Thinking a pass moved onto a new prefix: the provider drops it instead of a 400;
     // the oldest stubs: the provider clears them, so that no thinking moves.
-    let mut headers = headers;
     let edits = ProviderEdits {
         drop_block: prepared.needs_drop_block,
         clear_keep: prepared.clear_keep,

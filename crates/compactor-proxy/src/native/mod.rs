@@ -14,12 +14,22 @@
 //! in a later request's `input`, it is opened into the summary before anything else reads
 //! the request ([`resolve`]): the upstream sees an ordinary conversation. An item this
 //! proxy did not seal for the presenting client is refused with a 400 naming it.
+//!
+//! Anthropic's on-demand compaction (a `compaction` parameter on `/v1/messages`, beta
+//! `compact-2026-09-04`) is served the same way ([`anthropic_serve`]): its answer is one
+//! `compaction` block with the summary as text and the proxy's seal over the turns it
+//! stands for ([`anthropic_block`]), opened when a later request sends it back.
 
+mod anthropic_block;
+mod anthropic_counters;
+mod anthropic_serve;
 mod counters;
 mod resolve;
 mod seal;
 mod serve;
 
+pub(crate) use anthropic_counters::MessagesCounters;
+pub(crate) use anthropic_serve::{MessagesCompaction, on_messages, serve_messages_compaction};
 pub(crate) use counters::NativeCounters;
 pub(crate) use resolve::resolve_items;
 pub(crate) use seal::Sealer;
