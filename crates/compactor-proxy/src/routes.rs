@@ -226,6 +226,9 @@ async fn compacted(state: Arc<AppState>, api: Api, request: Request) -> Result<R
             body = Bytes::from(serde_json::to_vec(value).map_err(|e| ProxyError::Internal(e.to_string()))?);
         }
     }
+    // Threshold compaction done here for an upstream without it: the answer leads with
+    // the proxy's compaction block when the round ran a pass.
+    let threshold = native::asks_threshold(&state, api, json.as_ref().ok());
     let mut stance = match (api, &json) {
         (Api::OpenAi, _) | (_, Err(_)) => Stance::Absent,
         (_, Ok(value)) => context_management::stance_of(value),
@@ -389,6 +392,9 @@ async fn compacted(state: Arc<AppState>, api: Api, request: Request) -> Result<R
         (response, prepared, overhead)
     };
     let pass = prepared.pass.clone();
+    let lead = threshold
+        .then(|| native::threshold_block(&state, &headers, &parsed, &prepared))
+        .flatten();
     let hook = traced.into_hook();
     let response = if offered && response.status().is_success() {
         state.metrics.rewritten(prepared.removed);
@@ -410,6 +416,10 @@ async fn compacted(state: Arc<AppState>, api: Api, request: Request) -> Result<R
         exchange.respond(response, hook).await
     } else {
         relay_tapped(&state, response, api, &parsed.model, prepared, hook)
+    };
+    let response = match lead {
+        Some(block) => native::lead_with(response, block).await,
+        None => response,
     };
     Ok(stamp(response, overhead, pass.as_deref()))
 }

@@ -317,3 +317,40 @@ async fn the_official_anthropic_sdk_compacts_on_demand_through_the_proxy() {
     );
     assert!(metric(&text, "compactor_proxy_native_compaction_blocks_resolved_total") >= 4.0);
 }
+
+/// Threshold compaction (`compact_20260112`) under `serve`, with the official SDK
+/// appending each answer's whole content as Anthropic's docs say: the answers of the
+/// rounds where the proxy compacted lead with its block (streamed and not), the client
+/// sends it back with its whole history, and the upstream sees the conversation from the
+/// block on, within the budget, with no block, edit or beta.
+#[tokio::test]
+async fn threshold_compaction_answers_lead_with_the_proxy_s_block() {
+    let Some(python) = support::python() else { return };
+    let up = upstream().await;
+    let store: Arc<dyn SessionStore> = Arc::new(MemoryStore::new());
+    let builder = ProxyConfig::builder(&up.url(), ledger_compactor(3_000), store.clone())
+        .native_compaction(NativeCompaction::Serve);
+    let proxy = proxy_with(builder, store).await;
+    let out = support::run_python(&python, "anthropic_threshold_blocks.py", &[], &[("PROXY", proxy.url())]).await;
+    assert!(out.contains("threshold blocks ok"), "{out}");
+    let received = up.received();
+    assert_eq!(received.len(), 24);
+    for request in &received {
+        let body = request.body.to_string();
+        assert!(!body.contains("llmc1.") && !body.contains("\"compaction\""), "{body}");
+        assert!(request.body.get("context_management").is_none());
+        assert!(
+            !request
+                .anthropic_beta
+                .as_deref()
+                .unwrap_or_default()
+                .contains("compact-")
+        );
+        assert!(request.tokens() <= 3_000, "{} tokens", request.tokens());
+    }
+    let text = metrics(&proxy.url()).await;
+    assert!(
+        metric(&text, "compactor_proxy_native_compaction_blocks_resolved_total") >= 3.0,
+        "{text}"
+    );
+}

@@ -23,6 +23,7 @@
 mod anthropic_block;
 mod anthropic_counters;
 mod anthropic_serve;
+mod anthropic_threshold;
 mod counters;
 mod resolve;
 mod seal;
@@ -30,6 +31,7 @@ mod serve;
 
 pub(crate) use anthropic_counters::MessagesCounters;
 pub(crate) use anthropic_serve::{MessagesCompaction, on_messages, serve_messages_compaction};
+pub(crate) use anthropic_threshold::{asks_threshold, lead_with, threshold_block};
 pub(crate) use counters::NativeCounters;
 pub(crate) use resolve::resolve_items;
 pub(crate) use seal::Sealer;
