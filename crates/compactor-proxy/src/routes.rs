@@ -136,9 +136,16 @@ async fn read_body(state: &AppState, request: Request) -> Result<(Method, String
 async fn passthrough(State(state): State<Arc<AppState>>, request: Request) -> Response {
     state.metrics.request(Route::Other);
     let result = async {
-        let (method, path, headers, body) = read_body(&state, request).await?;
+        let (method, path, mut headers, mut body) = read_body(&state, request).await?;
         let started = Instant::now();
         let bare = path.split('?').next().unwrap_or_default();
+        if method == Method::POST
+            && bare.ends_with("/v1/messages/count_tokens")
+            && let Some(opened) = native::on_count_tokens(&state, &mut headers, &body)?
+        {
+            // Anthropic's compaction blocks of ours opened, as on /v1/messages.
+            body = opened;
+        }
         if method == Method::POST && bare.trim_end_matches('/').ends_with("/responses") {
             // A Responses API path other than `/v1/responses` (a prefixed base URL) is not
             // compacted: say so once, rather than let an agent believe it is managed.

@@ -139,11 +139,28 @@ async fn on_demand_compaction_is_served_and_its_block_opens_only_for_its_client(
     .await;
     assert_eq!(status, 200);
     assert_eq!(up.received().last().unwrap().body["messages"], seen.body["messages"]);
+    // Counting its tokens: the block opened there too, the parameter the API ignores
+    // there removed.
+    let mut count = next.clone();
+    count["compaction"] = json!({"type": "summarize"});
+    let response = client()
+        .post(format!("{url}/v1/messages/count_tokens"))
+        .header("x-api-key", "sk-a")
+        .header("anthropic-beta", BETA)
+        .json(&count)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let counted = up.received().last().unwrap().clone();
+    assert_eq!(counted.path, "/v1/messages/count_tokens");
+    assert!(counted.body.get("compaction").is_none() && counted.anthropic_beta.is_none());
+    assert!(!counted.body.to_string().contains("llmc1.") && counted.body.to_string().contains(RULE));
     let text = metrics(&url).await;
     assert_eq!(metric(&text, "compactor_proxy_native_messages_compactions_total"), 1.0);
     assert_eq!(
         metric(&text, "compactor_proxy_native_compaction_blocks_resolved_total"),
-        2.0
+        3.0
     );
 
     // Another client's key, altered content, an altered or forged seal: 400 naming the

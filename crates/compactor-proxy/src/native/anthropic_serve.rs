@@ -70,6 +70,31 @@ pub(crate) fn on_messages(
     })
 }
 
+/// A `POST /v1/messages/count_tokens` body read as [`on_messages`] reads a request (the
+/// API accepts the `compaction` parameter there and ignores it: for an upstream without
+/// compaction it is removed); the body to forward when it changed.
+///
+/// # Errors
+/// 400 naming a block of ours that is forged, altered or another client's.
+pub(crate) fn on_count_tokens(
+    state: &AppState,
+    headers: &mut HeaderMap,
+    body: &Bytes,
+) -> Result<Option<Bytes>, ProxyError> {
+    let Ok(mut value) = serde_json::from_slice::<Value>(body) else {
+        return Ok(None);
+    };
+    if !value.is_object() {
+        return Ok(None);
+    }
+    let changed = match on_messages(state, headers, &mut value)? {
+        MessagesCompaction::Forward => false,
+        MessagesCompaction::Serve => value.as_object_mut().and_then(|o| o.remove(PARAMETER)).is_some(),
+        MessagesCompaction::Continue { rewritten } => rewritten,
+    };
+    Ok(changed.then(|| Bytes::from(serde_json::to_vec(&value).unwrap_or_else(|_| body.to_vec()))))
+}
+
 /// Removes the compaction blocks that hold no summary (`content: null`: a failed or
 /// empty compaction, which the API treats as a no-op) and the turns left empty; how many.
 fn drop_noop_blocks(request: &mut Value) -> usize {
