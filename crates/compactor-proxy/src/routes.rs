@@ -314,6 +314,10 @@ async fn compacted(state: Arc<AppState>, api: Api, request: Request) -> Result<R
         };
         guard.prepare(&round).await?
     };
+    if let Some(answer) = threshold.and_then(|t| native::paused_answer(t, &state, &headers, &parsed, &prepared)) {
+        // `pause_after_compaction`: the block alone, the upstream not asked.
+        return Ok(stamp(answer, started.elapsed(), prepared.pass.as_deref()));
+    }
     prepared.body = finish(&state, api, &body, client_json.as_ref(), &mut prepared, &key);
     // Thinking a pass moved onto a new prefix: the provider drops it instead of a 400;
     // the oldest stubs: the provider clears them, so that no thinking moves.
@@ -399,9 +403,7 @@ async fn compacted(state: Arc<AppState>, api: Api, request: Request) -> Result<R
         (response, prepared, overhead)
     };
     let pass = prepared.pass.clone();
-    let lead = threshold
-        .then(|| native::threshold_block(&state, &headers, &parsed, &prepared))
-        .flatten();
+    let lead = threshold.and_then(|_| native::threshold_block(&state, &headers, &parsed, &prepared));
     let hook = traced.into_hook();
     let response = if offered && response.status().is_success() {
         state.metrics.rewritten(prepared.removed);

@@ -371,3 +371,48 @@ async fn threshold_compaction_answers_lead_with_the_proxy_s_block() {
         "{text}"
     );
 }
+
+/// `pause_after_compaction` under `serve`: a round that ran a pass is answered with the
+/// block alone (`stop_reason: "compaction"`), the upstream not asked; the client appends
+/// it and asks again, and the upstream answers the conversation the block stands for.
+#[tokio::test]
+async fn pause_after_compaction_answers_the_block_alone() {
+    let mut messages = session(0, 12);
+    messages.push(json!({"role": "user", "content": "what next?"}));
+    let edits = json!({"edits": [{"type": "compact_20260112", "pause_after_compaction": true}]});
+    for stream in [false, true] {
+        let up = upstream().await;
+        let store: Arc<dyn SessionStore> = Arc::new(MemoryStore::new());
+        let builder = ProxyConfig::builder(&up.url(), ledger_compactor(3_000), store.clone())
+            .native_compaction(NativeCompaction::Serve);
+        let proxy = proxy_with(builder, store).await;
+        let request = json!({"model": "claude-x", "max_tokens": 100, "stream": stream, "context_management": edits, "messages": messages});
+        let response = post(&proxy.url(), "sk-a", &request).await;
+        assert_eq!(response.status(), 200);
+        let block = if stream {
+            let events = events(&response.text().await.unwrap());
+            assert_eq!(events[4].1["delta"]["stop_reason"], "compaction");
+            let delta = &events[2].1["delta"];
+            json!({"type": "compaction", "content": delta["content"], "encrypted_content": delta["encrypted_content"]})
+        } else {
+            let answer: Value = response.json().await.unwrap();
+            assert_eq!(answer["stop_reason"], "compaction", "{answer}");
+            assert_eq!(answer["content"].as_array().unwrap().len(), 1);
+            answer["content"][0].clone()
+        };
+        assert!(block["encrypted_content"].as_str().unwrap().starts_with("llmc1."));
+        assert!(up.received().is_empty(), "paused: the upstream is not asked");
+        let mut resumed = messages.clone();
+        resumed.push(json!({"role": "assistant", "content": [block]}));
+        let request = json!({"model": "claude-x", "max_tokens": 100, "context_management": edits, "messages": resumed});
+        let (status, answer) = post_json(&proxy.url(), "sk-a", &request).await;
+        assert_eq!(status, 200, "{answer}");
+        assert_eq!(
+            answer["content"].as_array().unwrap().last().unwrap()["text"],
+            "echo: what next?"
+        );
+        let seen = up.received().last().unwrap().clone();
+        assert!(seen.tokens() <= 3_000 && seen.body.to_string().contains(RULE));
+        assert!(!seen.body.to_string().contains("llmc1."));
+    }
+}

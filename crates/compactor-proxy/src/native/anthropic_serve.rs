@@ -213,11 +213,17 @@ pub(crate) async fn serve_messages_compaction(
         compacted,
         "served an Anthropic compaction request"
     );
+    Ok(compaction_answer(&request.model, block, usage, request.stream))
+}
+
+/// A Messages answer holding `block` alone, `stop_reason: "compaction"`, billed `usage`:
+/// JSON, or the stream when `stream`.
+pub(crate) fn compaction_answer(model: &str, block: Value, usage: llm_compactor::Usage, stream: bool) -> Response {
     let message = json!({
         "id": format!("msg_cmp_{}", uuid::Uuid::new_v4().simple()),
         "type": "message",
         "role": "assistant",
-        "model": request.model,
+        "model": model,
         "content": [block],
         "stop_reason": "compaction",
         "stop_sequence": null,
@@ -228,11 +234,11 @@ pub(crate) async fn serve_messages_compaction(
             "cache_read_input_tokens": usage.cache_read_tokens,
         },
     });
-    Ok(if request.stream {
+    if stream {
         sse(message)
     } else {
         axum::Json(message).into_response()
-    })
+    }
 }
 
 /// `message` as the Messages stream: `message_start` (no content yet),

@@ -14,6 +14,7 @@ use futures_util::StreamExt;
 use serde_json::{Value, json};
 
 use super::anthropic_block::{COMPACTION_BLOCK, sealed_block};
+use super::anthropic_serve::compaction_answer;
 use super::seal::owner_of;
 use crate::api::{self, Api};
 use crate::sessions::Prepared;
@@ -24,12 +25,51 @@ use llm_compactor::format::context_management::{Edit, edits};
 /// goes as it came).
 const MAX_ANSWER: usize = 64 * 1024 * 1024;
 
-/// True when a Messages request asks for threshold compaction of an upstream that has
-/// none (the proxy serves compaction for it): its answer then carries the proxy's block.
-pub(crate) fn asks_threshold(state: &AppState, api: Api, request: Option<&Value>) -> bool {
-    api == Api::Anthropic
-        && state.serves_compaction.load(std::sync::atomic::Ordering::Relaxed)
-        && request.is_some_and(|r| edits(r).contains(&Edit::Compact))
+/// A Messages request's threshold compaction, done by the proxy.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Threshold {
+    /// `pause_after_compaction`: a round that ran a pass is answered with the block
+    /// alone (`stop_reason: "compaction"`), and the upstream is not asked.
+    pause: bool,
+}
+
+/// The threshold compaction a Messages request asks of an upstream that has none (the
+/// proxy serves compaction for it): its answer then carries the proxy's block.
+pub(crate) fn asks_threshold(state: &AppState, api: Api, request: Option<&Value>) -> Option<Threshold> {
+    let request = request.filter(|r| {
+        api == Api::Anthropic
+            && state.serves_compaction.load(std::sync::atomic::Ordering::Relaxed)
+            && edits(r).contains(&Edit::Compact)
+    })?;
+    let pause = request
+        .pointer("/context_management/edits")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .any(|edit| {
+            edit.get("type")
+                .and_then(Value::as_str)
+                .is_some_and(|t| t.starts_with("compact_"))
+                && edit.get("pause_after_compaction").and_then(Value::as_bool) == Some(true)
+        });
+    Some(Threshold { pause })
+}
+
+/// The answer of a round that paused after its compaction (`pause_after_compaction`, and
+/// the round ran a pass): the block alone, as the API answers; `None` to forward it.
+pub(crate) fn paused_answer(
+    threshold: Threshold,
+    state: &AppState,
+    headers: &HeaderMap,
+    request: &api::Request,
+    prepared: &Prepared,
+) -> Option<Response> {
+    if !threshold.pause {
+        return None;
+    }
+    let block = threshold_block(state, headers, request, prepared)?;
+    let usage = prepared.done.as_ref().map(|done| done.usage).unwrap_or_default();
+    Some(compaction_answer(&request.model, block, usage, request.stream))
 }
 
 /// The block the answer to `prepared` leads with: `None` unless its round ran a pass.

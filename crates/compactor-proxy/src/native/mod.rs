@@ -31,7 +31,7 @@ mod serve;
 
 pub(crate) use anthropic_counters::MessagesCounters;
 pub(crate) use anthropic_serve::{MessagesCompaction, on_count_tokens, on_messages, serve_messages_compaction};
-pub(crate) use anthropic_threshold::{asks_threshold, lead_with, threshold_block};
+pub(crate) use anthropic_threshold::{asks_threshold, lead_with, paused_answer, threshold_block};
 pub(crate) use counters::NativeCounters;
 pub(crate) use resolve::resolve_items;
 pub(crate) use seal::Sealer;
