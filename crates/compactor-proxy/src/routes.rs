@@ -215,6 +215,7 @@ async fn compacted(state: Arc<AppState>, api: Api, request: Request) -> Result<R
             }
             native::MessagesCompaction::Forward => {
                 let overhead = started.elapsed();
+                state.metrics.added_latency(overhead);
                 let response = send(&state, method, &path, &headers, body).await?;
                 return Ok(stamp(relay(response, None), overhead, None));
             }
