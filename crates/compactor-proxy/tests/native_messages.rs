@@ -416,3 +416,53 @@ async fn pause_after_compaction_answers_the_block_alone() {
         assert!(!seen.body.to_string().contains("llmc1."));
     }
 }
+
+/// The SDK's own compaction: the beta tool runner's `compact_before_next_turn()` over a
+/// long tool loop, plain and streamed, each run compacting at least 3 times; the upstream
+/// answers every tool turn and never sees a block, the parameter or the beta.
+#[tokio::test]
+async fn the_sdk_tool_runner_compacts_before_its_next_turn_through_the_proxy() {
+    let Some(python) = support::python() else { return };
+    const TOOL_TURNS: usize = 14;
+    let up = upstream().await;
+    for _run in 0..2 {
+        let mut replies = up.script.replies.lock().unwrap();
+        for turn in 0..TOOL_TURNS {
+            replies.push_back(json!({"role": "assistant", "content": null, "tool_calls": [
+                {"id": format!("toolu_{_run}_{turn}"), "type": "function",
+                 "function": {"name": "shell", "arguments": format!("{{\"cmd\":\"make step{turn}\"}}")}}]}));
+        }
+        replies.push_back(json!({"role": "assistant", "content": "all green"}));
+    }
+    let store: Arc<dyn SessionStore> = Arc::new(MemoryStore::new());
+    let builder = ProxyConfig::builder(&up.url(), ledger_compactor(3_000), store.clone())
+        .native_compaction(NativeCompaction::Serve);
+    let proxy = proxy_with(builder, store).await;
+    let out = support::run_python(
+        &python,
+        "anthropic_runner_compaction.py",
+        &[],
+        &[("PROXY", proxy.url()), ("TOOL_TURNS", TOOL_TURNS.to_string())],
+    )
+    .await;
+    assert!(out.contains("streamed=False") && out.contains("streamed=True"), "{out}");
+    let received = up.received();
+    assert_eq!(received.len(), 2 * (TOOL_TURNS + 1), "{out}");
+    for request in &received {
+        let body = request.body.to_string();
+        assert!(!body.contains("llmc1.") && !body.contains("\"compaction\""), "{body}");
+        assert!(
+            !request
+                .anthropic_beta
+                .as_deref()
+                .unwrap_or_default()
+                .contains("compact-")
+        );
+        assert!(request.tokens() <= 3_000, "{} tokens", request.tokens());
+    }
+    let text = metrics(&proxy.url()).await;
+    assert!(
+        metric(&text, "compactor_proxy_native_messages_compactions_total") >= 6.0,
+        "{out}"
+    );
+}
