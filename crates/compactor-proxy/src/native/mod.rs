@@ -18,7 +18,9 @@
 //! Anthropic's on-demand compaction (a `compaction` parameter on `/v1/messages`, beta
 //! `compact-2026-09-04`) is served the same way ([`anthropic_serve`]): its answer is one
 //! `compaction` block with the summary as text and the proxy's seal over the turns it
-//! stands for ([`anthropic_block`]), opened when a later request sends it back.
+//! stands for ([`anthropic_block`]), opened when a later request sends it back. Threshold
+//! compaction (`compact_20260112`), done by the proxy, answers with the same block leading
+//! the answer of a round that ran a pass ([`anthropic_threshold`]).
 
 mod anthropic_block;
 mod anthropic_counters;
