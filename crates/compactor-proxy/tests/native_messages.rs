@@ -296,7 +296,7 @@ async fn the_official_anthropic_sdk_compacts_on_demand_through_the_proxy() {
     let store: Arc<dyn SessionStore> = Arc::new(MemoryStore::new());
     let builder = ProxyConfig::builder(&up.url(), ledger_compactor(3_000), store.clone())
         .native_compaction(NativeCompaction::Serve);
-    let proxy = proxy_with(builder, store).await;
+    let proxy = proxy_with(builder, store.clone()).await;
     let out = support::run_python(
         &python,
         "anthropic_on_demand.py",
@@ -333,6 +333,12 @@ async fn the_official_anthropic_sdk_compacts_on_demand_through_the_proxy() {
         "{out}"
     );
     assert!(metric(&text, "compactor_proxy_native_compaction_blocks_resolved_total") >= 4.0);
+    // One session across the compactions (the block names it; each opened block goes on
+    // in a transcript of its own, `KEY~xxxxxxxx`, which the session's own points at).
+    let sessions = store.sessions().await.unwrap();
+    let keys: std::collections::BTreeSet<&str> =
+        sessions.iter().map(|s| s.session.split('~').next().unwrap()).collect();
+    assert_eq!(keys.len(), 1, "{sessions:?}");
 }
 
 /// Threshold compaction (`compact_20260112`) under `serve`, with the official SDK

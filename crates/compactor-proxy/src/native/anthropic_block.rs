@@ -23,9 +23,10 @@ pub(crate) const COMPACTION_BLOCK: &str = "compaction";
 const KIND: &str = "anthropic-messages";
 
 /// A `compaction` block standing for `messages` (Messages turns), shown as `text`,
-/// sealed for `owner`.
-pub(crate) fn sealed_block(sealer: &Sealer, owner: &str, text: &str, messages: &[Value]) -> Value {
-    let payload = json!({"kind": KIND, "content": text, "messages": messages});
+/// sealed for `owner`, written in the proxy's session `session` (the requests that send
+/// it back continue that session).
+pub(crate) fn sealed_block(sealer: &Sealer, owner: &str, text: &str, messages: &[Value], session: &str) -> Value {
+    let payload = json!({"kind": KIND, "content": text, "messages": messages, "session": session});
     json!({
         "type": COMPACTION_BLOCK,
         "content": text,
@@ -42,9 +43,18 @@ fn is_ours(block: &Value) -> bool {
             .is_some_and(|sealed| sealed.starts_with(SEAL_PREFIX))
 }
 
-/// The turns `block` stands for, when this proxy sealed it for `owner` with the text it
-/// shows.
-fn open(sealer: &Sealer, owner: &str, block: &Value) -> Result<Vec<Value>, &'static str> {
+/// What the blocks of ours in a request came to ([`resolve_blocks`]).
+#[derive(Debug, Default, PartialEq, Eq)]
+pub(crate) struct Opened {
+    /// How many blocks of ours the request held (0: untouched).
+    pub(crate) blocks: usize,
+    /// The session the last of them was written in.
+    pub(crate) session: Option<String>,
+}
+
+/// The turns `block` stands for and the session it was written in, when this proxy
+/// sealed it for `owner` with the text it shows.
+fn open(sealer: &Sealer, owner: &str, block: &Value) -> Result<(Vec<Value>, Option<String>), &'static str> {
     let sealed = block
         .get("encrypted_content")
         .and_then(Value::as_str)
@@ -58,8 +68,9 @@ fn open(sealer: &Sealer, owner: &str, block: &Value) -> Result<Vec<Value>, &'sta
     if payload.get("content") != block.get("content") {
         return Err("was altered (its content is not the summary this proxy wrote)");
     }
+    let session = payload.get("session").and_then(Value::as_str).map(str::to_owned);
     match payload.get_mut("messages").map(Value::take) {
-        Some(Value::Array(messages)) => Ok(messages),
+        Some(Value::Array(messages)) => Ok((messages, session)),
         _ => Err("is not a compaction block this proxy wrote (malformed encrypted_content)"),
     }
 }
@@ -68,34 +79,35 @@ fn open(sealer: &Sealer, owner: &str, block: &Value) -> Result<Vec<Value>, &'sta
 /// proxy wrote stands for: every turn and block before it are dropped (as the API
 /// ignores them), the block becomes the turns it sealed, and what follows it (the rest
 /// of its turn, the later turns) follows them. Every block of ours is checked, for the
-/// client whose credential `headers` present. Returns how many blocks of ours the request
-/// held (0: untouched); a provider's own blocks are left alone.
+/// client whose credential `headers` present. Says how many blocks of ours the request
+/// held (0: untouched) and the session of the last; a provider's own blocks are left
+/// alone.
 ///
 /// # Errors
 /// The client's 400, in words naming the block (`messages[N].content[M]`), when one is
 /// forged, altered, sealed under another key or for another credential: nothing of it
 /// is resolved.
-pub(crate) fn resolve_blocks(request: &mut Value, sealer: &Sealer, headers: &HeaderMap) -> Result<usize, String> {
+pub(crate) fn resolve_blocks(request: &mut Value, sealer: &Sealer, headers: &HeaderMap) -> Result<Opened, String> {
     let Some(Value::Array(messages)) = request.get_mut("messages") else {
-        return Ok(0);
+        return Ok(Opened::default());
     };
     let mut owner: Option<String> = None;
     let mut found = 0;
-    let mut last: Option<(usize, usize, Vec<Value>)> = None;
+    let mut last: Option<(usize, usize, Vec<Value>, Option<String>)> = None;
     for (i, message) in messages.iter().enumerate() {
         let Some(blocks) = message.get("content").and_then(Value::as_array) else {
             continue;
         };
         for (j, block) in blocks.iter().enumerate().filter(|(_, b)| is_ours(b)) {
             let owner = owner.get_or_insert_with(|| owner_of(headers));
-            let turns = open(sealer, owner, block)
+            let (turns, session) = open(sealer, owner, block)
                 .map_err(|why| format!("messages[{i}].content[{j}]: the compaction block {why}"))?;
             found += 1;
-            last = Some((i, j, turns));
+            last = Some((i, j, turns, session));
         }
     }
-    let Some((i, j, mut turns)) = last else {
-        return Ok(0);
+    let Some((i, j, mut turns, session)) = last else {
+        return Ok(Opened::default());
     };
     let mut later = messages.split_off(i);
     let mut holder = later.remove(0);
@@ -109,7 +121,7 @@ pub(crate) fn resolve_blocks(request: &mut Value, sealer: &Sealer, headers: &Hea
     }
     turns.extend(later);
     *messages = turns;
-    Ok(found)
+    Ok(Opened { blocks: found, session })
 }
 
 #[cfg(test)]
@@ -133,13 +145,20 @@ mod tests {
     fn a_block_of_ours_becomes_its_turns_and_what_came_before_it_goes() {
         let sealer = Sealer::random();
         let owner = owner_of(&headers("sk-a"));
-        let block = sealed_block(&sealer, &owner, "summary: the build is green", &kept());
+        let block = sealed_block(&sealer, &owner, "summary: the build is green", &kept(), "s-1");
         let mut request = json!({"messages": [
             {"role": "user", "content": "old turn the block summarized"},
             {"role": "assistant", "content": [block, {"type": "text", "text": "and so"}]},
             {"role": "user", "content": "next"},
         ]});
-        assert_eq!(resolve_blocks(&mut request, &sealer, &headers("sk-a")), Ok(1));
+        let opened = resolve_blocks(&mut request, &sealer, &headers("sk-a")).unwrap();
+        assert_eq!(
+            opened,
+            Opened {
+                blocks: 1,
+                session: Some("s-1".to_owned())
+            }
+        );
         let mut expected = kept();
         expected.push(json!({"role": "assistant", "content": [{"type": "text", "text": "and so"}]}));
         expected.push(json!({"role": "user", "content": "next"}));
@@ -149,7 +168,10 @@ mod tests {
         let theirs = json!({"messages": [{"role": "assistant", "content": [
             {"type": "compaction", "content": "theirs", "signature": "sig"}]}]});
         let mut same = theirs.clone();
-        assert_eq!(resolve_blocks(&mut same, &sealer, &headers("sk-a")), Ok(0));
+        assert_eq!(
+            resolve_blocks(&mut same, &sealer, &headers("sk-a")),
+            Ok(Opened::default())
+        );
         assert_eq!(same, theirs);
     }
 
@@ -157,7 +179,7 @@ mod tests {
     fn forged_altered_and_foreign_blocks_are_refused_by_name() {
         let sealer = Sealer::random();
         let owner = owner_of(&headers("sk-a"));
-        let block = sealed_block(&sealer, &owner, "the summary", &kept());
+        let block = sealed_block(&sealer, &owner, "the summary", &kept(), "s-1");
         let request = |block: Value| json!({"messages": [{"role": "user", "content": "x"}, {"role": "assistant", "content": [block]}]});
 
         let error = resolve_blocks(&mut request(block.clone()), &sealer, &headers("sk-b")).unwrap_err();
@@ -172,7 +194,7 @@ mod tests {
         forged["encrypted_content"] = json!(format!("{SEAL_PREFIX}e30.AAAA"));
         assert!(resolve_blocks(&mut request(forged), &sealer, &headers("sk-a")).is_err());
 
-        let other_key = sealed_block(&Sealer::random(), &owner, "the summary", &kept());
+        let other_key = sealed_block(&Sealer::random(), &owner, "the summary", &kept(), "s-1");
         assert!(resolve_blocks(&mut request(other_key), &sealer, &headers("sk-a")).is_err());
 
         // An OpenAI item's seal pasted into a block.

@@ -14,6 +14,7 @@ use super::seal::owner_of;
 use crate::api::{self, Api, ParseError};
 use crate::client_key::ClientAuth;
 use crate::error::ProxyError;
+use crate::identity::SESSION_HEADER;
 use crate::sessions::{Attempt, Round};
 use crate::state::AppState;
 
@@ -42,7 +43,8 @@ pub(crate) enum MessagesCompaction {
 /// upstream without compaction (`--native-compaction serve`, or `auto` once learned)
 /// drops the no-op blocks (`content: null`) and the `compact-*` betas from `headers`
 /// (such an upstream would refuse or ignore them), and says a compaction request is the
-/// proxy's to answer.
+/// proxy's to answer. A request that carried a block of ours goes on in the session that
+/// wrote it (`x-compactor-session`, unless the client sent one; never forwarded).
 ///
 /// # Errors
 /// 400 naming a block of ours that is forged, altered or another client's.
@@ -57,8 +59,17 @@ pub(crate) fn on_messages(
         return Ok(MessagesCompaction::Forward);
     }
     let opened = resolve_blocks(request, &state.config.sealer, headers).map_err(ProxyError::BadRequest)?;
-    state.metrics.native_messages.blocks_resolved(opened);
-    let mut rewritten = opened > 0;
+    state.metrics.native_messages.blocks_resolved(opened.blocks);
+    let mut rewritten = opened.blocks > 0;
+    // The conversation goes on in the session that wrote the block (its first user
+    // message is now the summary's: the digest would start another), unless the client
+    // names one itself.
+    if let Some(session) = opened.session
+        && !headers.contains_key(SESSION_HEADER)
+        && let Ok(value) = HeaderValue::from_str(&session)
+    {
+        headers.insert(SESSION_HEADER, value);
+    }
     if serving {
         rewritten |= drop_noop_blocks(request) > 0;
         without_compaction_betas(headers);
@@ -203,7 +214,7 @@ pub(crate) async fn serve_messages_compaction(
             Some(Value::Array(turns)) => turns.clone(),
             _ => Vec::new(),
         };
-        sealed_block(&state.config.sealer, &owner, &text, &turns)
+        sealed_block(&state.config.sealer, &owner, &text, &turns, &request.identity.key)
     } else {
         json!({"type": COMPACTION_BLOCK, "content": null})
     };

@@ -92,7 +92,13 @@ pub(crate) fn threshold_block(
         .and_then(Value::as_array)
         .cloned()
         .unwrap_or_default();
-    Some(sealed_block(&state.config.sealer, &owner_of(headers), &text, &turns))
+    Some(sealed_block(
+        &state.config.sealer,
+        &owner_of(headers),
+        &text,
+        &turns,
+        &request.identity.key,
+    ))
 }
 
 /// `response` (the upstream's answer, relayed) with `block` first in its content: in
