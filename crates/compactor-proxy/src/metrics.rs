@@ -80,6 +80,8 @@ pub struct Metrics {
     pub(crate) wire: crate::outgoing::WireCounters,
     /// `/v1/responses/compact`, served or forwarded, and the items opened.
     pub(crate) native: crate::native::NativeCounters,
+    /// Anthropic's compaction on `/v1/messages`, served, and the blocks opened.
+    pub(crate) native_messages: crate::native::MessagesCounters,
 }
 
 /// Which route a request took.
@@ -274,6 +276,17 @@ impl Metrics {
             "compactor_proxy_native_server_side_total",
             "/v1/responses requests that asked for server-side compaction (context_management compaction) of an upstream without it: compacted by the proxy, the field not forwarded.",
             &[("", server_side)],
+        );
+        let (messages_served, blocks_resolved) = self.native_messages.get();
+        counter(
+            "compactor_proxy_native_messages_compactions_total",
+            "/v1/messages compaction requests (the compaction parameter, beta compact-2026-09-04) the proxy answered itself for an upstream without compaction.",
+            &[("", messages_served)],
+        );
+        counter(
+            "compactor_proxy_native_compaction_blocks_resolved_total",
+            "Anthropic compaction blocks the proxy wrote, opened into the turns they stand for in later /v1/messages requests.",
+            &[("", blocks_resolved)],
         );
         counter(
             "compactor_proxy_prompt_tokens_removed_total",

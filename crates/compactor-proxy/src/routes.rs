@@ -136,9 +136,16 @@ async fn read_body(state: &AppState, request: Request) -> Result<(Method, String
 async fn passthrough(State(state): State<Arc<AppState>>, request: Request) -> Response {
     state.metrics.request(Route::Other);
     let result = async {
-        let (method, path, headers, body) = read_body(&state, request).await?;
+        let (method, path, mut headers, mut body) = read_body(&state, request).await?;
         let started = Instant::now();
         let bare = path.split('?').next().unwrap_or_default();
+        if method == Method::POST
+            && bare.ends_with("/v1/messages/count_tokens")
+            && let Some(opened) = native::on_count_tokens(&state, &mut headers, &body)?
+        {
+            // Anthropic's compaction blocks of ours opened, as on /v1/messages.
+            body = opened;
+        }
         if method == Method::POST && bare.trim_end_matches('/').ends_with("/responses") {
             // A Responses API path other than `/v1/responses` (a prefixed base URL) is not
             // compacted: say so once, rather than let an agent believe it is managed.
@@ -188,7 +195,7 @@ fn relay(response: reqwest::Response, tap: Option<Tap>) -> Response {
 }
 
 async fn compacted(state: Arc<AppState>, api: Api, request: Request) -> Result<Response, ProxyError> {
-    let (method, path, headers, body) = read_body(&state, request).await?;
+    let (method, path, mut headers, body) = read_body(&state, request).await?;
     let started = Instant::now();
     // The body is read as JSON once: for its `context_management`, its conversation, and
     // (Messages) the client's breakpoints when the forwarded request is written.
@@ -196,6 +203,28 @@ async fn compacted(state: Arc<AppState>, api: Api, request: Request) -> Result<R
     // Compaction items this proxy served become their summaries before anything reads
     // the request: the session, the transcript and the upstream see the conversation.
     let mut body = body;
+    // Anthropic's compaction: blocks of ours opened, a compaction request answered here
+    // (an upstream without it) or forwarded as it came (one with it).
+    if api == Api::Anthropic
+        && let Ok(value) = &mut json
+    {
+        match native::on_messages(&state, &mut headers, value)? {
+            native::MessagesCompaction::Serve => {
+                let response = native::serve_messages_compaction(&state, &headers, std::mem::take(value)).await?;
+                return Ok(stamp(response, started.elapsed(), None));
+            }
+            native::MessagesCompaction::Forward => {
+                let overhead = started.elapsed();
+                state.metrics.added_latency(overhead);
+                let response = send(&state, method, &path, &headers, body).await?;
+                return Ok(stamp(relay(response, None), overhead, None));
+            }
+            native::MessagesCompaction::Continue { rewritten: true } => {
+                body = Bytes::from(serde_json::to_vec(value).map_err(|e| ProxyError::Internal(e.to_string()))?);
+            }
+            native::MessagesCompaction::Continue { rewritten: false } => {}
+        }
+    }
     if api == Api::Responses
         && let Ok(value) = &mut json
     {
@@ -205,6 +234,9 @@ async fn compacted(state: Arc<AppState>, api: Api, request: Request) -> Result<R
             body = Bytes::from(serde_json::to_vec(value).map_err(|e| ProxyError::Internal(e.to_string()))?);
         }
     }
+    // Threshold compaction done here for an upstream without it: the answer leads with
+    // the proxy's compaction block when the round ran a pass.
+    let threshold = native::asks_threshold(&state, api, json.as_ref().ok());
     let mut stance = match (api, &json) {
         (Api::OpenAi, _) | (_, Err(_)) => Stance::Absent,
         (_, Ok(value)) => context_management::stance_of(value),
@@ -283,10 +315,13 @@ async fn compacted(state: Arc<AppState>, api: Api, request: Request) -> Result<R
         };
         guard.prepare(&round).await?
     };
+    if let Some(answer) = threshold.and_then(|t| native::paused_answer(t, &state, &headers, &parsed, &prepared)) {
+        // `pause_after_compaction`: the block alone, the upstream not asked.
+        return Ok(stamp(answer, started.elapsed(), prepared.pass.as_deref()));
+    }
     prepared.body = finish(&state, api, &body, client_json.as_ref(), &mut prepared, &key);
     // Thinking a pass moved onto a new prefix: the provider drops it instead of a 400;
     // the oldest stubs: the provider clears them, so that no thinking moves.
-    let mut headers = headers;
     let edits = ProviderEdits {
         drop_block: prepared.needs_drop_block,
         clear_keep: prepared.clear_keep,
@@ -369,6 +404,7 @@ async fn compacted(state: Arc<AppState>, api: Api, request: Request) -> Result<R
         (response, prepared, overhead)
     };
     let pass = prepared.pass.clone();
+    let lead = threshold.and_then(|_| native::threshold_block(&state, &headers, &parsed, &prepared));
     let hook = traced.into_hook();
     let response = if offered && response.status().is_success() {
         state.metrics.rewritten(prepared.removed);
@@ -390,6 +426,10 @@ async fn compacted(state: Arc<AppState>, api: Api, request: Request) -> Result<R
         exchange.respond(response, hook).await
     } else {
         relay_tapped(&state, response, api, &parsed.model, prepared, hook)
+    };
+    let response = match lead {
+        Some(block) => native::lead_with(response, block).await,
+        None => response,
     };
     Ok(stamp(response, overhead, pass.as_deref()))
 }

@@ -19,6 +19,7 @@ mod http;
 mod http_responses;
 mod identity;
 mod native_compaction;
+mod native_messages;
 mod options;
 mod prepared;
 mod repairs;

@@ -14,12 +14,26 @@
 //! in a later request's `input`, it is opened into the summary before anything else reads
 //! the request ([`resolve`]): the upstream sees an ordinary conversation. An item this
 //! proxy did not seal for the presenting client is refused with a 400 naming it.
+//!
+//! Anthropic's on-demand compaction (a `compaction` parameter on `/v1/messages`, beta
+//! `compact-2026-09-04`) is served the same way ([`anthropic_serve`]): its answer is one
+//! `compaction` block with the summary as text and the proxy's seal over the turns it
+//! stands for ([`anthropic_block`]), opened when a later request sends it back. Threshold
+//! compaction (`compact_20260112`), done by the proxy, answers with the same block leading
+//! the answer of a round that ran a pass ([`anthropic_threshold`]).
 
+mod anthropic_block;
+mod anthropic_counters;
+mod anthropic_serve;
+mod anthropic_threshold;
 mod counters;
 mod resolve;
 mod seal;
 mod serve;
 
+pub(crate) use anthropic_counters::MessagesCounters;
+pub(crate) use anthropic_serve::{MessagesCompaction, on_count_tokens, on_messages, serve_messages_compaction};
+pub(crate) use anthropic_threshold::{asks_threshold, lead_with, paused_answer, threshold_block};
 pub(crate) use counters::NativeCounters;
 pub(crate) use resolve::resolve_items;
 pub(crate) use seal::Sealer;

@@ -43,7 +43,7 @@ impl Received {
                 .map(|r| r.messages().to_vec())
                 .unwrap_or_default();
         }
-        let format = if self.path.ends_with("/messages") {
+        let format = if self.path.ends_with("/messages") || self.path.ends_with("/messages/count_tokens") {
             Format::Anthropic
         } else {
             Format::OpenAi

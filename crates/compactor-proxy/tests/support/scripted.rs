@@ -58,6 +58,7 @@ pub async fn upstream() -> Upstream {
     let app = Router::new()
         .route("/v1/chat/completions", post(chat))
         .route("/v1/messages", post(messages))
+        .route("/v1/messages/count_tokens", post(count_tokens))
         .route("/v1/responses", post(responses))
         .route(
             "/v1/models",
@@ -277,6 +278,16 @@ fn async_stream(
         }
     });
     futures_util::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|item| (item, rx)) })
+}
+
+/// Anthropic's token count: recorded, answered with the heuristic count.
+async fn count_tokens(
+    State(script): State<Arc<Script>>,
+    headers: HeaderMap,
+    axum::Json(body): axum::Json<Value>,
+) -> Response {
+    let received = record(&script, "/v1/messages/count_tokens", &headers, &body);
+    axum::Json(json!({"input_tokens": received.tokens()})).into_response()
 }
 
 async fn messages(
