@@ -196,12 +196,14 @@ async fn compacted(state: Arc<AppState>, api: Api, request: Request) -> Result<R
     // Compaction items this proxy served become their summaries before anything reads
     // the request: the session, the transcript and the upstream see the conversation.
     let mut body = body;
+    let mut carried = None;
     if api == Api::Responses
         && let Ok(value) = &mut json
     {
-        let opened = native::resolve_items(value, &state.config.sealer, &headers).map_err(ProxyError::BadRequest)?;
-        if opened > 0 {
-            state.metrics.native.items_resolved(opened);
+        let resolved = native::resolve_items(value, &state.config.sealer, &headers).map_err(ProxyError::BadRequest)?;
+        carried = resolved.session;
+        if resolved.opened > 0 {
+            state.metrics.native.items_resolved(resolved.opened);
             body = Bytes::from(serde_json::to_vec(value).map_err(|e| ProxyError::Internal(e.to_string()))?);
         }
     }
@@ -210,17 +212,20 @@ async fn compacted(state: Arc<AppState>, api: Api, request: Request) -> Result<R
         (_, Ok(value)) => context_management::stance_of(value),
     };
     // Server-side compaction asked of an upstream that has none (the proxy serves the
-    // compaction endpoint for it): the proxy compacts as for any request, and the edit
-    // the upstream would refuse or ignore is not forwarded (the client's others are).
+    // compaction endpoint for it): the proxy compacts as for any request, at the client's
+    // threshold too, and the edit the upstream would refuse or ignore is not forwarded
+    // (the client's others are); a pass's compaction item goes into the answer.
+    let mut server_side = None;
     if api != Api::OpenAi
         && matches!(stance, Stance::Provider(_))
         && state.serves_compaction.load(Ordering::Relaxed)
         && let Ok(value) = &mut json
-        && context_management::without_compaction(value) > 0
+        && let Some(taken) = native::ServerSide::take(api, value)
     {
         body = Bytes::from(serde_json::to_vec(value).map_err(|e| ProxyError::Internal(e.to_string()))?);
         stance = context_management::stance_of(value);
         state.metrics.native.server_side();
+        server_side = Some(taken);
     }
     if stance == Stance::LeftToClient {
         state.metrics.wire.kept_compacting();
@@ -247,7 +252,10 @@ async fn compacted(state: Arc<AppState>, api: Api, request: Request) -> Result<R
         _ => None,
     };
     let parsed = match json.and_then(|value| api::parse_value(api, value, &headers, &state.config.wire.session_from)) {
-        Ok(parsed) => parsed,
+        Ok(mut parsed) => {
+            native::carry_session(&mut parsed.identity, carried);
+            parsed
+        }
         Err(ParseError::Invalid(problem)) => return Err(ProxyError::BadRequest(problem)),
         Err(ParseError::Unsupported(why)) => {
             // Forwarded as it came: the upstream answers it as it would without us.
@@ -280,10 +288,16 @@ async fn compacted(state: Arc<AppState>, api: Api, request: Request) -> Result<R
             original: &body,
             attempt: Attempt::First,
             auth: &client_auth,
+            threshold: server_side.and_then(native::ServerSide::threshold),
         };
         guard.prepare(&round).await?
     };
     prepared.body = finish(&state, api, &body, client_json.as_ref(), &mut prepared, &key);
+    let owner = server_side.map(|_| native::owner_of(&headers)).unwrap_or_default();
+    let emitted = |prepared: &crate::sessions::Prepared| {
+        server_side.and_then(|s| s.item(&state.config.sealer, &owner, &key, &parsed.wire, prepared))
+    };
+    let mut item = emitted(&prepared);
     // Thinking a pass moved onto a new prefix: the provider drops it instead of a 400;
     // the oldest stubs: the provider clears them, so that no thinking moves.
     let mut headers = headers;
@@ -333,7 +347,7 @@ async fn compacted(state: Arc<AppState>, api: Api, request: Request) -> Result<R
             }
             let response = send(&state, method, &path, &retry_headers, retry_body).await?;
             let response = relay_tapped(&state, response, api, &parsed.model, prepared, traced.into_hook());
-            return Ok(stamp(response, overhead, None));
+            return Ok(stamp(with_item(response, item).await, overhead, None));
         }
         if !api::is_context_length_error(status.as_u16(), &error_body) {
             return Ok(stamp(
@@ -356,10 +370,12 @@ async fn compacted(state: Arc<AppState>, api: Api, request: Request) -> Result<R
                 original: &body,
                 attempt: Attempt::ContextLengthRetry,
                 auth: &client_auth,
+                threshold: server_side.and_then(native::ServerSide::threshold),
             };
             guard.prepare(&round).await?
         };
         retried.body = finish(&state, api, &body, client_json.as_ref(), &mut retried, &key);
+        item = emitted(&retried);
         offered = offer_expand(&state, api, &mut retried);
         traced.round(&retried);
         let overhead = overhead + retry_started.elapsed();
@@ -391,7 +407,15 @@ async fn compacted(state: Arc<AppState>, api: Api, request: Request) -> Result<R
     } else {
         relay_tapped(&state, response, api, &parsed.model, prepared, hook)
     };
-    Ok(stamp(response, overhead, pass.as_deref()))
+    Ok(stamp(with_item(response, item).await, overhead, pass.as_deref()))
+}
+
+/// `response` with the server-side compaction's `item` in it, when there is one.
+async fn with_item(response: Response, item: Option<serde_json::Value>) -> Response {
+    match item {
+        Some(item) => native::with_item(response, item).await,
+        None => response,
+    }
 }
 
 /// The retry of a request the upstream refused for its signed state (the library reads

@@ -14,16 +14,37 @@
 //! in a later request's `input`, it is opened into the summary before anything else reads
 //! the request ([`resolve`]): the upstream sees an ordinary conversation. An item this
 //! proxy did not seal for the presenting client is refused with a 400 naming it.
+//!
+//! Server-side compaction (`context_management` on `/v1/responses`) is served the same
+//! way for such upstreams ([`server_side`]): the client's `compact_threshold` triggers a
+//! pass, and the answer carries the compaction item as OpenAI's does ([`emit`]).
 
 mod counters;
+mod emit;
+mod items;
 mod resolve;
 mod seal;
 mod serve;
+mod server_side;
 
 pub(crate) use counters::NativeCounters;
 pub(crate) use resolve::resolve_items;
-pub(crate) use seal::Sealer;
+pub(crate) use seal::{Sealer, owner_of};
 pub(crate) use serve::serve_compaction;
+pub(crate) use server_side::{ServerSide, with_item};
+
+/// Keeps a request in the session a server-side compaction item it carried belongs to
+/// (`carried`, from [`resolve_items`]) when nothing but the digest of its first messages
+/// identifies it: the compaction changed those messages, and the digest would start a
+/// session of its own. A client's own identity (a header, a `prompt_cache_key`) wins.
+pub(crate) fn carry_session(identity: &mut crate::identity::Identity, carried: Option<String>) {
+    if identity.tier == crate::identity::Tier::Digest
+        && let Some(session) = carried
+    {
+        identity.key = session;
+        identity.source = "compaction item".to_owned();
+    }
+}
 
 /// Who answers `POST /v1/responses/compact` (`--native-compaction`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

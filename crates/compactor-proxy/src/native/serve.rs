@@ -10,6 +10,7 @@ use serde_json::{Value, json};
 
 use llm_compactor::message::{Content, Message};
 
+use super::items::{compaction_item, input_items};
 use super::resolve::resolve_items;
 use super::seal::{Sealer, owner_of};
 use crate::api::{self, Api, ParseError, Wire};
@@ -17,9 +18,6 @@ use crate::client_key::ClientAuth;
 use crate::error::ProxyError;
 use crate::sessions::{Attempt, Round};
 use crate::state::AppState;
-
-/// The type of the item that stands for the summary (OpenAI's own name).
-const COMPACTION: &str = llm_compactor::format::responses::COMPACTION_ITEM;
 
 /// Answers a compaction request (`body`, as the client sent it) itself.
 ///
@@ -49,12 +47,15 @@ pub(crate) async fn serve_compaction(
     }
     let owner = owner_of(headers);
     let sealer = &state.config.sealer;
-    let opened = resolve_items(&mut value, sealer, headers).map_err(ProxyError::BadRequest)?;
-    state.metrics.native.items_resolved(opened);
+    let resolved = resolve_items(&mut value, sealer, headers).map_err(ProxyError::BadRequest)?;
+    state.metrics.native.items_resolved(resolved.opened);
     // The round's "original" is the conversation the session sees (the items resolved).
     let original = Bytes::from(serde_json::to_vec(&value).map_err(|e| ProxyError::Internal(e.to_string()))?);
     let request = match api::parse_value(Api::Responses, value, headers, &state.config.wire.session_from) {
-        Ok(request) => request,
+        Ok(mut request) => {
+            super::carry_session(&mut request.identity, resolved.session);
+            request
+        }
         Err(ParseError::Invalid(problem)) => return Err(ProxyError::BadRequest(problem)),
         Err(ParseError::Unsupported(why)) => {
             return Err(ProxyError::Unsupported(format!("/v1/responses/compact: {why}")));
@@ -79,6 +80,7 @@ pub(crate) async fn serve_compaction(
             original: &original,
             attempt: Attempt::Requested,
             auth: &client_auth,
+            threshold: None,
         };
         guard.prepare(&round).await?
     };
@@ -135,24 +137,10 @@ pub(crate) fn output_items(
     let marker = format!("llmc-compaction-{}", uuid::Uuid::new_v4().simple());
     messages[at].content = Content::Text(marker.clone());
     let mut items = input_items(wire, messages);
-    let compaction = json!({
-        "id": format!("cmp_{}", uuid::Uuid::new_v4().simple()),
-        "type": COMPACTION,
-        "encrypted_content": sealer.seal(owner, &summary_item),
-    });
+    let compaction = compaction_item(sealer.seal(owner, &summary_item), summary);
     match items.iter().position(|item| item.to_string().contains(&marker)) {
         Some(i) => items[i] = compaction,
         None => items.push(compaction),
     }
     items
-}
-
-/// `messages` as the request's `input` items (a string input as one user message).
-fn input_items(wire: &Wire, messages: Vec<Message>) -> Vec<Value> {
-    let (mut value, _) = wire.to_value(messages);
-    match value.get_mut("input").map(Value::take) {
-        Some(Value::Array(items)) => items,
-        Some(Value::String(text)) => vec![json!({"role": "user", "content": text})],
-        _ => Vec::new(),
-    }
 }
