@@ -191,3 +191,55 @@ async fn the_item_is_emitted_at_the_threshold_and_sent_back_it_stands_for_the_co
         assert!(resolved + 1 >= run.compactions, "{resolved} of {}", run.compactions);
     }
 }
+
+/// The official `openai` Python SDK: `responses.create(context_management=…)` over a
+/// 24-call tool loop, not streamed and streamed (`responses.stream`), each crossing the
+/// threshold at least three times; no error, every upstream request within the
+/// threshold and free of items, each run one session whose transcript replays to what
+/// the upstream saw last.
+#[tokio::test]
+async fn the_official_openai_sdk_server_side_compaction_is_done_by_the_proxy() {
+    let Some(python) = support::python() else { return };
+    let up = upstream().await;
+    let (proxy, store) = serving(&up).await;
+    let rounds = 24;
+    script_tool_loop(&up, rounds);
+    script_tool_loop(&up, rounds);
+    let env = [
+        ("PROXY", proxy.url()),
+        ("THRESHOLD", THRESHOLD.to_string()),
+        ("ROUNDS", rounds.to_string()),
+    ];
+    let out = support::run_python(&python, "server_side_compaction.py", &[], &env).await;
+    assert!(out.contains("plain ok") && out.contains("streamed ok"), "{out}");
+    let received = up.received();
+    assert_eq!(received.len(), 2 * (rounds + 1), "{out}");
+    for request in &received {
+        let text = request.body.to_string();
+        assert!(!text.contains("llmc1."), "no item reaches the upstream");
+        assert!(request.body.get("context_management").is_none(), "{text}");
+        assert!(request.tokens() <= THRESHOLD, "{} tokens", request.tokens());
+    }
+    let sessions = store.sessions().await.unwrap();
+    assert_eq!(
+        sessions.len(),
+        2,
+        "one session per run, never started over: {sessions:?}"
+    );
+    let lasts = [received[rounds].messages(), received.last().unwrap().messages()];
+    for session in &sessions {
+        let replayed = support::replayed(store.as_ref(), &session.session).await;
+        assert!(
+            lasts.contains(&replayed),
+            "export + replay equals what the upstream last saw"
+        );
+    }
+    let text = metrics(&proxy.url()).await;
+    assert!(metric(&text, "compactor_proxy_compactions_total") >= 6.0, "{text}");
+    // Each item came back (the plain run keeps the older ones too) and was opened.
+    assert!(
+        metric(&text, "compactor_proxy_native_compaction_items_resolved_total") >= 6.0,
+        "{text}"
+    );
+    eprintln!("{}", out.trim());
+}
