@@ -207,6 +207,20 @@ async fn compacted(state: Arc<AppState>, api: Api, request: Request) -> Result<R
             body = Bytes::from(serde_json::to_vec(value).map_err(|e| ProxyError::Internal(e.to_string()))?);
         }
     }
+    // Codex's remote compaction (a `compaction_trigger` item): answered by the proxy for
+    // an upstream without it (see `native::trigger`).
+    if api == Api::Responses
+        && let Ok(value) = &mut json
+        && native::has_trigger(value)
+    {
+        let value = std::mem::take(value);
+        let answer = native::answer_trigger(&state, method, &path, &headers, body, value, carried).await?;
+        return Ok(stamp(
+            answer.unwrap_or_else(|upstream| relay(upstream, None)),
+            started.elapsed(),
+            None,
+        ));
+    }
     let mut stance = match (api, &json) {
         (Api::OpenAi, _) | (_, Err(_)) => Stance::Absent,
         (_, Ok(value)) => context_management::stance_of(value),

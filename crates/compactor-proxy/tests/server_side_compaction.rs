@@ -25,11 +25,16 @@ const BUDGET: usize = 100_000;
 
 /// A proxy under `serve` whose passes summarize with the ledger, in front of `up`.
 async fn serving(up: &Upstream) -> (Proxy, Arc<dyn SessionStore>) {
+    proxy_in(up, NativeCompaction::Serve).await
+}
+
+/// A proxy under `mode` whose passes summarize with the ledger, in front of `up`.
+async fn proxy_in(up: &Upstream, mode: NativeCompaction) -> (Proxy, Arc<dyn SessionStore>) {
     let store: Arc<dyn SessionStore> = Arc::new(MemoryStore::new());
     let config = CompactorConfig::builder(BUDGET).keep_recent(4).build().unwrap();
     let compactor =
         Arc::new(Compactor::new(config, Arc::new(HeuristicCounter)).with_summarizer(Arc::new(LedgerSummarizer)));
-    let builder = ProxyConfig::builder(&up.url(), compactor, store.clone()).native_compaction(NativeCompaction::Serve);
+    let builder = ProxyConfig::builder(&up.url(), compactor, store.clone()).native_compaction(mode);
     (proxy_with(builder, store.clone()).await, store)
 }
 
@@ -242,4 +247,96 @@ async fn the_official_openai_sdk_server_side_compaction_is_done_by_the_proxy() {
         "{text}"
     );
     eprintln!("{}", out.trim());
+}
+
+/// Codex's remote compaction: a streamed `/v1/responses` whose input ends with a
+/// `compaction_trigger` item. Under `auto`, the upstream refuses the first (it does not
+/// know the item) and the proxy answers it and every later one: exactly one compaction
+/// item (what Codex requires), which, sent back after Codex's retained user messages,
+/// opens into the conversation the pass left.
+#[tokio::test]
+async fn codex_compaction_trigger_is_answered_with_one_item_that_opens_into_the_conversation() {
+    let up = upstream().await;
+    let (proxy, store) = proxy_in(&up, NativeCompaction::Auto).await;
+    let mut conversation = vec![json!({"role": "user", "content": "make the build green"})];
+    for k in 0..30 {
+        conversation.push(
+            json!({"type": "function_call", "call_id": format!("c{k}"), "name": "shell",
+            "arguments": format!("{{\"cmd\":\"cat f{k}\"}}")}),
+        );
+        conversation.push(json!({"type": "function_call_output", "call_id": format!("c{k}"),
+            "output": format!("line of f{k}\n").repeat(60)}));
+    }
+    let trigger = |conversation: &[Value]| {
+        let mut input = conversation.to_vec();
+        input.push(json!({"type": "compaction_trigger"}));
+        json!({"model": "m", "instructions": "You are Codex.", "input": input, "stream": true,
+               "prompt_cache_key": "thread-1",
+               "tools": [{"type": "function", "name": "shell", "parameters": {"type": "object"}}]})
+    };
+    for round in 0..2 {
+        let response = client()
+            .post(format!("{}/v1/responses", proxy.url()))
+            .bearer_auth("sk-codex")
+            .json(&trigger(&conversation))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 200, "round {round}");
+        let output = streamed_output(&response.text().await.unwrap());
+        assert_eq!(output.len(), 1, "exactly one item: {output:?}");
+        assert_eq!(output[0]["type"], "compaction");
+        // Codex's next history: its user messages, the item, then the turn goes on.
+        let next = json!({"model": "m", "instructions": "You are Codex.", "prompt_cache_key": "thread-1",
+            "input": [conversation[0].clone(), output[0].clone(), {"role": "user", "content": format!("go on {round}")}]});
+        let (status, _) = {
+            let response = client()
+                .post(format!("{}/v1/responses", proxy.url()))
+                .bearer_auth("sk-codex")
+                .json(&next)
+                .send()
+                .await
+                .unwrap();
+            (response.status(), response.bytes().await.unwrap())
+        };
+        assert_eq!(status, 200);
+        let seen = up.received().last().unwrap().clone();
+        let text = seen.body.to_string();
+        assert!(
+            !text.contains("llmc1.") && !text.contains("compaction_trigger"),
+            "{text}"
+        );
+        assert!(text.contains(&format!("go on {round}")));
+        assert!(
+            seen.tokens() < 3_000,
+            "the window, not the whole conversation: {}",
+            seen.tokens()
+        );
+        // The conversation grows again, from what the upstream saw.
+        conversation = seen.wire_conversation().to_vec();
+        for k in 100 * (round + 1)..100 * (round + 1) + 30 {
+            conversation.push(
+                json!({"type": "function_call", "call_id": format!("c{k}"), "name": "shell",
+                "arguments": format!("{{\"cmd\":\"cat f{k}\"}}")}),
+            );
+            conversation.push(json!({"type": "function_call_output", "call_id": format!("c{k}"),
+                "output": format!("line of f{k}\n").repeat(60)}));
+        }
+    }
+    let triggers = up
+        .received()
+        .iter()
+        .filter(|r| r.body.to_string().contains("compaction_trigger"))
+        .count();
+    assert_eq!(triggers, 1, "auto asked the upstream once, then answered itself");
+    let text = metrics(&proxy.url()).await;
+    assert_eq!(
+        metric(&text, "compactor_proxy_native_compactions_total{by=\"proxy\"}"),
+        2.0
+    );
+    assert_eq!(
+        store.sessions().await.unwrap().len(),
+        1,
+        "one session (its prompt_cache_key)"
+    );
 }

@@ -25,6 +25,33 @@ pub(crate) fn into_response(body: &mut Value, item: &Value) -> bool {
     }
 }
 
+/// A whole response (`object: "response"`, its `output` and `usage`) as the events the
+/// API streams for it: `response.created` (in progress, no output yet), each output
+/// item added and done, `response.completed`, numbered from 0.
+pub(crate) fn events_of(response: &Value) -> String {
+    let mut out = String::new();
+    let mut sequence = 0;
+    let mut event = |mut data: Value| {
+        data["sequence_number"] = json!(sequence);
+        sequence += 1;
+        let name = data["type"].as_str().unwrap_or_default().to_owned();
+        out.push_str(&format!("event: {name}\ndata: {data}\n\n"));
+    };
+    let mut created = response.clone();
+    created["status"] = json!("in_progress");
+    created["output"] = json!([]);
+    if let Some(object) = created.as_object_mut() {
+        object.remove("usage");
+    }
+    event(json!({"type": "response.created", "response": created}));
+    for (index, item) in response["output"].as_array().into_iter().flatten().enumerate() {
+        event(json!({"type": "response.output_item.added", "output_index": index, "item": item}));
+        event(json!({"type": "response.output_item.done", "output_index": index, "item": item}));
+    }
+    event(json!({"type": "response.completed", "response": response}));
+    out
+}
+
 /// Inserts a compaction item into a streamed response (server-sent events), chunk by
 /// chunk: [`SseInsert::push`] each chunk of the upstream's stream as it arrives, and
 /// [`SseInsert::finish`] at its end.
@@ -217,6 +244,23 @@ mod tests {
         assert_eq!(String::from_utf8(out).unwrap(), text);
         assert!(!insert.inserted(), "an error is no place for the item");
         assert_eq!(insert.finish(), b"data: {\"type\": \"error\"}");
+
+        let whole =
+            json!({"object": "response", "status": "completed", "output": [{"type": "compaction"}], "usage": {}});
+        let streamed = events(&events_of(&whole));
+        let kinds: Vec<&str> = streamed.iter().map(|e| e["type"].as_str().unwrap()).collect();
+        assert_eq!(
+            kinds,
+            [
+                "response.created",
+                "response.output_item.added",
+                "response.output_item.done",
+                "response.completed"
+            ]
+        );
+        assert_eq!(streamed[0]["response"]["output"], json!([]));
+        assert_eq!(streamed[3]["response"], whole);
+        assert_eq!(streamed[3]["sequence_number"], 3);
 
         let mut body = json!({"object": "response", "output": [{"type": "message"}]});
         assert!(into_response(&mut body, &json!({"type": "compaction"})));

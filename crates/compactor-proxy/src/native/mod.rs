@@ -17,7 +17,8 @@
 //!
 //! Server-side compaction (`context_management` on `/v1/responses`) is served the same
 //! way for such upstreams ([`server_side`]): the client's `compact_threshold` triggers a
-//! pass, and the answer carries the compaction item as OpenAI's does ([`emit`]).
+//! pass, and the answer carries the compaction item as OpenAI's does ([`emit`]); and so
+//! is Codex's remote compaction, a `compaction_trigger` input item ([`trigger`]).
 
 mod counters;
 mod emit;
@@ -26,12 +27,14 @@ mod resolve;
 mod seal;
 mod serve;
 mod server_side;
+mod trigger;
 
 pub(crate) use counters::NativeCounters;
 pub(crate) use resolve::resolve_items;
 pub(crate) use seal::{Sealer, owner_of};
 pub(crate) use serve::serve_compaction;
 pub(crate) use server_side::{ServerSide, with_item};
+pub(crate) use trigger::{answer_trigger, has_trigger};
 
 /// Keeps a request in the session a server-side compaction item it carried belongs to
 /// (`carried`, from [`resolve_items`]) when nothing but the digest of its first messages
