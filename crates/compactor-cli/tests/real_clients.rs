@@ -341,9 +341,9 @@ async fn codex_through_the_proxy_at_32k() {
     check(run(Client::Codex, Some(32_000), 50)).await;
 }
 
-/// Codex's own remote compaction, against a model with none: the provider named
-/// `OpenAI` (what makes Codex send `compaction_trigger`), Codex compacting at 18k of
-/// context, the proxy at 32k answering each compaction itself (`serve`) and opening the
+/// Codex's own remote compaction, against a model with none: the provider declaring it
+/// (`capabilities.remote_compaction = "v2"`, what makes Codex send `compaction_trigger`;
+/// naming the provider `OpenAI` does the same), Codex compacting at 18k of context, the proxy at 32k answering each compaction itself (`serve`) and opening the
 /// item Codex sends back; at least three of them, with every goal above.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn codex_remote_compaction_through_the_proxy_at_32k() {
