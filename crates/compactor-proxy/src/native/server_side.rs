@@ -24,8 +24,6 @@ use llm_compactor::format::context_management;
 use super::emit::{SseInsert, into_response};
 use super::items::{compaction_item, input_items};
 use super::seal::Sealer;
-#[cfg(doc)]
-use super::seal::owner_of;
 use crate::api::{Api, Wire};
 use crate::sessions::Prepared;
 
@@ -65,7 +63,7 @@ impl ServerSide {
 
     /// The compaction item the answer to `prepared` carries: `Some` when a pass ran in
     /// the round, on the Responses route; sealed for `owner` (the request's credential:
-    /// [`owner_of`]), standing for the conversation `prepared` sends (as `wire` writes
+    /// [`super::owner_of`]), standing for the conversation `prepared` sends (as `wire` writes
     /// it) in the session `session`.
     pub(crate) fn item(
         self,
