@@ -14,7 +14,7 @@
 
 use axum::body::Body;
 use axum::http::header;
-use axum::response::Response;
+use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use futures_util::StreamExt;
 use serde_json::Value;
@@ -25,10 +25,11 @@ use super::emit::{SseInsert, into_response};
 use super::items::{compaction_item, input_items};
 use super::seal::Sealer;
 use crate::api::{Api, Wire};
+use crate::error::ProxyError;
 use crate::sessions::Prepared;
 
-/// The most of a non-streamed answer read to put the item in it (a larger one goes as
-/// it came, without the item).
+/// The most of a non-streamed answer read to put the item in it (a larger one is a 502:
+/// what was read of it is gone).
 const MAX_ANSWER_BYTES: usize = 64 * 1024 * 1024;
 
 /// A request whose server-side compaction the proxy does.
@@ -127,7 +128,7 @@ pub(crate) async fn with_item(response: Response, item: Value) -> Response {
         Ok(bytes) => bytes,
         Err(e) => {
             tracing::warn!(error = %e, "the upstream's answer could not be read to add the compaction item");
-            return Response::from_parts(parts, Body::empty());
+            return ProxyError::Upstream("the upstream's answer broke off".to_owned()).into_response();
         }
     };
     let body = match serde_json::from_slice::<Value>(&bytes) {
