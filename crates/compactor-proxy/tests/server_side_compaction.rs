@@ -340,3 +340,35 @@ async fn codex_compaction_trigger_is_answered_with_one_item_that_opens_into_the_
         "one session (its prompt_cache_key)"
     );
 }
+
+/// The OpenAI Agents SDK with server-side compaction in its model settings, a tool-using
+/// agent over a `SQLiteSession` for 12 turns: the session stores each compaction item with
+/// its turn and sends it back; every upstream request within the threshold and free of
+/// items.
+#[tokio::test]
+async fn the_agents_sdk_server_side_compaction_is_done_by_the_proxy() {
+    let Some(python) = support::python() else { return };
+    let up = upstream().await;
+    let (proxy, _store) = serving(&up).await;
+    let env = [
+        ("PROXY", proxy.url()),
+        ("THRESHOLD", THRESHOLD.to_string()),
+        ("TURNS", "12".to_owned()),
+    ];
+    let out = support::run_python(&python, "agents_server_side.py", &[], &env).await;
+    assert!(out.contains("agents server-side ok"), "{out}");
+    for request in up.received() {
+        let text = request.body.to_string();
+        assert!(!text.contains("llmc1."), "no item reaches the upstream");
+        assert!(request.body.get("context_management").is_none(), "{text}");
+        assert!(request.tokens() <= THRESHOLD, "{} tokens", request.tokens());
+    }
+    let text = metrics(&proxy.url()).await;
+    let resolved = metric(&text, "compactor_proxy_native_compaction_items_resolved_total");
+    assert!(resolved >= 3.0, "{resolved} items opened:\n{out}");
+    eprintln!(
+        "{}; {resolved} items opened, {} upstream requests",
+        out.trim(),
+        up.received().len()
+    );
+}
