@@ -83,6 +83,9 @@ struct Run {
     summary: bool,
     /// The model Claude Code asks for.
     model: &'static str,
+    /// Codex asks the server to compact (its remote compaction) when its context reaches
+    /// this many tokens; the proxy serves it (`--native-compaction serve`).
+    remote_compaction: Option<usize>,
 }
 
 /// Runs `run` and checks the goals; panics listing every goal missed.
@@ -96,9 +99,14 @@ async fn check(run: Run) {
         ..Options::default()
     })
     .await;
+    let serve: &[&str] = if run.remote_compaction.is_some() {
+        &["--native-compaction", "serve"]
+    } else {
+        &[]
+    };
     let proxy = run
         .budget
-        .map(|budget| proxy::start(&model.url(), dir.path(), budget, &[]));
+        .map(|budget| proxy::start(&model.url(), dir.path(), budget, serve));
     let base = proxy.as_ref().map_or_else(|| model.url(), |p| p.url.clone());
     let client_dir = dir.path().join("client");
     let started = std::time::Instant::now();
@@ -111,7 +119,7 @@ async fn check(run: Run) {
             };
             clients::claude(&clients, &base, &client_dir, options).await
         }
-        Client::Codex => clients::codex(&clients, &format!("{base}/v1"), &client_dir).await,
+        Client::Codex => clients::codex(&clients, &format!("{base}/v1"), &client_dir, run.remote_compaction).await,
         Client::OpenCode => clients::opencode(&clients, &format!("{base}/v1"), &client_dir).await,
     };
     let received: Vec<Received> = model
@@ -187,6 +195,7 @@ fn keep(run: &Run, received: &[Received], log: &[String], metrics: &str, dir: &P
 
 fn label(run: &Run) -> String {
     match run.budget {
+        Some(budget) if run.remote_compaction.is_some() => format!("{} remote compaction@{budget}", run.client.name()),
         Some(budget) if !run.thinking => format!("{} without thinking@{budget}", run.client.name()),
         Some(budget) if run.enforce_thinking => format!("{} thinking enforced@{budget}", run.client.name()),
         Some(budget) => format!("{}@{budget}", run.client.name()),
@@ -246,6 +255,7 @@ fn run(client: Client, budget: Option<usize>, rounds: usize) -> Run {
         thinking: true,
         summary: true,
         model: "claude-sonnet-4-5",
+        remote_compaction: None,
     }
 }
 
@@ -329,6 +339,22 @@ async fn opencode_over_anthropic_through_the_proxy_at_32k() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn codex_through_the_proxy_at_32k() {
     check(run(Client::Codex, Some(32_000), 50)).await;
+}
+
+/// Codex's own remote compaction, against a model with none: the provider declaring it
+/// (`capabilities.remote_compaction = "v2"`, what makes Codex send `compaction_trigger`;
+/// naming the provider `OpenAI` does the same), Codex compacting at 18k of context, the proxy at 32k answering each compaction itself (`serve`) and opening the
+/// item Codex sends back; at least three of them, with every goal above.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn codex_remote_compaction_through_the_proxy_at_32k() {
+    check(Run {
+        remote_compaction: Some(18_000),
+        // The passes Codex asks for may all be aging epochs (its context is mostly
+        // tool output): any pass counts.
+        summary: false,
+        ..run(Client::Codex, Some(32_000), 50)
+    })
+    .await;
 }
 
 /// The gauges can fail: the scripted model refuses, over HTTP, a fifth breakpoint, an

@@ -43,6 +43,7 @@
 #![forbid(unsafe_code)]
 
 mod api;
+mod binding_retry;
 mod budgets;
 mod client_key;
 mod config;

@@ -16,6 +16,7 @@ use std::sync::atomic::Ordering;
 use llm_compactor::format::context_management::{self, Stance};
 
 use crate::api::{self, Api, ParseError};
+use crate::binding_retry::binding_retry;
 use crate::client_key::ClientAuth;
 use crate::error::ProxyError;
 use crate::expand;
@@ -225,34 +226,53 @@ async fn compacted(state: Arc<AppState>, api: Api, request: Request) -> Result<R
             native::MessagesCompaction::Continue { rewritten: false } => {}
         }
     }
+    let mut carried = None;
     if api == Api::Responses
         && let Ok(value) = &mut json
     {
-        let opened = native::resolve_items(value, &state.config.sealer, &headers).map_err(ProxyError::BadRequest)?;
-        if opened > 0 {
-            state.metrics.native.items_resolved(opened);
+        let resolved = native::resolve_items(value, &state.config.sealer, &headers).map_err(ProxyError::BadRequest)?;
+        carried = resolved.session;
+        if resolved.opened > 0 {
+            state.metrics.native.items_resolved(resolved.opened);
             body = Bytes::from(serde_json::to_vec(value).map_err(|e| ProxyError::Internal(e.to_string()))?);
         }
     }
     // Threshold compaction done here for an upstream without it: the answer leads with
     // the proxy's compaction block when the round ran a pass.
     let threshold = native::asks_threshold(&state, api, json.as_ref().ok());
+    // Codex's remote compaction (a `compaction_trigger` item): answered by the proxy for
+    // an upstream without it (see `native::trigger`).
+    if api == Api::Responses
+        && let Ok(value) = &mut json
+        && native::has_trigger(value)
+    {
+        let value = std::mem::take(value);
+        let answer = native::answer_trigger(&state, method, &path, &headers, body, value, carried).await?;
+        return Ok(stamp(
+            answer.unwrap_or_else(|upstream| relay(upstream, None)),
+            started.elapsed(),
+            None,
+        ));
+    }
     let mut stance = match (api, &json) {
         (Api::OpenAi, _) | (_, Err(_)) => Stance::Absent,
         (_, Ok(value)) => context_management::stance_of(value),
     };
     // Server-side compaction asked of an upstream that has none (the proxy serves the
-    // compaction endpoint for it): the proxy compacts as for any request, and the edit
-    // the upstream would refuse or ignore is not forwarded (the client's others are).
+    // compaction endpoint for it): the proxy compacts as for any request, at the client's
+    // threshold too, and the edit the upstream would refuse or ignore is not forwarded
+    // (the client's others are); a pass's compaction item goes into the answer.
+    let mut server_side = None;
     if api != Api::OpenAi
         && matches!(stance, Stance::Provider(_))
         && state.serves_compaction.load(Ordering::Relaxed)
         && let Ok(value) = &mut json
-        && context_management::without_compaction(value) > 0
+        && let Some(taken) = native::ServerSide::take(api, value)
     {
         body = Bytes::from(serde_json::to_vec(value).map_err(|e| ProxyError::Internal(e.to_string()))?);
         stance = context_management::stance_of(value);
         state.metrics.native.server_side();
+        server_side = Some(taken);
     }
     if stance == Stance::LeftToClient {
         state.metrics.wire.kept_compacting();
@@ -279,7 +299,10 @@ async fn compacted(state: Arc<AppState>, api: Api, request: Request) -> Result<R
         _ => None,
     };
     let parsed = match json.and_then(|value| api::parse_value(api, value, &headers, &state.config.wire.session_from)) {
-        Ok(parsed) => parsed,
+        Ok(mut parsed) => {
+            native::carry_session(&mut parsed.identity, carried);
+            parsed
+        }
         Err(ParseError::Invalid(problem)) => return Err(ProxyError::BadRequest(problem)),
         Err(ParseError::Unsupported(why)) => {
             // Forwarded as it came: the upstream answers it as it would without us.
@@ -312,6 +335,7 @@ async fn compacted(state: Arc<AppState>, api: Api, request: Request) -> Result<R
             original: &body,
             attempt: Attempt::First,
             auth: &client_auth,
+            threshold: server_side.and_then(native::ServerSide::threshold),
         };
         guard.prepare(&round).await?
     };
@@ -320,6 +344,11 @@ async fn compacted(state: Arc<AppState>, api: Api, request: Request) -> Result<R
         return Ok(stamp(answer, started.elapsed(), prepared.pass.as_deref()));
     }
     prepared.body = finish(&state, api, &body, client_json.as_ref(), &mut prepared, &key);
+    let owner = server_side.map(|_| native::owner_of(&headers)).unwrap_or_default();
+    let emitted = |prepared: &crate::sessions::Prepared| {
+        server_side.and_then(|s| s.item(&state.config.sealer, &owner, &key, &parsed.wire, prepared))
+    };
+    let mut item = emitted(&prepared);
     // Thinking a pass moved onto a new prefix: the provider drops it instead of a 400;
     // the oldest stubs: the provider clears them, so that no thinking moves.
     let edits = ProviderEdits {
@@ -368,7 +397,7 @@ async fn compacted(state: Arc<AppState>, api: Api, request: Request) -> Result<R
             }
             let response = send(&state, method, &path, &retry_headers, retry_body).await?;
             let response = relay_tapped(&state, response, api, &parsed.model, prepared, traced.into_hook());
-            return Ok(stamp(response, overhead, None));
+            return Ok(stamp(with_item(response, item).await, overhead, None));
         }
         if !api::is_context_length_error(status.as_u16(), &error_body) {
             return Ok(stamp(
@@ -391,10 +420,12 @@ async fn compacted(state: Arc<AppState>, api: Api, request: Request) -> Result<R
                 original: &body,
                 attempt: Attempt::ContextLengthRetry,
                 auth: &client_auth,
+                threshold: server_side.and_then(native::ServerSide::threshold),
             };
             guard.prepare(&round).await?
         };
         retried.body = finish(&state, api, &body, client_json.as_ref(), &mut retried, &key);
+        item = emitted(&retried);
         offered = offer_expand(&state, api, &mut retried);
         traced.round(&retried);
         let overhead = overhead + retry_started.elapsed();
@@ -431,55 +462,14 @@ async fn compacted(state: Arc<AppState>, api: Api, request: Request) -> Result<R
         Some(block) => native::lead_with(response, block).await,
         None => response,
     };
-    Ok(stamp(response, overhead, pass.as_deref()))
+    Ok(stamp(with_item(response, item).await, overhead, pass.as_deref()))
 }
 
-/// The retry of a request the upstream refused for its signed state (the library reads
-/// the error, `plan::binding::recover_from_error`): on Messages, a thinking block's
-/// signature, answered by the same body asking for `drop_block`; on Responses,
-/// `invalid_encrypted_content`, answered by the conversation without its sealed items and
-/// the ids of the items they led to (`plan_binding_repair`; a refused compaction item,
-/// which stands for history, is not dropped). `None` for any other error, a request that
-/// asked already, or one no removal makes sendable.
-fn binding_retry(
-    api: Api,
-    parsed: &api::Request,
-    status: u16,
-    error_body: &[u8],
-    prepared: &crate::sessions::Prepared,
-    headers: &HeaderMap,
-) -> Option<(Bytes, HeaderMap)> {
-    use llm_compactor::plan::binding::{
-        BindingContext, BindingRules, RecoveryCause, RepairPolicy, plan_binding_repair, recover_from_error,
-    };
-    let text = std::str::from_utf8(error_body).ok()?;
-    let recovery = recover_from_error(status, text, &prepared.messages)?;
-    if !recovery.retryable() {
-        return None;
-    }
-    match (api, recovery.cause) {
-        (Api::Anthropic, RecoveryCause::InvalidSignature { .. }) => {
-            let drop_block = ProviderEdits {
-                drop_block: true,
-                clear_keep: None,
-            };
-            provider_edits::apply(&prepared.body, headers, drop_block).map(|(body, headers, _)| (body, headers))
-        }
-        (Api::Responses, RecoveryCause::InvalidEncryptedContent { .. }) => {
-            let context = BindingContext::new(BindingRules::openai_responses());
-            let repair = plan_binding_repair(
-                &prepared.messages,
-                &recovery.invalid,
-                &context,
-                &RepairPolicy::default(),
-            );
-            if !repair.sendable() {
-                return None;
-            }
-            let (value, _) = parsed.wire.to_value(repair.messages);
-            Some((Bytes::from(serde_json::to_vec(&value).ok()?), headers.clone()))
-        }
-        _ => None,
+/// `response` with the server-side compaction's `item` in it, when there is one.
+async fn with_item(response: Response, item: Option<serde_json::Value>) -> Response {
+    match item {
+        Some(item) => native::with_item(response, item).await,
+        None => response,
     }
 }
 

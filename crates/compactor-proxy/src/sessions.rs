@@ -28,7 +28,6 @@ use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use llm_compactor::compactor::RequestFit;
 use llm_compactor::count::{CalibratedCounter, TokenCounter};
 use llm_compactor::message::Message;
 use llm_compactor::session::{Line, Lines, Record, Replayer, Transcript, continued_in, same_but_id};
@@ -332,19 +331,7 @@ impl SessionState {
             .counter
             .count_conversation_for_model(self.replayer.conversation(), &request.model);
         let (mut compacted, mut done) = (false, None);
-        let target = match round.attempt {
-            Attempt::First => {
-                let fit = RequestFit {
-                    conversation: self.replayer.conversation(),
-                    request_tokens: tokens,
-                    room: None,
-                    counter: Some(self.counter.as_ref()),
-                };
-                compactor.pass_due(&fit).map(|_| config.target)
-            }
-            Attempt::ContextLengthRetry => Some(Some(compactor.context_length_target(tokens, config.target))),
-            Attempt::Requested => Some(config.target),
-        };
+        let target = round.pass_target(self.replayer.conversation(), tokens, self.counter.as_ref());
         // Prepared compaction (issue 28): the pass may be under way, or ready to install.
         let (target, install) = self.prepared_round(round, tokens, target).await;
         if let Some(target) = target {

@@ -27,6 +27,7 @@ mod restart;
 mod retry;
 mod sdk;
 mod sealed;
+mod server_side_compaction;
 #[cfg(feature = "otel")]
 mod telemetry;
 mod thinking;

@@ -109,15 +109,25 @@ pub async fn claude(clients: &Clients, base_url: &str, dir: &Path, options: Clau
 }
 
 /// Codex CLI, headless (`codex exec`), with a custom provider on the Responses API at
-/// `base_url` (`…/v1`).
-pub async fn codex(clients: &Clients, base_url: &str, dir: &Path) -> Output {
+/// `base_url` (`…/v1`). With `remote_compaction`, the provider declares Codex's remote
+/// compaction (`capabilities.remote_compaction = "v2"`: Codex then asks it to compact with
+/// a `compaction_trigger` item) and Codex compacts when its context reaches that many
+/// tokens.
+pub async fn codex(clients: &Clients, base_url: &str, dir: &Path, remote_compaction: Option<usize>) -> Output {
     let (home, work) = (dir.join("home"), dir.join("work"));
     std::fs::create_dir_all(&home).unwrap();
     std::fs::create_dir_all(&work).unwrap();
+    let (limit, capabilities) = match remote_compaction {
+        Some(auto_compact) => (
+            format!("model_auto_compact_token_limit = {auto_compact}\n"),
+            "\n[model_providers.scripted.capabilities]\nremote_compaction = \"v2\"\n",
+        ),
+        None => (String::new(), ""),
+    };
     let config = format!(
-        "model = \"gpt-5-codex\"\nmodel_provider = \"scripted\"\n\n\
+        "model = \"gpt-5-codex\"\nmodel_provider = \"scripted\"\n{limit}\n\
          [model_providers.scripted]\nname = \"scripted\"\nbase_url = \"{base_url}\"\n\
-         env_key = \"SCRIPTED_API_KEY\"\nwire_api = \"responses\"\n"
+         env_key = \"SCRIPTED_API_KEY\"\nwire_api = \"responses\"\n{capabilities}"
     );
     std::fs::write(home.join("config.toml"), config).unwrap();
     let mut command = hermetic(&clients.codex, &home, &work);

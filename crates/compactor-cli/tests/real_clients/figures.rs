@@ -51,6 +51,8 @@ pub struct Figures {
     latency_count: u64,
     starts_over: usize,
     prepared: Vec<(String, u64)>,
+    native_served: u64,
+    native_resolved: u64,
 }
 
 impl Figures {
@@ -106,6 +108,8 @@ impl Figures {
         self.latency_ms = metrics.latency_mean_ms;
         self.latency_count = metrics.latency_count;
         self.prepared = metrics.prepared.clone();
+        self.native_served = metrics.native_served;
+        self.native_resolved = metrics.native_resolved;
         self.starts_over = log.iter().filter(|l| l.contains("starts over")).count();
         self.transcripts = proxy::sessions(store);
         // The client's session: the root transcript (not a `~` continuation) with the most
@@ -229,6 +233,15 @@ impl Figures {
                 format!("at least one pass: {} compactions", self.compactions),
             );
         }
+        if run.remote_compaction.is_some() {
+            goal(
+                self.native_served >= 3 && self.native_resolved >= self.native_served - 1,
+                format!(
+                    "the client's own compaction crossed at least 3 times, each item sent back and opened: {} served, {} opened",
+                    self.native_served, self.native_resolved
+                ),
+            );
+        }
         // One transcript per conversation the client holds: none continued in a fork
         // (`KEY~xxxxxxxx`). A client's side conversation (opencode's title request: another
         // system prompt, no tools) is a session of its own.
@@ -313,6 +326,12 @@ impl Figures {
                     " (unoptimized proxy: not judged; see COMPACTOR_PROXY_BIN)"
                 },
             );
+            if run.remote_compaction.is_some() {
+                line += &format!(
+                    ", client compactions served {} (items opened {})",
+                    self.native_served, self.native_resolved
+                );
+            }
         }
         line
     }

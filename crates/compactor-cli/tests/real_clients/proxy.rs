@@ -98,6 +98,11 @@ pub struct Metrics {
     pub latency_mean_ms: f64,
     pub latency_count: u64,
     pub prepared: Vec<(String, u64)>,
+    /// Compaction requests the proxy answered itself (`/v1/responses/compact`, Codex's
+    /// `compaction_trigger`).
+    pub native_served: u64,
+    /// The proxy's compaction items opened in later requests.
+    pub native_resolved: u64,
     /// The whole exposition text.
     pub text: String,
 }
@@ -131,6 +136,8 @@ impl Proxy {
             },
             latency_count: count as u64,
             prepared,
+            native_served: series(&text, "compactor_proxy_native_compactions_total{by=\"proxy\"}") as u64,
+            native_resolved: series(&text, "compactor_proxy_native_compaction_items_resolved_total") as u64,
             text,
         }
     }

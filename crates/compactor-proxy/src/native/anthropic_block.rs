@@ -13,7 +13,7 @@
 use axum::http::HeaderMap;
 use serde_json::{Value, json};
 
-use super::seal::{SEAL_PREFIX, Sealer, owner_of};
+use super::seal::{self, SEAL_PREFIX, Sealer, owner_of};
 
 /// The content-block type of Anthropic's compaction (the API's name).
 pub(crate) const COMPACTION_BLOCK: &str = "compaction";
@@ -59,7 +59,11 @@ fn open(sealer: &Sealer, owner: &str, block: &Value) -> Result<(Vec<Value>, Opti
         .get("encrypted_content")
         .and_then(Value::as_str)
         .unwrap_or_default();
-    let mut payload = sealer.open(owner, sealed).map_err(|refused| refused.describe())?;
+    let seal::Opened::Item(mut payload) = sealer.open(owner, sealed).map_err(|refused| refused.describe())? else {
+        return Err(
+            "is not a compaction block this proxy wrote (its encrypted_content was sealed for another protocol)",
+        );
+    };
     if payload.get("kind").and_then(Value::as_str) != Some(KIND) {
         return Err(
             "is not a compaction block this proxy wrote (its encrypted_content was sealed for another protocol)",

@@ -196,6 +196,7 @@ pub(crate) async fn serve_messages_compaction(
             original: &original,
             attempt: Attempt::Requested,
             auth: &client_auth,
+            threshold: None,
         };
         guard.prepare(&round).await?
     };

@@ -21,23 +21,47 @@
 //! stands for ([`anthropic_block`]), opened when a later request sends it back. Threshold
 //! compaction (`compact_20260112`), done by the proxy, answers with the same block leading
 //! the answer of a round that ran a pass ([`anthropic_threshold`]).
+//!
+//! Server-side compaction (`context_management` on `/v1/responses`) is served the same
+//! way for such upstreams ([`server_side`]): the client's `compact_threshold` triggers a
+//! pass, and the answer carries the compaction item as OpenAI's does ([`emit`]); and so
+//! is Codex's remote compaction, a `compaction_trigger` input item ([`trigger`]).
 
 mod anthropic_block;
 mod anthropic_counters;
 mod anthropic_serve;
 mod anthropic_threshold;
 mod counters;
+mod emit;
+mod items;
 mod resolve;
 mod seal;
 mod serve;
+mod server_side;
+mod trigger;
 
 pub(crate) use anthropic_counters::MessagesCounters;
 pub(crate) use anthropic_serve::{MessagesCompaction, on_count_tokens, on_messages, serve_messages_compaction};
 pub(crate) use anthropic_threshold::{asks_threshold, lead_with, paused_answer, threshold_block};
 pub(crate) use counters::NativeCounters;
 pub(crate) use resolve::resolve_items;
-pub(crate) use seal::Sealer;
+pub(crate) use seal::{Sealer, owner_of};
 pub(crate) use serve::serve_compaction;
+pub(crate) use server_side::{ServerSide, with_item};
+pub(crate) use trigger::{answer_trigger, has_trigger};
+
+/// Keeps a request in the session a server-side compaction item it carried belongs to
+/// (`carried`, from [`resolve_items`]) when nothing but the digest of its first messages
+/// identifies it: the compaction changed those messages, and the digest would start a
+/// session of its own. A client's own identity (a header, a `prompt_cache_key`) wins.
+pub(crate) fn carry_session(identity: &mut crate::identity::Identity, carried: Option<String>) {
+    if identity.tier == crate::identity::Tier::Digest
+        && let Some(session) = carried
+    {
+        identity.key = session;
+        identity.source = "compaction item".to_owned();
+    }
+}
 
 /// Who answers `POST /v1/responses/compact` (`--native-compaction`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

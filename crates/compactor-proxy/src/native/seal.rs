@@ -14,7 +14,11 @@
 //! gets a 400 naming the item, never a wrong conversation).
 //!
 //! Format: `llmc1.` + base64url(payload) + `.` + base64url(tag), payload the JSON
-//! `{"o": owner, "i": item}`.
+//! `{"o": owner, "i": item}` (an item `/v1/responses/compact` put in place of the
+//! summary message: it stands for that one item) or `{"o": owner, "w": [items]}` (an
+//! item server-side compaction emitted: it stands for the whole conversation before it,
+//! as the upstream saw it, and names the session it belongs to: `"s": key`; see
+//! [`Opened`]).
 
 use axum::http::HeaderMap;
 use base64::Engine;
@@ -41,6 +45,24 @@ impl std::fmt::Debug for Sealer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("Sealer(..)")
     }
+}
+
+/// What a sealed item stands for, once opened.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum Opened {
+    /// One input item: the summary message a served `/v1/responses/compact` put the
+    /// compaction item in place of (the items around it are the client's).
+    Item(Value),
+    /// The whole conversation up to the compaction item, as the upstream saw it when
+    /// server-side compaction emitted it: the items before it in a later input are
+    /// dropped (OpenAI's documented meaning of a compaction item in the output stream).
+    Window {
+        /// The conversation.
+        items: Vec<Value>,
+        /// The key of the session it belongs to (a request identified by nothing but
+        /// the digest of its first messages, which the compaction changed, stays in it).
+        session: String,
+    },
 }
 
 /// Why a sealed item was refused.
@@ -90,7 +112,18 @@ impl Sealer {
 
     /// The `encrypted_content` of a compaction item standing for `item`, bound to `owner`.
     pub(crate) fn seal(&self, owner: &str, item: &Value) -> String {
-        let payload = json!({"o": owner, "i": item}).to_string();
+        self.seal_payload(&json!({"o": owner, "i": item}))
+    }
+
+    /// The `encrypted_content` of a compaction item standing for the conversation
+    /// `window` (every item before it: [`Opened::Window`]) of the session `session`,
+    /// bound to `owner`.
+    pub(crate) fn seal_window(&self, owner: &str, window: &[Value], session: &str) -> String {
+        self.seal_payload(&json!({"o": owner, "w": window, "s": session}))
+    }
+
+    fn seal_payload(&self, payload: &Value) -> String {
+        let payload = payload.to_string();
         let mut mac = self.mac();
         mac.update(payload.as_bytes());
         let tag = mac.finalize().into_bytes();
@@ -101,8 +134,8 @@ impl Sealer {
         )
     }
 
-    /// The item `sealed` stands for, when this proxy sealed it for `owner`.
-    pub(crate) fn open(&self, owner: &str, sealed: &str) -> Result<Value, Refused> {
+    /// What `sealed` stands for, when this proxy sealed it for `owner`.
+    pub(crate) fn open(&self, owner: &str, sealed: &str) -> Result<Opened, Refused> {
         let rest = sealed.strip_prefix(SEAL_PREFIX).ok_or(Refused::Malformed)?;
         let (payload, tag) = rest.split_once('.').ok_or(Refused::Malformed)?;
         let payload = URL_SAFE_NO_PAD.decode(payload).map_err(|_| Refused::Malformed)?;
@@ -115,8 +148,16 @@ impl Sealer {
         if value.get("o").and_then(Value::as_str) != Some(owner) {
             return Err(Refused::Foreign);
         }
-        match value.get_mut("i").map(Value::take) {
-            Some(item @ Value::Object(_)) => Ok(item),
+        let session = value.get("s").and_then(Value::as_str).map(str::to_owned);
+        match (
+            value.get_mut("i").map(Value::take),
+            value.get_mut("w").map(Value::take),
+            session,
+        ) {
+            (Some(item @ Value::Object(_)), None, None) => Ok(Opened::Item(item)),
+            (None, Some(Value::Array(items)), Some(session)) if items.iter().all(Value::is_object) => {
+                Ok(Opened::Window { items, session })
+            }
             _ => Err(Refused::Malformed),
         }
     }
@@ -143,7 +184,15 @@ mod tests {
         let item = json!({"type": "message", "role": "user", "content": "summary"});
         let sealed = sealer.seal("alice", &item);
         assert!(sealed.starts_with(SEAL_PREFIX));
-        assert_eq!(sealer.open("alice", &sealed), Ok(item.clone()));
+        assert_eq!(sealer.open("alice", &sealed), Ok(Opened::Item(item.clone())));
+        let window = vec![item.clone(), json!({"role": "assistant", "content": "ok"})];
+        let sealed_window = sealer.seal_window("alice", &window, "s1");
+        let opened = Opened::Window {
+            items: window,
+            session: "s1".to_owned(),
+        };
+        assert_eq!(sealer.open("alice", &sealed_window), Ok(opened));
+        assert_eq!(sealer.open("bob", &sealed_window), Err(Refused::Foreign));
         assert_eq!(sealer.open("bob", &sealed), Err(Refused::Foreign));
         // Every single-character change is refused.
         for i in SEAL_PREFIX.len()..sealed.len() {

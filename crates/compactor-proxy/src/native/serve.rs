@@ -10,16 +10,14 @@ use serde_json::{Value, json};
 
 use llm_compactor::message::{Content, Message};
 
+use super::items::{compaction_item, input_items};
 use super::resolve::resolve_items;
 use super::seal::{Sealer, owner_of};
 use crate::api::{self, Api, ParseError, Wire};
 use crate::client_key::ClientAuth;
 use crate::error::ProxyError;
-use crate::sessions::{Attempt, Round};
+use crate::sessions::{Attempt, Prepared, Round};
 use crate::state::AppState;
-
-/// The type of the item that stands for the summary (OpenAI's own name).
-const COMPACTION: &str = llm_compactor::format::responses::COMPACTION_ITEM;
 
 /// Answers a compaction request (`body`, as the client sent it) itself.
 ///
@@ -49,39 +47,9 @@ pub(crate) async fn serve_compaction(
     }
     let owner = owner_of(headers);
     let sealer = &state.config.sealer;
-    let opened = resolve_items(&mut value, sealer, headers).map_err(ProxyError::BadRequest)?;
-    state.metrics.native.items_resolved(opened);
-    // The round's "original" is the conversation the session sees (the items resolved).
-    let original = Bytes::from(serde_json::to_vec(&value).map_err(|e| ProxyError::Internal(e.to_string()))?);
-    let request = match api::parse_value(Api::Responses, value, headers, &state.config.wire.session_from) {
-        Ok(request) => request,
-        Err(ParseError::Invalid(problem)) => return Err(ProxyError::BadRequest(problem)),
-        Err(ParseError::Unsupported(why)) => {
-            return Err(ProxyError::Unsupported(format!("/v1/responses/compact: {why}")));
-        }
-    };
-    let compactor = state.config.budgets.for_model(&request.model)?;
-    let fallback = state.config.budgets.base().counter().clone();
-    let session = state.sessions.get(&request.identity.key, &fallback);
-    let client_auth = if state.config.client_key {
-        ClientAuth::of(headers)
-    } else {
-        ClientAuth::default()
-    };
-    let prepared = {
-        let mut guard = session.lock().await;
-        let round = Round {
-            config: &state.config,
-            compactor: &compactor,
-            metrics: &state.metrics,
-            api: Api::Responses,
-            request: &request,
-            original: &original,
-            attempt: Attempt::Requested,
-            auth: &client_auth,
-        };
-        guard.prepare(&round).await?
-    };
+    let resolved = resolve_items(&mut value, sealer, headers).map_err(ProxyError::BadRequest)?;
+    state.metrics.native.items_resolved(resolved.opened);
+    let (request, prepared) = requested_round(state, headers, value, resolved.session, "/v1/responses/compact").await?;
     let summary = prepared.done.as_ref().and_then(|done| done.summary.as_deref());
     let usage = prepared.done.as_ref().map(|done| done.usage).unwrap_or_default();
     let output = output_items(&request.wire, prepared.messages, summary, sealer, &owner);
@@ -111,6 +79,57 @@ pub(crate) async fn serve_compaction(
     Ok(axum::Json(body).into_response())
 }
 
+/// A round of `value`'s session (a Responses request whose compaction items are opened
+/// already; `carried`: the session the latest one named) with a pass forced, as
+/// [`Attempt::Requested`]: the parsed request and what the round prepared. `route`
+/// names the request in errors.
+///
+/// # Errors
+/// 400 for a body that is not a Responses request, 501 for input items the codec does
+/// not model, the store's and the proxy's own failures as in every round.
+pub(crate) async fn requested_round(
+    state: &AppState,
+    headers: &HeaderMap,
+    value: Value,
+    carried: Option<String>,
+    route: &str,
+) -> Result<(api::Request, Prepared), ProxyError> {
+    // The round's "original" is the conversation the session sees (the items resolved).
+    let original = Bytes::from(serde_json::to_vec(&value).map_err(|e| ProxyError::Internal(e.to_string()))?);
+    let request = match api::parse_value(Api::Responses, value, headers, &state.config.wire.session_from) {
+        Ok(mut request) => {
+            super::carry_session(&mut request.identity, carried);
+            request
+        }
+        Err(ParseError::Invalid(problem)) => return Err(ProxyError::BadRequest(problem)),
+        Err(ParseError::Unsupported(why)) => return Err(ProxyError::Unsupported(format!("{route}: {why}"))),
+    };
+    let compactor = state.config.budgets.for_model(&request.model)?;
+    let fallback = state.config.budgets.base().counter().clone();
+    let session = state.sessions.get(&request.identity.key, &fallback);
+    let client_auth = if state.config.client_key {
+        ClientAuth::of(headers)
+    } else {
+        ClientAuth::default()
+    };
+    let prepared = {
+        let mut guard = session.lock().await;
+        let round = Round {
+            config: &state.config,
+            compactor: &compactor,
+            metrics: &state.metrics,
+            api: Api::Responses,
+            request: &request,
+            original: &original,
+            attempt: Attempt::Requested,
+            auth: &client_auth,
+            threshold: None,
+        };
+        guard.prepare(&round).await?
+    };
+    Ok((request, prepared))
+}
+
 /// The output of a served compaction: `messages` (the compacted conversation) as
 /// Responses input items, the summary message (the one whose text is `summary`) replaced
 /// by a `compaction` item that seals it for `owner`. The instructions stay out (the
@@ -135,24 +154,10 @@ pub(crate) fn output_items(
     let marker = format!("llmc-compaction-{}", uuid::Uuid::new_v4().simple());
     messages[at].content = Content::Text(marker.clone());
     let mut items = input_items(wire, messages);
-    let compaction = json!({
-        "id": format!("cmp_{}", uuid::Uuid::new_v4().simple()),
-        "type": COMPACTION,
-        "encrypted_content": sealer.seal(owner, &summary_item),
-    });
+    let compaction = compaction_item(sealer.seal(owner, &summary_item), summary);
     match items.iter().position(|item| item.to_string().contains(&marker)) {
         Some(i) => items[i] = compaction,
         None => items.push(compaction),
     }
     items
-}
-
-/// `messages` as the request's `input` items (a string input as one user message).
-fn input_items(wire: &Wire, messages: Vec<Message>) -> Vec<Value> {
-    let (mut value, _) = wire.to_value(messages);
-    match value.get_mut("input").map(Value::take) {
-        Some(Value::Array(items)) => items,
-        Some(Value::String(text)) => vec![json!({"role": "user", "content": text})],
-        _ => Vec::new(),
-    }
 }

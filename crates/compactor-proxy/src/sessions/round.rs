@@ -8,6 +8,9 @@
 use std::sync::Arc;
 
 use llm_compactor::Compactor;
+use llm_compactor::Conversation;
+use llm_compactor::compactor::RequestFit;
+use llm_compactor::count::TokenCounter;
 use llm_compactor::message::Message;
 
 use crate::api::{Api, Request};
@@ -53,9 +56,46 @@ pub struct Round<'a> {
     /// The request's credentials, for the summarizer of a pass it runs
     /// (`--summarizer-key client`, `--summarizer upstream`; empty otherwise).
     pub(crate) auth: &'a ClientAuth,
+    /// The client's own compaction threshold, when it asked the server to compact
+    /// (OpenAI's `compact_threshold`) and the proxy does that for the upstream: a pass
+    /// also runs when the request's count reaches it, aimed below it.
+    pub(crate) threshold: Option<usize>,
 }
 
 impl Round<'_> {
+    /// This round's pass, for a conversation counted at `tokens` by `counter`: `None`
+    /// when none runs; else its target (the compactor's own when `None`). A first
+    /// attempt passes when the compactor's decision says so ([`Compactor::pass_due`]) or
+    /// the request reached the client's threshold (then aimed below it:
+    /// [`Compactor::threshold_target`]); a retry or a requested compaction always does.
+    pub(super) fn pass_target(
+        &self,
+        conversation: &Conversation,
+        tokens: usize,
+        counter: &dyn TokenCounter,
+    ) -> Option<Option<usize>> {
+        let (compactor, target) = (self.compactor, self.config.target);
+        match self.attempt {
+            Attempt::First => {
+                let fit = RequestFit {
+                    conversation,
+                    request_tokens: tokens,
+                    room: None,
+                    counter: Some(counter),
+                };
+                let due = compactor.pass_due(&fit).is_some();
+                match self.threshold {
+                    Some(threshold) => {
+                        (due || tokens >= threshold).then(|| Some(compactor.threshold_target(threshold, target)))
+                    }
+                    None => due.then_some(target),
+                }
+            }
+            Attempt::ContextLengthRetry => Some(Some(compactor.context_length_target(tokens, target))),
+            Attempt::Requested => Some(target),
+        }
+    }
+
     /// [`Round::agent_round`] for an inline pass: the request as the upstream would
     /// receive it uncompacted (the client's, or `rewritten` in its place), serialized
     /// only when the summary reads the cache.

@@ -367,6 +367,17 @@ async fn responses(
     if body["metadata"]["echo_body"] == "true" {
         return axum::Json(body).into_response();
     }
+    // Codex's remote compaction item, which only OpenAI's API knows.
+    if body["input"]
+        .as_array()
+        .is_some_and(|items| items.iter().any(|i| i["type"] == "compaction_trigger"))
+    {
+        return error(
+            StatusCode::BAD_REQUEST,
+            "invalid_request_error",
+            "Invalid value: 'compaction_trigger'.",
+        );
+    }
     let (model, tokens, reply) = match scripted(&script, &received) {
         Ok(scripted) => scripted,
         Err(response) => return *response,

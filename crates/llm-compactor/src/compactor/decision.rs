@@ -92,4 +92,25 @@ impl Compactor {
         room.unwrap_or_else(|| self.config.target())
             .min(request_tokens.saturating_mul(3) / 4)
     }
+
+    /// The target of a pass a client's own compaction threshold triggered (OpenAI's
+    /// `compact_threshold`, the request's count having reached it): below the threshold
+    /// as the compactor's own target is below its trigger (the threshold scaled by
+    /// `target_ratio / trigger_ratio`), and never above `configured` (the caller's
+    /// target; the compactor's own when `None`), so that a client's threshold can lower
+    /// where a pass aims but never raise it.
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use llm_compactor::{Compactor, CompactorConfig, count::HeuristicCounter};
+    /// let config = CompactorConfig::builder(100_000).trigger_ratio(0.8).target_ratio(0.4).build().unwrap();
+    /// let compactor = Compactor::new(config, Arc::new(HeuristicCounter));
+    /// assert_eq!(compactor.threshold_target(10_000, None), 5_000);
+    /// assert_eq!(compactor.threshold_target(1_000_000, None), 40_000);
+    /// assert_eq!(compactor.threshold_target(10_000, Some(3_000)), 3_000);
+    /// ```
+    pub fn threshold_target(&self, threshold: usize, configured: Option<usize>) -> usize {
+        let scaled = (threshold as f64 * self.config.target_ratio / self.config.trigger_ratio).floor() as usize;
+        scaled.min(configured.unwrap_or_else(|| self.config.target())).max(1)
+    }
 }

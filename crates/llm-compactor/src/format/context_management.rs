@@ -160,6 +160,31 @@ pub fn without_compaction(request: &mut Value) -> usize {
     removed
 }
 
+/// The token count at which a Responses request asks the server to compact: the
+/// `compact_threshold` of its `context_management` `compaction` entry (the smallest,
+/// when it has several), or `None` when it has no such entry or the entry names no
+/// threshold. A compactor that does the server's compaction for it uses this as the
+/// request's trigger (read it before [`without_compaction`] takes the entry away).
+///
+/// ```
+/// use llm_compactor::format::context_management::compact_threshold;
+/// let request = serde_json::json!({"context_management": [{"type": "compaction", "compact_threshold": 200000}]});
+/// assert_eq!(compact_threshold(&request), Some(200_000));
+/// let bare = serde_json::json!({"context_management": [{"type": "compaction"}]});
+/// assert_eq!(compact_threshold(&bare), None);
+/// assert_eq!(compact_threshold(&serde_json::json!({"input": []})), None);
+/// ```
+pub fn compact_threshold(request: &Value) -> Option<usize> {
+    let Some(Value::Array(list)) = request.get("context_management") else {
+        return None;
+    };
+    list.iter()
+        .filter(|entry| entry.get("type").and_then(Value::as_str) == Some("compaction"))
+        .filter_map(|entry| entry.get("compact_threshold").and_then(Value::as_u64))
+        .map(|n| usize::try_from(n).unwrap_or(usize::MAX))
+        .min()
+}
+
 /// The first edit with which the provider keeps the conversation small itself (a
 /// compactor in front of it stands down), or `None` when the request leaves that to the
 /// client.
