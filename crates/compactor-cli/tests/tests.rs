@@ -11,6 +11,7 @@ mod proxy_pg_support;
 mod support;
 
 mod cancel_signals;
+mod cli_reference;
 mod compact;
 mod completions;
 mod convert;
