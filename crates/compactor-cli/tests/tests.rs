@@ -13,6 +13,7 @@ mod support;
 mod cancel_signals;
 mod cli_reference;
 mod compact;
+mod compact_thinking;
 mod completions;
 mod convert;
 mod count;

@@ -156,3 +156,56 @@ async fn stale_thinking_counts_exactly_the_blocks_an_inline_pass_moved() {
 async fn stale_thinking_counts_exactly_the_blocks_a_prepared_pass_moved() {
     run(true).await;
 }
+
+/// A one-shot pass (`Compactor::compact`, as `compactor compact` and Python's `compact`
+/// run it) reports the blocks it left stale: exactly those the signing rule refuses.
+#[tokio::test]
+async fn a_one_shot_pass_reports_the_thinking_it_moved() {
+    let mut messages = vec![
+        Message::system("You are a careful agent."),
+        Message::user("Find the failure in the log."),
+    ];
+    for n in 0..24 {
+        let mut turn = Message::assistant("");
+        turn.content = Content::Parts(vec![
+            Part::from_value(
+                json!({"type": "thinking", "thinking": format!("round {n}"), "signature": sign(&messages)}),
+            )
+            .unwrap(),
+            Part::text(format!("Reading part {n}.")),
+        ]);
+        let call = ToolCall::new(format!("c{n}"), "read", json!({"part": n}).to_string());
+        messages.push(turn.with_tool_calls(vec![call]));
+        messages.push(Message::tool(
+            format!("c{n}"),
+            format!("part {n}: {}", "log line ".repeat(160)),
+        ));
+    }
+    assert_eq!(refused(&messages), 0, "every block valid as sent");
+    let config = CompactorConfig::builder(6_000).keep_recent(2).build().unwrap();
+    let compactor = Compactor::new(config, Arc::new(HeuristicCounter)).with_summarizer(Arc::new(Quick));
+    let result = compactor.compact(&messages, Default::default()).await.unwrap();
+    assert!(result.dropped > 0, "the pass summarized");
+    let truth = refused(&result.messages);
+    assert!(
+        truth >= 1,
+        "the pass moved kept thinking: else this test proves nothing"
+    );
+    assert_eq!(result.stale_thinking.len(), truth);
+    let json = serde_json::to_value(&result).unwrap();
+    assert_eq!(json["stale_thinking"].as_array().unwrap().len(), truth);
+    // Without thinking in the conversation, nothing is reported (and the field is absent).
+    let plain: Vec<Message> = messages
+        .iter()
+        .map(|m| {
+            let mut m = m.clone();
+            if let Content::Parts(parts) = &mut m.content {
+                parts.retain(|p| !matches!(p, Part::Thinking { .. }));
+            }
+            m
+        })
+        .collect();
+    let result = compactor.compact(&plain, Default::default()).await.unwrap();
+    assert!(result.stale_thinking.is_empty());
+    assert!(serde_json::to_value(&result).unwrap().get("stale_thinking").is_none());
+}

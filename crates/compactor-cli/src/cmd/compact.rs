@@ -161,6 +161,14 @@ pub fn human_report(
     ));
     out.push_str(&bars(result.tokens_before, result.tokens_after));
     out.push_str(&repairs_report(&result.repairs));
+    if !result.stale_thinking.is_empty() {
+        out.push_str(&format!(
+            "compactor: {} signed thinking blocks now sit on a changed prefix: a model with preserved \
+             thinking refuses them; send with drop_block (Anthropic) or strip them (their signatures: \
+             --json, stale_thinking)\n",
+            result.stale_thinking.len()
+        ));
+    }
     if !result.truncations.is_empty() {
         let cut: usize = result.truncations.iter().map(|t| t.cut_chars).sum();
         out.push_str(&format!(

@@ -104,6 +104,9 @@ class CompactionResult:
     #: When ``exhausted``: why, in numbers (``limit``, ``tokens_after``, ``sticky_tokens``,
     #: ``recent_tokens``, ``recent_messages``); else ``None``.
     exhaustion: Optional[Dict[str, Any]] = None
+    #: Signatures of the signed thinking blocks the pass moved onto a changed prefix (a
+    #: model with preserved thinking refuses them: send with ``drop_block`` or strip them).
+    stale_thinking: List[str] = field(default_factory=list)
 
     @property
     def noop(self) -> bool:
@@ -131,6 +134,7 @@ class CompactionResult:
             usage=raw.get("usage", {}),
             receipt=raw.get("receipt"),
             exhaustion=raw.get("exhaustion"),
+            stale_thinking=raw.get("stale_thinking", []),
         )
 
 

@@ -113,6 +113,9 @@ impl Compactor {
                 result.summarizer = self.summarizer.as_ref().map(|s| s.name().to_owned());
             }
             result.receipt = Some(self.receipt(messages, &result, counter.as_ref(), before));
+            if !plan::binding::thinking_names(&result.messages).is_empty() {
+                result.stale_thinking = plan::binding::stale_thinking(input, &result.messages, &[], None);
+            }
             self.emit(CompactionEvent::CompactionDone {
                 tokens_before: result.tokens_before,
                 tokens_after: result.tokens_after,

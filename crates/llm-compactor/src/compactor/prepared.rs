@@ -204,6 +204,7 @@ impl PreparedPass {
             repairs: Vec::new(),
             truncations: self.result.truncations.clone(),
             exhaustion: None,
+            stale_thinking: Vec::new(),
         };
         let config = compactor.config();
         let policy = &config.cost_policy;

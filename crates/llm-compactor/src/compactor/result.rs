@@ -144,6 +144,13 @@ pub struct CompactionResult {
     /// `None` otherwise (and for a prepared pass installed later).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub exhaustion: Option<Exhaustion>,
+    /// The signed thinking blocks of `messages` (by signature, a redacted block by its
+    /// data) that were valid in the input and now sit on a prefix the pass changed: a
+    /// model with preserved thinking refuses them (send the request with its
+    /// `drop_block` option, or strip them). Empty when the conversation holds none, and
+    /// for a prepared pass installed later (its manager reports them).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub stale_thinking: Vec<String>,
 }
 
 /// Why a pass is `exhausted`, in numbers: the part of the conversation no pass may
@@ -214,6 +221,7 @@ impl CompactionResult {
             repairs: Vec::new(),
             truncations: Vec::new(),
             exhaustion: None,
+            stale_thinking: Vec::new(),
         }
     }
 
