@@ -512,3 +512,23 @@ def test_configured_pins_keep_rules_a_memory_result_and_a_message_by_id() -> Non
     with pytest.raises(ConfigError) as refused:
         Compactor(budget=32_000, pin_patterns=["(unclosed"])
     assert refused.value.field == "pin_patterns"
+
+
+def test_a_one_shot_pass_lists_the_thinking_it_moved() -> None:
+    """Issue 39: ``CompactionResult.stale_thinking`` names (by signature) the signed
+    thinking blocks a pass left on a changed prefix; empty without thinking."""
+    messages: List[Dict[str, Any]] = [{"role": "user", "content": "Find the failure in the log."}]
+    for n in range(24):
+        messages.append({"role": "assistant", "content": [
+            {"type": "thinking", "thinking": f"round {n}", "signature": f"sig-{n}"},
+            {"type": "text", "text": f"Reading part {n}."},
+            {"type": "tool_use", "id": f"t{n}", "name": "read", "input": {"part": n}},
+        ]})
+        messages.append({"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": f"t{n}", "content": "log line " * 160},
+        ]})
+    result = llm_compactor.compact(messages, budget=6_000, counter="heuristic")
+    assert result.dropped > 0
+    assert result.stale_thinking and all(s.startswith("sig-") for s in result.stale_thinking)
+    plain = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]
+    assert llm_compactor.compact(plain, budget=6_000).stale_thinking == []
