@@ -300,7 +300,7 @@ async fn compacted(state: Arc<AppState>, api: Api, request: Request) -> Result<R
     };
     let parsed = match json.and_then(|value| api::parse_value(api, value, &headers, &state.config.wire.session_from)) {
         Ok(mut parsed) => {
-            native::carry_session(&mut parsed.identity, carried);
+            native::carry_session(&mut parsed.identity, carried).map_err(ProxyError::BadRequest)?;
             parsed
         }
         Err(ParseError::Invalid(problem)) => return Err(ProxyError::BadRequest(problem)),

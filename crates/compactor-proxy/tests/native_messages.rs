@@ -472,3 +472,45 @@ async fn the_sdk_tool_runner_compacts_before_its_next_turn_through_the_proxy() {
         "{out}"
     );
 }
+
+/// Issue 43: a block opens only in the session it was given to: sent by the same client
+/// in a request that names another session (`x-compactor-session`), it is refused with
+/// a 400, nothing forwarded; naming its own session, it opens.
+#[tokio::test]
+async fn a_block_of_another_session_is_refused() {
+    let up = upstream().await;
+    let store: Arc<dyn SessionStore> = Arc::new(MemoryStore::new());
+    let builder = ProxyConfig::builder(&up.url(), ledger_compactor(3_000), store.clone())
+        .native_compaction(NativeCompaction::Serve);
+    let proxy = proxy_with(builder, store).await;
+    let url = proxy.url();
+    let named = |session: &str, body: &Value| {
+        client()
+            .post(format!("{url}/v1/messages"))
+            .header("x-api-key", "sk-a")
+            .header("anthropic-version", "2023-06-01")
+            .header("anthropic-beta", BETA)
+            .header("x-compactor-session", session)
+            .json(body)
+            .send()
+    };
+    let answer: Value = named("a", &compaction_request(session(0, 12), false))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let block = answer["content"][0].clone();
+    assert_eq!(block["type"], "compaction", "{answer}");
+    let next = json!({"model": "claude-x", "max_tokens": 100, "messages": [
+        {"role": "assistant", "content": [block]},
+        {"role": "user", "content": "now fix the lint"},
+    ]});
+    let before = up.received().len();
+    let refused = named("b", &next).await.unwrap();
+    assert_eq!(refused.status(), 400);
+    let text = refused.text().await.unwrap();
+    assert!(text.contains("another session"), "{text}");
+    assert_eq!(up.received().len(), before, "nothing forwarded");
+    assert_eq!(named("a", &next).await.unwrap().status(), 200);
+}

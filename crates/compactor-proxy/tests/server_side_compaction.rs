@@ -372,3 +372,43 @@ async fn the_agents_sdk_server_side_compaction_is_done_by_the_proxy() {
         up.received().len()
     );
 }
+
+/// Issue 43: an item opens only in the session it was given to. Emitted in session
+/// `a` (named by the client's header), it is refused with a 400 in session `b`, by the
+/// same client, nothing forwarded; sent back in `a`, it opens.
+#[tokio::test]
+async fn an_item_of_another_session_is_refused() {
+    let up = upstream().await;
+    let (proxy, _) = serving(&up).await;
+    script_tool_loop(&up, 0);
+    up.script.replies.lock().unwrap().extend([
+        json!({"role": "assistant", "content": "ok"}),
+        json!({"role": "assistant", "content": "ok"}),
+    ]);
+    let big: Vec<Value> = (0..12)
+        .map(|i| json!({"role": "user", "content": format!("note {i}: {}", "a line of the log ".repeat(60))}))
+        .collect();
+    let ask = |session: &'static str, input: Vec<Value>| {
+        let body = json!({
+            "model": "replay", "input": input,
+            "context_management": [{"type": "compaction", "compact_threshold": THRESHOLD}],
+        });
+        client()
+            .post(format!("{}/v1/responses", proxy.url()))
+            .bearer_auth("sk-server-side")
+            .header("x-compactor-session", session)
+            .json(&body)
+            .send()
+    };
+    let answer: Value = ask("a", big).await.unwrap().json().await.unwrap();
+    let item = answer["output"][0].clone();
+    assert_eq!(item["type"], "compaction", "{answer}");
+    let seen = up.received().len();
+    let next = vec![item, json!({"role": "user", "content": "go on"})];
+    let refused = ask("b", next.clone()).await.unwrap();
+    assert_eq!(refused.status(), 400);
+    let text = refused.text().await.unwrap();
+    assert!(text.contains("another session") && text.contains("\\\"b\\\""), "{text}");
+    assert_eq!(up.received().len(), seen, "nothing forwarded");
+    assert_eq!(ask("a", next).await.unwrap().status(), 200);
+}

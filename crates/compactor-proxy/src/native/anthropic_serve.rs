@@ -62,13 +62,24 @@ pub(crate) fn on_messages(
     state.metrics.native_messages.blocks_resolved(opened.blocks);
     let mut rewritten = opened.blocks > 0;
     // The conversation goes on in the session that wrote the block (its first user
-    // message is now the summary's: the digest would start another), unless the client
-    // names one itself.
-    if let Some(session) = opened.session
-        && !headers.contains_key(SESSION_HEADER)
-        && let Ok(value) = HeaderValue::from_str(&session)
-    {
-        headers.insert(SESSION_HEADER, value);
+    // message is now the summary's: the digest would start another); a request that
+    // names another session itself is refused: a block opens only where it was given.
+    if let Some(session) = opened.session {
+        match headers.get(SESSION_HEADER) {
+            Some(named) if named.as_bytes() != session.as_bytes() => {
+                return Err(ProxyError::BadRequest(format!(
+                    "messages: a compaction block of another session was sent in session {:?}: a \
+                     compaction block opens only in the session it was given to",
+                    String::from_utf8_lossy(named.as_bytes())
+                )));
+            }
+            Some(_) => {}
+            None => {
+                if let Ok(value) = HeaderValue::from_str(&session) {
+                    headers.insert(SESSION_HEADER, value);
+                }
+            }
+        }
     }
     if serving {
         rewritten |= drop_noop_blocks(request) > 0;

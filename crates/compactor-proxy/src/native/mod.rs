@@ -53,14 +53,29 @@ pub(crate) use trigger::{answer_trigger, has_trigger};
 /// Keeps a request in the session a server-side compaction item it carried belongs to
 /// (`carried`, from [`resolve_items`]) when nothing but the digest of its first messages
 /// identifies it: the compaction changed those messages, and the digest would start a
-/// session of its own. A client's own identity (a header, a `prompt_cache_key`) wins.
-pub(crate) fn carry_session(identity: &mut crate::identity::Identity, carried: Option<String>) {
-    if identity.tier == crate::identity::Tier::Digest
-        && let Some(session) = carried
-    {
+/// session of its own.
+///
+/// # Errors
+/// The client's 400 when the request names another session itself (a header, a known
+/// client's id, a `prompt_cache_key`): an item opens only in the session it was given
+/// to, never into another session's conversation.
+pub(crate) fn carry_session(identity: &mut crate::identity::Identity, carried: Option<String>) -> Result<(), String> {
+    let Some(session) = carried else {
+        return Ok(());
+    };
+    if identity.tier == crate::identity::Tier::Digest {
         identity.key = session;
         identity.source = "compaction item".to_owned();
+        return Ok(());
     }
+    if identity.key != session {
+        return Err(format!(
+            "input: a compaction item of another session was sent in session {:?} (from {}): \
+             a compaction item opens only in the session it was given to",
+            identity.key, identity.source
+        ));
+    }
+    Ok(())
 }
 
 /// Who answers `POST /v1/responses/compact` (`--native-compaction`).

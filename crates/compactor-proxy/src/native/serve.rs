@@ -98,7 +98,7 @@ pub(crate) async fn requested_round(
     let original = Bytes::from(serde_json::to_vec(&value).map_err(|e| ProxyError::Internal(e.to_string()))?);
     let request = match api::parse_value(Api::Responses, value, headers, &state.config.wire.session_from) {
         Ok(mut request) => {
-            super::carry_session(&mut request.identity, carried);
+            super::carry_session(&mut request.identity, carried).map_err(ProxyError::BadRequest)?;
             request
         }
         Err(ParseError::Invalid(problem)) => return Err(ProxyError::BadRequest(problem)),
