@@ -254,6 +254,7 @@ fn the_ledger_keeps_every_planted_instruction_of_a_chat_through_five_passes() {
             assert_eq!((one, five), (planted, planted), "{k} at {}: {totals}", totals["budget"]);
         }
         assert_eq!(totals["passes"], 15);
+        assert_eq!(totals["passes_without_new"], 0, "{totals}");
         assert_eq!(totals["within"], 15, "{totals}");
         assert_eq!(totals["needless"], 0, "{totals}");
         assert_eq!(totals["superseded_as_current"], json!([0, 0]), "{totals}");
@@ -266,6 +267,7 @@ fn the_ledger_keeps_every_planted_instruction_of_a_chat_through_five_passes() {
         assert_eq!(budget, (c["tokens"].as_u64().unwrap() * share / 100).max(256), "{c}");
         for p in c["passes"].as_array().unwrap() {
             assert!(p["tokens_after"].as_u64().unwrap() <= budget, "{c}");
+            assert!(p["new_messages"].as_u64().unwrap() > 0, "{c}");
         }
         assert_eq!(c["lost"], json!([]), "{c}");
     }

@@ -76,6 +76,9 @@ pub fn parse_budget(text: &str) -> Result<BudgetSpec, String> {
 /// One pass, checked against its budget.
 #[derive(Clone, Debug, Serialize)]
 pub struct PassCheck {
+    /// Messages of the conversation new to this pass (0: it ran over the last result
+    /// alone, as a caller compacting again would).
+    pub new_messages: usize,
     /// Tokens before the pass.
     pub tokens_before: usize,
     /// Tokens after it.
@@ -287,18 +290,19 @@ pub fn score(
     let mut first = None;
     for to in cuts(planted_messages, planting.last, setup.passes.max(1)) {
         current.extend_from_slice(&planted_messages[from..to]);
-        from = to;
         let (result, interrupted) = opts.run_pass(&compactor, &current)?;
         if let Some(signal) = interrupted {
             return Err(crate::cmd::compact::interrupted_error(signal, "the evaluation stopped"));
         }
         checks.push(PassCheck {
+            new_messages: to - from,
             tokens_before: result.tokens_before,
             tokens_after: result.tokens_after,
             exhausted: result.exhausted,
             floor: floor(&current, setup.counter.as_ref()),
             exhaustion: result.exhaustion.clone(),
         });
+        from = to;
         current = result.messages;
         if first.is_none() {
             first = Some(score_of(planted, &current));
@@ -436,6 +440,7 @@ mod tests {
     #[test]
     fn a_pass_over_its_budget_is_needless_only_where_the_floor_fits() {
         let check = |after, exhausted, floor| PassCheck {
+            new_messages: 2,
             tokens_before: 5000,
             tokens_after: after,
             exhausted,

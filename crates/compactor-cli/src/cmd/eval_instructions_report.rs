@@ -24,6 +24,9 @@ pub struct Totals {
     pub duplicates: (usize, usize),
     /// Passes run.
     pub passes: usize,
+    /// Of those, passes over the last result alone (nothing new: two cuts fell together
+    /// in a short conversation).
+    pub passes_without_new: usize,
     /// Of those, results within the budget.
     pub within: usize,
     /// Of those, `exhausted`.
@@ -58,6 +61,7 @@ pub fn totals(set: &str, label: &str, scores: &[&RunScore]) -> Totals {
         t.duplicates.0 += s.duplicates.0;
         t.duplicates.1 += s.duplicates.1;
         t.passes += s.passes.len();
+        t.passes_without_new += s.passes.iter().filter(|p| p.new_messages == 0).count();
         t.within += s.passes.iter().filter(|p| p.within(s.budget)).count();
         t.exhausted += s.passes.iter().filter(|p| p.exhausted).count();
         t.needless += s.passes.iter().filter(|p| p.needless(s.budget)).count();
