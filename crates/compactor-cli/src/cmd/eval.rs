@@ -5,7 +5,10 @@
 //! and scores the summary against probes drawn from the replaced middle
 //! ([`super::eval_probes`]): recall (probes found verbatim), hallucinations
 //! (identifiers in the summary found nowhere in the conversation and not flagged
-//! `[unverified]`), the compression ratio and the time taken.
+//! `[unverified]`), the compression ratio and the time taken. `--agent-loop` scores what
+//! survives across passes ([`super::eval_loop`]); `--instructions` plants the user's
+//! instructions and scores their survival and every result's budget
+//! ([`super::eval_instructions`]).
 
 use std::time::Instant;
 
