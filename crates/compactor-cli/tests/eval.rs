@@ -199,3 +199,255 @@ fn aging_does_not_turn_the_scored_pass_into_an_elision_epoch() {
     let aged = eval(path, &["--summarizer", "ledger", "--age-observations=true"]);
     assert_eq!(aged["files"][0]["outcome"], "aged", "{aged}");
 }
+
+/// `--instructions` on `n` generated chat sessions at `budgets`, with `extra` flags.
+fn instructions(n: &str, budgets: &str, extra: &[&str]) -> Value {
+    let mut args = vec![
+        "eval",
+        "--instructions",
+        "--chat-sessions",
+        n,
+        "--budgets",
+        budgets,
+        "--json",
+        "--counter",
+        "heuristic",
+    ];
+    args.extend_from_slice(extra);
+    let out = run(&args, None);
+    assert!(out.status.success(), "{}", support::stderr(&out));
+    stdout_json(&out)
+}
+
+/// (survived after the first pass, after the last, planted) of `kind` in `totals`.
+fn kind(totals: &Value, kind: &str) -> (u64, u64, u64) {
+    let row = totals["by_kind"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r[0] == kind)
+        .unwrap_or_else(|| panic!("{kind} in {totals}"));
+    (
+        row[2].as_u64().unwrap(),
+        row[3].as_u64().unwrap(),
+        row[1].as_u64().unwrap(),
+    )
+}
+
+const KINDS: [&str; 6] = ["rule", "constraint", "fact", "task", "preference", "reminder"];
+
+/// The ledger keeps every planted instruction of the generated chats at 20% and 30% of
+/// their size through five passes, every result within its budget, the replaced value
+/// never presented as current; the same run twice gives the same report.
+#[test]
+fn the_ledger_keeps_every_planted_instruction_of_a_chat_through_five_passes() {
+    let report = instructions("3", "20%,30%", &["--summarizer", "ledger"]);
+    assert_eq!(report["passes"], 5);
+    let budgets = report["budgets"].as_array().unwrap();
+    assert_eq!(budgets.len(), 2, "{report}");
+    for totals in budgets {
+        assert_eq!(totals["set"], "chat");
+        assert_eq!(totals["conversations"], 3);
+        for k in KINDS {
+            let (one, five, planted) = kind(totals, k);
+            assert!(planted >= 3, "{k}: {totals}");
+            assert_eq!((one, five), (planted, planted), "{k} at {}: {totals}", totals["budget"]);
+        }
+        assert_eq!(totals["passes"], 15);
+        assert_eq!(totals["passes_without_new"], 0, "{totals}");
+        assert_eq!(totals["within"], 15, "{totals}");
+        assert_eq!(totals["needless"], 0, "{totals}");
+        assert_eq!(totals["superseded_as_current"], json!([0, 0]), "{totals}");
+        assert_eq!(totals["duplicates"], json!([0, 0]), "{totals}");
+    }
+    // Each conversation's budget is its share of the planted session, every pass under it.
+    for c in report["conversations"].as_array().unwrap() {
+        let budget = c["budget"].as_u64().unwrap();
+        let share = if c["label"] == "20%" { 20 } else { 30 };
+        assert_eq!(budget, (c["tokens"].as_u64().unwrap() * share / 100).max(256), "{c}");
+        for p in c["passes"].as_array().unwrap() {
+            assert!(p["tokens_after"].as_u64().unwrap() <= budget, "{c}");
+            assert!(p["new_messages"].as_u64().unwrap() > 0, "{c}");
+        }
+        assert_eq!(c["lost"], json!([]), "{c}");
+    }
+    assert_eq!(report, instructions("3", "20%,30%", &["--summarizer", "ledger"]));
+}
+
+/// The measure can fail: with no summarizer a pass is the hard trim, which drops the
+/// user's earlier lines, and survival falls below 100%; a summarizer that drops every
+/// line with `Rule:` (the ledger off) loses the rules and keeps the rest.
+#[test]
+fn a_summarizer_that_drops_user_lines_scores_below_100_percent() {
+    let none = instructions("2", "20%", &["--summarizer", "none"]);
+    let totals = &none["budgets"][0];
+    let (one, five, planted) = kind(totals, "rule");
+    assert!(one < planted && five < planted, "{totals}");
+    for k in ["fact", "task", "preference", "reminder"] {
+        assert_eq!(kind(totals, k).0, 0, "{k}: {totals}");
+    }
+    assert!(!none["conversations"][0]["lost"].as_array().unwrap().is_empty());
+
+    // One pass (an echo of the transcript is no summary to carry through five: it
+    // nests and outgrows its output budget).
+    let echo = |cmd: &str| {
+        instructions(
+            "2",
+            "default",
+            &[
+                "--summarizer",
+                "exec",
+                "--summarizer-cmd",
+                cmd,
+                "--ledger-max-tokens",
+                "0",
+                "--passes",
+                "1",
+            ],
+        )
+    };
+    let whole = echo("cat");
+    let dropping = echo("grep -v 'Rule:'");
+    for k in ["rule", "fact", "task", "preference"] {
+        let (one, _, planted) = kind(&whole["budgets"][0], k);
+        assert_eq!(one, planted, "{k}: {whole}");
+    }
+    let totals = &dropping["budgets"][0];
+    let (one, _, planted) = kind(totals, "rule");
+    assert_eq!((one, planted), (2, 4), "the two `Rule:` lines are gone: {totals}");
+    for k in ["fact", "task", "preference"] {
+        let (one, _, planted) = kind(totals, k);
+        assert_eq!(one, planted, "{k}: {totals}");
+    }
+}
+
+/// The table names the set, the budgets, both pass counts and the budget check; budgets
+/// that are not shares, counts or `default`, and `--chat-sessions` without
+/// `--instructions`, are usage errors.
+#[test]
+fn the_instruction_table_and_its_usage_errors() {
+    let out = run(
+        &[
+            "eval",
+            "--instructions",
+            "--chat-sessions",
+            "1",
+            "--budgets",
+            "25%,4000",
+            "--passes",
+            "3",
+            "--summarizer",
+            "ledger",
+            "--counter",
+            "heuristic",
+        ],
+        None,
+    );
+    assert!(out.status.success(), "{}", support::stderr(&out));
+    let text = stdout(&out);
+    assert!(text.starts_with("summarizer: ledger; 3 passes each"), "{text}");
+    for needle in ["chat", "25%", "4000", "reminder", "as-current", "needless"] {
+        assert!(text.contains(needle), "{needle}: {text}");
+    }
+    assert!(
+        text.lines().any(|l| l.starts_with("chat") && l.contains(" 3 ")),
+        "{text}"
+    );
+    for bad in [
+        &["eval", "--instructions", "--chat-sessions", "1", "--budgets", "0%"][..],
+        &["eval", "--instructions", "--chat-sessions", "1", "--budgets", "lots"],
+        &["eval", "--chat-sessions", "1"],
+        &["eval", "--instructions"],
+    ] {
+        let out = run(bad, None);
+        assert_eq!(out.status.code(), Some(2), "{bad:?}: {}", support::stderr(&out));
+    }
+}
+
+/// A tool-calling conversation (OpenAI tool calls) and a results file of runs (tau-bench's
+/// shape) are planted without parting a call from its result, and scored run by run.
+#[test]
+fn a_results_file_is_scored_run_by_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let runs: Vec<Value> = (0..2).map(|_| json!({"task_id": 1, "traj": session()})).collect();
+    let path = write_json(dir.path(), "runs.json", &Value::Array(runs));
+    let out = run(
+        &[
+            "eval",
+            "--instructions",
+            path.to_str().unwrap(),
+            "--budgets",
+            "30%",
+            "--summarizer",
+            "ledger",
+            "--counter",
+            "heuristic",
+            "--json",
+        ],
+        None,
+    );
+    assert!(out.status.success(), "{}", support::stderr(&out));
+    let report = stdout_json(&out);
+    let names: Vec<&str> = report["conversations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["conversation"].as_str().unwrap())
+        .collect();
+    assert_eq!(names.len(), 2, "{report}");
+    assert!(
+        names[0].ends_with("runs.json#0") && names[1].ends_with("runs.json#1"),
+        "{names:?}"
+    );
+    let totals = &report["budgets"][0];
+    assert_eq!(totals["needless"], 0, "{totals}");
+    assert_eq!(kind(totals, "reminder").2, 2, "{totals}");
+}
+
+/// The shared trajectories (skipped with a notice when absent): the runs of the
+/// mini-swe-agent set and the first tau-bench conversations are planted and scored; the
+/// ledger keeps every planted instruction of the mini-swe-agent runs after one pass at
+/// 20%, and no pass there is exhausted or over its budget.
+#[test]
+fn real_trajectories_are_planted_and_scored() {
+    let Some(tau) = support::trajectory("tau-bench/gpt-4o-airline.json") else {
+        return;
+    };
+    let files: Vec<String> = support::mini_swe_agent_files()
+        .into_iter()
+        .take(8)
+        .map(|p| p.display().to_string())
+        .collect();
+    if files.is_empty() {
+        eprintln!("NOTICE: skipping: no mini-swe-agent trajectories (set LLM_COMPACTOR_DATA)");
+        return;
+    }
+    let mut args = vec![
+        "eval",
+        "--instructions",
+        "--budgets",
+        "20%",
+        "--summarizer",
+        "ledger",
+        "--json",
+    ];
+    args.extend(files.iter().map(String::as_str));
+    let tau = tau.display().to_string();
+    args.push(&tau);
+    let out = run(&args, None);
+    assert!(out.status.success(), "{}", support::stderr(&out));
+    let report = stdout_json(&out);
+    let budgets = report["budgets"].as_array().unwrap();
+    let mini = budgets
+        .iter()
+        .find(|t| t["set"] == "mini-swe-agent")
+        .expect("mini-swe-agent");
+    let tau = budgets.iter().find(|t| t["set"] == "tau-bench").expect("tau-bench");
+    assert_eq!(tau["conversations"], 200, "{tau}");
+    for k in KINDS {
+        let (one, _, planted) = kind(mini, k);
+        assert_eq!(one, planted, "{k}: {mini}");
+    }
+    assert_eq!(mini["within"], mini["passes"], "{mini}");
+    assert_eq!(mini["exhausted"], 0, "{mini}");
+}

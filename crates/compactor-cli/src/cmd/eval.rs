@@ -5,7 +5,10 @@
 //! and scores the summary against probes drawn from the replaced middle
 //! ([`super::eval_probes`]): recall (probes found verbatim), hallucinations
 //! (identifiers in the summary found nowhere in the conversation and not flagged
-//! `[unverified]`), the compression ratio and the time taken.
+//! `[unverified]`), the compression ratio and the time taken. `--agent-loop` scores what
+//! survives across passes ([`super::eval_loop`]); `--instructions` plants the user's
+//! instructions and scores their survival and every result's budget
+//! ([`super::eval_instructions`]).
 
 use std::time::Instant;
 
@@ -27,8 +30,9 @@ use crate::io;
 /// `--age-observations` is given (an elision epoch writes no summary to score).
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// Conversation files (any format `compact` reads).
-    #[arg(required = true)]
+    /// Conversation files (any format `compact` reads; with `--instructions` also a
+    /// results file listing runs as `{"traj": [...]}`, tau-bench's, each run scored).
+    #[arg(required_unless_present = "chat_sessions")]
     pub files: Vec<String>,
     /// Print the scores as JSON instead of a table.
     #[arg(long)]
@@ -37,8 +41,30 @@ pub struct Args {
     /// each model request) and score what survives across passes: files and commands of
     /// the first epoch still named, or retrievable by handle, at the end (see
     /// `eval_loop`). Aging keeps the engine's default here.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "instructions")]
     pub agent_loop: bool,
+    /// Instruction survival: plant rules, a constraint later corrected, a fact, the task's
+    /// state, a preference and a `<system-reminder>` block in each conversation, compact
+    /// it over `--passes` passes, and score what survives after the first and the last
+    /// pass, by type, and whether every result fits its budget (see `eval_instructions`).
+    /// Aging keeps the engine's default here.
+    #[arg(long)]
+    pub instructions: bool,
+    /// With `--instructions`: also score this many generated chat sessions (seeds 0 to
+    /// N-1, 100 turns each).
+    #[arg(long, value_name = "N", requires = "instructions", default_value_t = 0)]
+    pub chat_sessions: u64,
+    /// With `--instructions`: the budgets to score, comma-separated: `P%` (P percent of
+    /// each planted conversation, at least 256 tokens), a token count, or `default`
+    /// (`--budget`) [default: default].
+    #[arg(long, value_name = "LIST", value_delimiter = ',', requires = "instructions",
+          value_parser = super::eval_instructions::parse_budget)]
+    pub budgets: Vec<super::eval_instructions::BudgetSpec>,
+    /// With `--instructions`: passes per conversation (the first over three fifths of
+    /// it, each next one over its result and the next share of the rest).
+    #[arg(long, value_name = "N", requires = "instructions", default_value_t = 5,
+          value_parser = clap::value_parser!(u16).range(1..=100))]
+    pub passes: u16,
     /// The compaction options (the same as `compact`).
     #[command(flatten)]
     pub opts: CompactOpts,
@@ -91,6 +117,9 @@ pub fn run(mut args: Args) -> Result<(), CliError> {
     // the score would measure nothing. Aging is off here unless asked for.
     if args.agent_loop {
         return run_loop(&args);
+    }
+    if args.instructions {
+        return run_instructions(&args);
     }
     args.opts.age_observations.get_or_insert(false);
     let (compactor, _counter) = args.opts.compactor(false)?;
@@ -221,6 +250,30 @@ fn run_loop(args: &Args) -> Result<(), CliError> {
     } else {
         super::eval_loop::table(&scores)
     };
+    io::write_output(None, &text)
+}
+
+/// `--instructions`: instruction survival and budget compliance.
+fn run_instructions(args: &Args) -> Result<(), CliError> {
+    use super::eval_instructions::{self as instructions, BudgetSpec, Setup};
+    let summarizer = args.opts.summarizer.build_with_progress(false)?;
+    let (compactor, counter) = args.opts.compactor_with(summarizer.clone())?;
+    let name = compactor
+        .summarizer()
+        .map_or("none".to_owned(), |s| s.name().to_owned());
+    let conversations = instructions::conversations(&args.files, args.opts.format(), args.chat_sessions)?;
+    let budgets = if args.budgets.is_empty() {
+        vec![BudgetSpec::Default]
+    } else {
+        args.budgets.clone()
+    };
+    let setup = Setup {
+        opts: &args.opts,
+        summarizer,
+        counter,
+        passes: usize::from(args.passes),
+    };
+    let text = instructions::run(&setup, &name, &conversations, &budgets, args.json)?;
     io::write_output(None, &text)
 }
 
