@@ -307,3 +307,25 @@ fn real_openhands_run() {
     let ledger = all(document.messages());
     assert!(!ledger.files.is_empty() || !ledger.commands.is_empty(), "{ledger:?}");
 }
+
+/// Regression (found by `compactor eval --instructions`): a rule said three times, the
+/// last of them the last request, was listed as the last request and again, with a
+/// count, among the earlier messages.
+#[test]
+fn a_message_said_again_as_the_last_request_is_listed_once() {
+    let rule = "Remember: never pay a deposit over 20% upfront.";
+    let messages = vec![
+        Message::user(rule),
+        Message::assistant("Noted."),
+        Message::user("Which hotel is quieter?"),
+        Message::assistant("The one by the park."),
+        Message::user(rule),
+        Message::assistant("Noted."),
+        Message::user(rule),
+    ];
+    let ledger = all(&messages);
+    assert_eq!(ledger.last_user.as_deref(), Some(rule));
+    assert_eq!(ledger.earlier_users, vec!["Which hotel is quieter?".to_owned()]);
+    let text = render(&ledger, 2_000);
+    assert_eq!(text.matches(rule).count(), 1, "{text}");
+}
