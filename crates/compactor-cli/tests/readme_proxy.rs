@@ -242,9 +242,11 @@ async fn the_guides_proxy_commands_run_as_written() {
     let readme = page("README.md");
     let readme_toml = blocks(proxy_section(&readme), "toml").remove(0);
     let codex = page("docs/guide/codex.md");
+    // The guide's config.toml is its blocks together: the provider, then the remote
+    // compaction capability it adds to it.
     let codex_toml = blocks(&codex, "toml");
-    assert_eq!(codex_toml.len(), 1, "the Codex guide's config.toml");
-    run_blocks(&codex, &codex_toml[0]).await;
+    assert_eq!(codex_toml.len(), 2, "the Codex guide's config.toml and its capability");
+    run_blocks(&codex, &codex_toml.join("\n")).await;
     run_blocks(&page("docs/guide/claude-code.md"), &readme_toml).await;
 }
 
