@@ -3,8 +3,8 @@
 
 use serde::Serialize;
 
-use super::eval_instructions::RunScore;
 use super::eval_plant::Kind;
+use super::eval_scores::RunScore;
 
 /// The totals of one budget's scores.
 #[derive(Clone, Debug, Default, Serialize)]

@@ -14,6 +14,7 @@ pub mod eval_loop;
 pub mod eval_plant;
 pub mod eval_probes;
 pub mod eval_retrieve;
+pub mod eval_scores;
 pub mod expand;
 pub mod interrupt;
 pub mod man;
