@@ -43,6 +43,8 @@ fn the_report_of_a_compacted_session_is_written_and_named() {
     );
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(stderr(&out).contains(page.to_str().unwrap()), "{}", stderr(&out));
+    // One pass is "1 pass" (it said "1 passes").
+    assert!(stderr(&out).contains(" and 1 pass written"), "{}", stderr(&out));
     let html = std::fs::read_to_string(&page).unwrap();
     assert!(html.starts_with("<!DOCTYPE html>"));
     assert!(html.contains("class=\"pass-row compaction\""));

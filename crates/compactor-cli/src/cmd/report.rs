@@ -112,10 +112,11 @@ pub fn write_report(report: &SessionReport, output: Option<&Path>) -> Result<(),
     let html = render(report);
     crate::io::write_output(output, html.trim_end())?;
     if let Some(path) = output {
+        let count = |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
         crate::out::stderr_line(&format!(
-            "compactor: report of {} requests and {} passes written to {} (open it in a browser)",
-            report.totals.requests,
-            report.passes.len(),
+            "compactor: report of {} and {} written to {} (open it in a browser)",
+            count(report.totals.requests, "request", "requests"),
+            count(report.passes.len(), "pass", "passes"),
             path.display()
         ))?;
     }
