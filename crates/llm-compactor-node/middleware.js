@@ -44,8 +44,14 @@ function metadata(tokens, result) {
 function compactorMiddleware(options = {}) {
   const { format: _, ...compactOptions } = options
   const budget = compactOptions.budget ?? DEFAULT_BUDGET
-  const trigger = budget * (compactOptions.triggerRatio ?? DEFAULT_TRIGGER)
+  const ratio = compactOptions.triggerRatio ?? DEFAULT_TRIGGER
   const count = { format: 'ai-sdk', ...(compactOptions.counter ? { counter: compactOptions.counter } : {}) }
+  // The request's tool declarations take room in the window too: the prompt gets what
+  // they leave (counted as the JSON the provider receives, as a system text).
+  const toolTokens = (tools) =>
+    Array.isArray(tools) && tools.length > 0
+      ? countTokens([{ role: 'system', content: JSON.stringify(tools) }], count)
+      : 0
   // The last prompt compacted (its JSON and length) and what was sent for it.
   let last = null
   const passes = new WeakMap()
@@ -61,8 +67,9 @@ function compactorMiddleware(options = {}) {
       }
       let tokens = countTokens(working, count)
       let result = null
-      if (tokens > trigger) {
-        result = await compact(working, { ...compactOptions, format: 'ai-sdk' })
+      const room = Math.max(1, budget - toolTokens(params.tools))
+      if (tokens > room * ratio) {
+        result = await compact(working, { ...compactOptions, budget: room, format: 'ai-sdk' })
         working = result.messages
         tokens = result.tokensAfter
       }

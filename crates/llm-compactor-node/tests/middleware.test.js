@@ -21,7 +21,7 @@ const shell = tool({
   execute: async ({ cmd }) => `$ ${cmd}\n` + `${cmd}: a line of output that the agent read\n`.repeat(40),
 })
 
-async function run(stream) {
+async function run(stream, tools = { shell }) {
   const server = await scriptedServer(ROUNDS)
   const budget = 6000
   try {
@@ -29,7 +29,7 @@ async function run(stream) {
     const model = wrapLanguageModel({ model: provider.chatModel('scripted-model'), middleware: compactorMiddleware({ budget }) })
     const prompt = {
       model,
-      tools: { shell },
+      tools,
       stopWhen: stepCountIs(ROUNDS + 5),
       system: 'You are a coding agent.',
       prompt: 'Make the build green. Always run pytest -x before committing.',
@@ -43,7 +43,9 @@ async function run(stream) {
     }
     assert.equal(server.requests.length, ROUNDS + 1, 'the loop ran its 60 tool rounds and the answer')
     assert.equal(steps.length, ROUNDS + 1)
-    const tokens = server.requests.map((r) => countTokens(r.messages))
+    // What the window holds: the messages and the tool declarations sent with them.
+    const declared = (r) => (r.tools && r.tools.length ? countTokens([{ role: 'system', content: JSON.stringify(r.tools) }]) : 0)
+    const tokens = server.requests.map((r) => countTokens(r.messages) + declared(r))
     assert.deepEqual(tokens.filter((t) => t > budget), [], 'no request over the budget')
     assert.ok(Math.max(...tokens) > budget * 0.5, 'the budget was reached (the test can fail)')
     for (const r of server.requests) assert.deepEqual(orphans(r.messages), [])
@@ -53,6 +55,7 @@ async function run(stream) {
     // Every step says what was sent; the steps that ran a pass carry its receipt.
     const metas = steps.map((s) => s.providerMetadata && s.providerMetadata.compactor)
     assert.ok(metas.every((m) => m && m.requestTokens <= budget), JSON.stringify(metas.find((m) => !m || m.requestTokens > budget)))
+    const toolRoom = declared(server.requests[0])
     const passes = metas.filter((m) => m.pass)
     assert.ok(passes.length >= 2, `${passes.length} passes`)
     for (const m of passes) {
@@ -65,7 +68,7 @@ async function run(stream) {
     // Between passes the summary is the same text (a stable prefix for the prompt cache).
     const texts = new Set(summarized.map((r) => JSON.stringify(r.messages.find((m) => JSON.stringify(m.content || '').includes(SUMMARY)))))
     assert.ok(texts.size <= passes.length, `${texts.size} distinct summaries for ${passes.length} passes`)
-    return { requests: server.requests.length, maxTokens: Math.max(...tokens), passes: passes.length }
+    return { requests: server.requests.length, maxTokens: Math.max(...tokens), passes: passes.length, toolTokens: toolRoom }
   } finally {
     await server.close()
   }
@@ -77,4 +80,15 @@ test('wrapLanguageModel + compactorMiddleware: generateText, 60 tool rounds', { 
 
 test('wrapLanguageModel + compactorMiddleware: streamText, 60 tool rounds', { timeout: 120_000 }, async (t) => {
   t.diagnostic(JSON.stringify(await run(true)))
+})
+
+// Tool declarations take room in the window: with ~2,000 tokens of them, the prompt gets
+// what they leave (messages alone under the budget was not enough: with them the requests
+// went over).
+test('compactorMiddleware leaves room for the tool declarations', { timeout: 120_000 }, async (t) => {
+  const manual = 'Flags of the shell tool, in full: ' + Array.from({ length: 400 }, (_, i) => `--flag-${i} does thing ${i};`).join(' ')
+  const verbose = tool({ ...shell, description: manual })
+  const result = await run(false, { shell: verbose })
+  assert.ok(result.toolTokens > 1500, `the declarations weigh ${result.toolTokens} tokens`)
+  t.diagnostic(JSON.stringify(result))
 })
