@@ -334,12 +334,8 @@ impl SessionState {
         let (mut compacted, mut done) = (false, None);
         let target = match round.attempt {
             Attempt::First => {
-                let fit = RequestFit {
-                    conversation: self.replayer.conversation(),
-                    request_tokens: tokens,
-                    room: None,
-                    counter: Some(self.counter.as_ref()),
-                };
+                let fit =
+                    RequestFit::new(self.replayer.conversation(), tokens).with_counter(Some(self.counter.as_ref()));
                 compactor.pass_due(&fit).map(|_| config.target)
             }
             Attempt::ContextLengthRetry => Some(Some(compactor.context_length_target(tokens, config.target))),

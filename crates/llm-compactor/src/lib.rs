@@ -69,7 +69,7 @@
 //! let compactor = Compactor::new(CompactorConfig::builder(100_000).build().unwrap(), counter.clone());
 //! let mut conversation = Conversation::new(counter);
 //! conversation.push(Message::user("Fix the build."));
-//! let fit = RequestFit { conversation: &conversation, request_tokens: conversation.tokens(), room: None, counter: None };
+//! let fit = RequestFit::new(&conversation, conversation.tokens());
 //! assert_eq!(compactor.pass_due(&fit), None);
 //! ```
 //!
