@@ -144,12 +144,9 @@ fn replay_events(
     if events.is_empty() {
         return Ok((replayer, continued));
     }
-    let mut text = String::new();
-    for event in events {
-        text.push_str(&event.line);
-        text.push('\n');
-    }
-    let transcript = Transcript::parse(Path::new(store_key), text.as_bytes()).map_err(backend_error)?;
+    // Read as lines, not exported to text and parsed again.
+    let transcript =
+        Transcript::from_lines(Path::new(store_key), events.iter().map(|e| e.line.as_str())).map_err(backend_error)?;
     for entry in transcript.entries() {
         if let Some(next) = continued_in(&entry.record) {
             continued = Some(next.to_owned());
