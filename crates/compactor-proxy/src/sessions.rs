@@ -399,14 +399,16 @@ impl SessionState {
                     value
                 }
             };
-            // Messages: the wire options write the body again from this JSON (they put
-            // the client's breakpoints back), so the round writes it only when a
-            // preparation may read it; an empty body is one not written yet.
-            let body = if api == crate::api::Api::Anthropic && config.prepare.is_none() {
-                bytes::Bytes::new()
-            } else {
-                bytes::Bytes::from(serde_json::to_vec(&value).map_err(|e| ProxyError::Internal(e.to_string()))?)
-            };
+            // The wire options write this JSON when they change it (breakpoints, cache
+            // key), so the round writes it only for a preparation; an empty body is one
+            // not written yet (each body is written once: `outgoing::finish`).
+            let body =
+                if (api == crate::api::Api::Anthropic || config.wire.openai_cache_key) && config.prepare.is_none() {
+                    bytes::Bytes::new()
+                } else {
+                    round.metrics.wire.written();
+                    bytes::Bytes::from(serde_json::to_vec(&value).map_err(|e| ProxyError::Internal(e.to_string()))?)
+                };
             (body, Some(value))
         };
         if !compacted && round.attempt == Attempt::First {

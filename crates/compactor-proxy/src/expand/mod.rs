@@ -59,7 +59,11 @@ pub(crate) fn offer(state: &AppState, api: Api, body: &Bytes, compacted: bool) -
     if !compacted {
         return None;
     }
+    // The offer scans the body's top-level fields and writes it again (counted: the
+    // gauge of one parse and one write per body sees it).
+    state.metrics.wire.parsed();
     let offered = tool::offered_body(api, body, false)?;
+    state.metrics.wire.written();
     state.metrics.expand_offered.fetch_add(1, Ordering::Relaxed);
     Some(Bytes::from(offered))
 }
