@@ -37,7 +37,9 @@ pub(crate) fn binding_retry(
                 drop_block: true,
                 clear_keep: None,
             };
-            provider_edits::apply(&prepared.body, headers, drop_block).map(|(body, headers, _)| (body, headers))
+            // A retry is a second request: its body is not the round's, and not counted.
+            provider_edits::apply(&prepared.body, headers, drop_block, &Default::default())
+                .map(|(body, headers, _)| (body, headers))
         }
         (Api::Responses, RecoveryCause::InvalidEncryptedContent { .. }) => {
             let context = BindingContext::new(BindingRules::openai_responses());

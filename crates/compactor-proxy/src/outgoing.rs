@@ -42,6 +42,11 @@ pub struct WireCounters {
     server_compaction: [AtomicU64; 3],
     /// Requests whose `context_management` leaves compaction to us (thinking edits).
     context_management_kept: AtomicU64,
+    /// Whole request bodies read as JSON on their way upstream (one per request).
+    body_parses: AtomicU64,
+    /// Whole request bodies written from JSON on their way upstream (at most one per
+    /// request).
+    body_writes: AtomicU64,
 }
 
 impl WireCounters {
@@ -59,6 +64,16 @@ impl WireCounters {
     /// clear only thinking, or nothing).
     pub fn kept_compacting(&self) {
         self.context_management_kept.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Counts a request body read as JSON (the gauge of "each body parsed once").
+    pub fn parsed(&self) {
+        self.body_parses.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Counts a request body written from JSON (the gauge of "each body written once").
+    pub fn written(&self) {
+        self.body_writes.fetch_add(1, Ordering::Relaxed);
     }
 }
 
@@ -87,6 +102,16 @@ impl WireCounters {
                 "Requests with a context_management that leaves the conversation's size to the client (clear_thinking, no edits): compacted as usual.",
                 get(&self.context_management_kept),
             ),
+            (
+                "compactor_proxy_body_parses_total",
+                "Request bodies read as JSON on their way upstream (one per compacted-route request).",
+                get(&self.body_parses),
+            ),
+            (
+                "compactor_proxy_body_writes_total",
+                "Request bodies written from JSON on their way upstream (at most one per compacted-route request).",
+                get(&self.body_writes),
+            ),
         ] {
             let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} counter\n{name} {value}");
         }
@@ -114,7 +139,8 @@ pub fn cache_key(session: &str) -> String {
 pub struct Sent<'a> {
     /// Its bytes.
     pub bytes: &'a Bytes,
-    /// Its JSON, when the route read it already (Messages): not parsed again.
+    /// Its JSON, when the route read it already (Messages; OpenAI with the cache key):
+    /// not parsed again.
     pub json: Option<&'a Value>,
 }
 
@@ -145,8 +171,15 @@ pub fn finish(
     let original = sent.bytes;
     // A body the round left unwritten: written from its JSON whatever is done below.
     let unwritten = forwarded.is_empty() && json.is_some();
-    let write = |json: &Value| serde_json::to_vec(json).map_or_else(|_| forwarded.clone(), Bytes::from);
-    if unwritten && api != Api::Anthropic {
+    let write = |json: &Value| {
+        counters.written();
+        serde_json::to_vec(json).map_or_else(|_| forwarded.clone(), Bytes::from)
+    };
+    let parse = |bytes: &Bytes| {
+        counters.parsed();
+        serde_json::from_slice::<Value>(bytes)
+    };
+    if unwritten && api != Api::Anthropic && !options.openai_cache_key {
         return json.as_ref().map_or(forwarded.clone(), write);
     }
     match api {
@@ -156,7 +189,7 @@ pub fn finish(
             let parsed;
             let client = match sent.json {
                 Some(client) => client,
-                None => match serde_json::from_slice::<Value>(original) {
+                None => match parse(original) {
                     Ok(v) => {
                         parsed = v;
                         &parsed
@@ -170,7 +203,7 @@ pub fn finish(
                 }
                 client.clone()
             } else {
-                match json.map_or_else(|| serde_json::from_slice::<Value>(&forwarded), Ok) {
+                match json.map_or_else(|| parse(&forwarded), Ok) {
                     Ok(v) => v,
                     Err(_) => return forwarded,
                 }
@@ -188,16 +221,22 @@ pub fn finish(
             write(&out)
         }
         Api::OpenAi | Api::Responses if options.openai_cache_key => {
-            let Ok(Value::Object(mut out)) = json.map_or_else(|| serde_json::from_slice::<Value>(&forwarded), Ok)
-            else {
+            // The client's JSON when the body is the client's (read once, by the route).
+            let json = json.or_else(|| sent.json.filter(|_| forwarded == *original).cloned());
+            let Ok(Value::Object(mut out)) = json.map_or_else(|| parse(&forwarded), Ok) else {
                 return forwarded;
             };
             if out.get("prompt_cache_key").is_some_and(|k| !k.is_null()) {
-                return forwarded;
+                // A body the round left unwritten is written once, as it is.
+                return if unwritten {
+                    write(&Value::Object(out))
+                } else {
+                    forwarded
+                };
             }
             out.insert("prompt_cache_key".into(), Value::String(cache_key(session)));
             counters.cache_keys_set.fetch_add(1, Ordering::Relaxed);
-            serde_json::to_vec(&out).map_or(forwarded, Bytes::from)
+            write(&Value::Object(out))
         }
         _ => forwarded,
     }

@@ -37,10 +37,16 @@ pub struct Applied {
 /// `body` and `headers` with `edits`, and what was applied; `None` when nothing applies
 /// (thinking off or `drop_block` asked already, the client's own edits leave no room for
 /// ours, or a body that is not JSON).
-pub fn apply(body: &Bytes, headers: &HeaderMap, edits: ProviderEdits) -> Option<(Bytes, HeaderMap, Applied)> {
+pub fn apply(
+    body: &Bytes,
+    headers: &HeaderMap,
+    edits: ProviderEdits,
+    counters: &crate::outgoing::WireCounters,
+) -> Option<(Bytes, HeaderMap, Applied)> {
     if !edits.drop_block && edits.clear_keep.is_none() {
         return None;
     }
+    counters.parsed();
     let mut value: Value = serde_json::from_slice(body).ok()?;
     let applied = Applied {
         drop_block: edits.drop_block && with_drop_block(&mut value),
@@ -51,6 +57,7 @@ pub fn apply(body: &Bytes, headers: &HeaderMap, edits: ProviderEdits) -> Option<
     if applied == Applied::default() {
         return None;
     }
+    counters.written();
     let body = Bytes::from(serde_json::to_vec(&value).ok()?);
     let mut headers = headers.clone();
     let betas = [
@@ -71,6 +78,7 @@ pub fn apply(body: &Bytes, headers: &HeaderMap, edits: ProviderEdits) -> Option<
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::outgoing::WireCounters;
 
     const DROP: ProviderEdits = ProviderEdits {
         drop_block: true,
@@ -83,7 +91,7 @@ mod tests {
             Bytes::from_static(br#"{"model":"m","thinking":{"type":"enabled","budget_tokens":1024},"messages":[]}"#);
         let mut headers = HeaderMap::new();
         headers.insert(BETA_HEADER, HeaderValue::from_static("context-management-2025-06-27"));
-        let (out, headers, applied) = apply(&body, &headers, DROP).unwrap();
+        let (out, headers, applied) = apply(&body, &headers, DROP, &WireCounters::default()).unwrap();
         assert!(applied.drop_block && !applied.clearing);
         let value: Value = serde_json::from_slice(&out).unwrap();
         assert_eq!(
@@ -94,8 +102,19 @@ mod tests {
             headers[BETA_HEADER],
             "context-management-2025-06-27,thinking-binding-controls-2026-08-01"
         );
-        assert!(apply(&out, &headers, DROP).is_none(), "asked once");
-        assert!(apply(&Bytes::from_static(br#"{"messages":[]}"#), &HeaderMap::new(), DROP).is_none());
+        assert!(
+            apply(&out, &headers, DROP, &WireCounters::default()).is_none(),
+            "asked once"
+        );
+        assert!(
+            apply(
+                &Bytes::from_static(br#"{"messages":[]}"#),
+                &HeaderMap::new(),
+                DROP,
+                &WireCounters::default()
+            )
+            .is_none()
+        );
     }
 
     #[test]
@@ -107,7 +126,7 @@ mod tests {
             drop_block: true,
             clear_keep: Some(4),
         };
-        let (out, headers, applied) = apply(&body, &HeaderMap::new(), edits).unwrap();
+        let (out, headers, applied) = apply(&body, &HeaderMap::new(), edits, &WireCounters::default()).unwrap();
         assert!(applied.drop_block && applied.clearing);
         let value: Value = serde_json::from_slice(&out).unwrap();
         assert_eq!(value["context_management"]["edits"][1]["keep"]["value"], 4);
@@ -121,6 +140,6 @@ mod tests {
             drop_block: false,
             clear_keep: Some(4),
         };
-        assert!(apply(&own, &HeaderMap::new(), clear_only).is_none());
+        assert!(apply(&own, &HeaderMap::new(), clear_only, &WireCounters::default()).is_none());
     }
 }

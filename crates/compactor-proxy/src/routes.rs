@@ -201,6 +201,7 @@ async fn compacted(state: Arc<AppState>, api: Api, request: Request) -> Result<R
     // The body is read as JSON once: for its `context_management`, its conversation, and
     // (Messages) the client's breakpoints when the forwarded request is written.
     let mut json = api::read_json(api, &body);
+    state.metrics.wire.parsed();
     // Compaction items this proxy served become their summaries before anything reads
     // the request: the session, the transcript and the upstream see the conversation.
     let mut body = body;
@@ -221,6 +222,7 @@ async fn compacted(state: Arc<AppState>, api: Api, request: Request) -> Result<R
                 return Ok(stamp(relay(response, None), overhead, None));
             }
             native::MessagesCompaction::Continue { rewritten: true } => {
+                state.metrics.wire.written();
                 body = Bytes::from(serde_json::to_vec(value).map_err(|e| ProxyError::Internal(e.to_string()))?);
             }
             native::MessagesCompaction::Continue { rewritten: false } => {}
@@ -234,6 +236,7 @@ async fn compacted(state: Arc<AppState>, api: Api, request: Request) -> Result<R
         carried = resolved.session;
         if resolved.opened > 0 {
             state.metrics.native.items_resolved(resolved.opened);
+            state.metrics.wire.written();
             body = Bytes::from(serde_json::to_vec(value).map_err(|e| ProxyError::Internal(e.to_string()))?);
         }
     }
@@ -269,6 +272,7 @@ async fn compacted(state: Arc<AppState>, api: Api, request: Request) -> Result<R
         && let Ok(value) = &mut json
         && let Some(taken) = native::ServerSide::take(api, value)
     {
+        state.metrics.wire.written();
         body = Bytes::from(serde_json::to_vec(value).map_err(|e| ProxyError::Internal(e.to_string()))?);
         stance = context_management::stance_of(value);
         state.metrics.native.server_side();
@@ -296,6 +300,8 @@ async fn compacted(state: Arc<AppState>, api: Api, request: Request) -> Result<R
     // the JSON apart and strips them from the conversation).
     let client_json = match (api, &json) {
         (Api::Anthropic, Ok(value)) => Some(value.clone()),
+        // OpenAI with `--openai-cache-key`: the key goes into this JSON, not a second parse.
+        (Api::OpenAi | Api::Responses, Ok(value)) if state.config.wire.openai_cache_key => Some(value.clone()),
         _ => None,
     };
     let parsed = match json.and_then(|value| api::parse_value(api, value, &headers, &state.config.wire.session_from)) {
@@ -355,7 +361,9 @@ async fn compacted(state: Arc<AppState>, api: Api, request: Request) -> Result<R
         drop_block: prepared.needs_drop_block,
         clear_keep: prepared.clear_keep,
     };
-    if let Some((body, with_betas, applied)) = provider_edits::apply(&prepared.body, &headers, edits) {
+    if let Some((body, with_betas, applied)) =
+        provider_edits::apply(&prepared.body, &headers, edits, &state.metrics.wire)
+    {
         prepared.body = body;
         headers = with_betas;
         if applied.drop_block {

@@ -143,12 +143,9 @@ fn replay_events(
     if events.is_empty() {
         return Ok((replayer, continued));
     }
-    let mut text = String::new();
-    for event in events {
-        text.push_str(&event.line);
-        text.push('\n');
-    }
-    let transcript = Transcript::parse(Path::new(store_key), text.as_bytes()).map_err(backend_error)?;
+    // Read as lines, not exported to text and parsed again.
+    let transcript =
+        Transcript::from_lines(Path::new(store_key), events.iter().map(|e| e.line.as_str())).map_err(backend_error)?;
     for entry in transcript.entries() {
         if let Some(next) = continued_in(&entry.record) {
             continued = Some(next.to_owned());
@@ -393,14 +390,16 @@ impl SessionState {
                     value
                 }
             };
-            // Messages: the wire options write the body again from this JSON (they put
-            // the client's breakpoints back), so the round writes it only when a
-            // preparation may read it; an empty body is one not written yet.
-            let body = if api == crate::api::Api::Anthropic && config.prepare.is_none() {
-                bytes::Bytes::new()
-            } else {
-                bytes::Bytes::from(serde_json::to_vec(&value).map_err(|e| ProxyError::Internal(e.to_string()))?)
-            };
+            // The wire options write this JSON when they change it (breakpoints, cache
+            // key), so the round writes it only for a preparation; an empty body is one
+            // not written yet (each body is written once: `outgoing::finish`).
+            let body =
+                if (api == crate::api::Api::Anthropic || config.wire.openai_cache_key) && config.prepare.is_none() {
+                    bytes::Bytes::new()
+                } else {
+                    round.metrics.wire.written();
+                    bytes::Bytes::from(serde_json::to_vec(&value).map_err(|e| ProxyError::Internal(e.to_string()))?)
+                };
             (body, Some(value))
         };
         if !compacted && round.attempt == Attempt::First {

@@ -194,3 +194,68 @@ async fn an_openai_request_gets_a_cache_key_from_its_session_unless_it_set_one()
         "the session key itself is not sent"
     );
 }
+
+/// The body-I/O gauge: how many times the proxy read and wrote whole request bodies.
+async fn body_io(proxy: &str) -> (f64, f64) {
+    let text = metrics(proxy).await;
+    (
+        metric(&text, "compactor_proxy_body_parses_total"),
+        metric(&text, "compactor_proxy_body_writes_total"),
+    )
+}
+
+#[tokio::test]
+async fn each_proxied_body_is_parsed_once_and_written_at_most_once() {
+    let up = upstream().await;
+    let store: Arc<dyn SessionStore> = Arc::new(MemoryStore::new());
+    // The cache key changes every OpenAI body, and a small budget compacts the long one:
+    // a rewrite and a wire option on the same body, still one write.
+    let wire = WireOptions {
+        openai_cache_key: true,
+        ..WireOptions::default()
+    };
+    let proxy = proxy_with(
+        ProxyConfig::builder(&up.url(), compactor(2_000), store.clone()).wire(wire),
+        store,
+    )
+    .await;
+    let small = json!({"model":"gpt-4o","messages":[{"role":"user","content":"hi"}]});
+    let anthropic = |rounds: usize| {
+        let mut body = long_chat(rounds);
+        let messages: Vec<Value> = body["messages"].as_array().unwrap()[1..].to_vec();
+        body["system"] = json!("be brief");
+        body["messages"] = Value::Array(messages);
+        body["max_tokens"] = json!(64);
+        body["model"] = json!("claude-sonnet-4-5");
+        body
+    };
+    let cases = [
+        ("/v1/chat/completions", "small", small, false),
+        ("/v1/chat/completions", "long", long_chat(20), true),
+        ("/v1/messages", "anthropic", anthropic(20), true),
+    ];
+    for (path, session, body, compacts) in cases {
+        let before = body_io(&proxy.url()).await;
+        let r = client()
+            .post(format!("{}{path}", proxy.url()))
+            .header("x-compactor-session", session)
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        assert!(r.status().is_success(), "{path}: {}", r.status());
+        assert_eq!(r.headers().contains_key(COMPACTED_HEADER), compacts, "{path} {session}");
+        let after = body_io(&proxy.url()).await;
+        assert_eq!(after.0 - before.0, 1.0, "{path} {session}: parsed once");
+        assert!(after.1 - before.1 <= 1.0, "{path} {session}: written at most once");
+    }
+    let keys: Vec<Value> = up
+        .received()
+        .iter()
+        .map(|r| r.body["prompt_cache_key"].clone())
+        .collect();
+    assert!(
+        keys[..2].iter().all(Value::is_string),
+        "the one write carries the cache key: {keys:?}"
+    );
+}

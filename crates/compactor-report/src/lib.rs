@@ -87,6 +87,12 @@ pub fn report_of_jsonl(name: &str, bytes: &[u8], options: &ReportOptions) -> Res
     build(transcript.entries(), options)
 }
 
+/// The report of a transcript already read (from a file, bytes, or a store's events:
+/// [`Transcript::from_store`]).
+pub fn report_of_transcript(transcript: &Transcript, options: &ReportOptions) -> Result<SessionReport, ReportError> {
+    build(transcript.entries(), options)
+}
+
 /// The report as one self-contained HTML page.
 pub fn render(report: &SessionReport) -> String {
     render_with(report, None)

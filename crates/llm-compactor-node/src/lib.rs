@@ -115,10 +115,7 @@ pub async fn compact(
     let options = read_options(options)?;
     let (messages, wire) = read(parse(&messages, "messages")?, &options)?;
     let compactor = build_compactor(&options, summarizer)?;
-    let pass = CompactOptions {
-        target: options.overlay.target,
-        ..CompactOptions::default()
-    };
+    let pass = CompactOptions::new().with_target(options.overlay.target);
     let result = compactor.compact(&messages, pass).await.map_err(errors::compact)?;
     let value = result::to_js(result, &wire).map_err(|e| errors::raise(errors::Class::Compactor, e, None, None))?;
     Ok(value.to_string())

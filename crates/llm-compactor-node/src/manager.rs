@@ -178,11 +178,7 @@ impl ContextManager {
     pub async fn prepare(&self, tools_json: Option<String>, context: Option<String>) -> Result<String> {
         let tools = tools(tools_json)?;
         let context = context.unwrap_or_default();
-        let request = RequestShape {
-            tools: &tools,
-            context: &context,
-            pass: None,
-        };
+        let request = RequestShape::new().with_tools(&tools).with_context(&context);
         let mut manager = self.manager.lock().await;
         let prepared = manager
             .prepare(request, CancellationToken::new())
@@ -200,11 +196,7 @@ impl ContextManager {
     ) -> Result<String> {
         let tools = tools(tools_json)?;
         let context = context.unwrap_or_default();
-        let request = RequestShape {
-            tools: &tools,
-            context: &context,
-            pass: None,
-        };
+        let request = RequestShape::new().with_tools(&tools).with_context(&context);
         let mut manager = self.manager.lock().await;
         let prepared = manager
             .on_context_length_exceeded(request, CancellationToken::new())

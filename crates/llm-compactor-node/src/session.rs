@@ -176,10 +176,7 @@ impl Session {
             .try_lock_owned()
             .map_err(|_| errors::busy("the session"))?;
         let session = guard.as_mut().ok_or_else(|| self.closed())?;
-        let pass = CompactOptions {
-            target: options.overlay.target,
-            ..CompactOptions::default()
-        };
+        let pass = CompactOptions::new().with_target(options.overlay.target);
         let result = compactor
             .compact(session.messages(), pass)
             .await

@@ -203,10 +203,7 @@ impl PyCompactor {
         let (value, system) = inputs(messages, system)?;
         py.detach(move || {
             let (messages, _) = read_value(value, format, system)?;
-            let options = CompactOptions {
-                target,
-                ..CompactOptions::default()
-            };
+            let options = CompactOptions::new().with_target(target);
             let report = self.inner.plan(&messages, &options);
             serde_json::to_string(&report).map_err(|e| errors::raise("CompactorError", e.to_string(), None, None))
         })
@@ -228,12 +225,10 @@ impl PyCompactor {
         let (value, system) = inputs(messages, system)?;
         py.detach(move || {
             let (messages, wire) = read_value(value, format, system)?;
-            let options = CompactOptions {
-                target,
-                focus,
-                cancel: cancel.map(|c| c.get().token.clone()).unwrap_or_default(),
-                ..CompactOptions::default()
-            };
+            let options = CompactOptions::new()
+                .with_target(target)
+                .with_focus(focus)
+                .with_cancel(cancel.map(|c| c.get().token.clone()).unwrap_or_default());
             let result = runtime()
                 .block_on(self.inner.compact(&messages, options))
                 .map_err(errors::compact)?;

@@ -130,12 +130,10 @@ impl PySession {
         let inner = compactor.inner.clone();
         py.detach(|| {
             self.with(|s| {
-                let options = CompactOptions {
-                    target,
-                    focus,
-                    cancel: cancel.map(|c| c.get().token.clone()).unwrap_or_default(),
-                    ..CompactOptions::default()
-                };
+                let options = CompactOptions::new()
+                    .with_target(target)
+                    .with_focus(focus)
+                    .with_cancel(cancel.map(|c| c.get().token.clone()).unwrap_or_default());
                 let result = runtime()
                     .block_on(inner.compact(s.messages(), options))
                     .map_err(errors::compact)?;
@@ -262,11 +260,7 @@ impl PyContextManager {
     ) -> PyResult<String> {
         py.detach(|| {
             let tools = request_parts(tools)?;
-            let request = RequestShape {
-                tools: &tools,
-                context,
-                pass: None,
-            };
+            let request = RequestShape::new().with_tools(&tools).with_context(context);
             let mut manager = lock(&self.manager);
             let token = cancel.map(|c| c.get().token.clone()).unwrap_or_default();
             let prepared = runtime()
@@ -287,11 +281,7 @@ impl PyContextManager {
     ) -> PyResult<String> {
         py.detach(|| {
             let tools = request_parts(tools)?;
-            let request = RequestShape {
-                tools: &tools,
-                context,
-                pass: None,
-            };
+            let request = RequestShape::new().with_tools(&tools).with_context(context);
             let mut manager = lock(&self.manager);
             let token = cancel.map(|c| c.get().token.clone()).unwrap_or_default();
             let prepared = runtime()

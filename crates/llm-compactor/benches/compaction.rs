@@ -376,10 +376,7 @@ fn aged_count(messages: &[Message], counter: &dyn TokenCounter, config: Compacto
     let layout = plan::layout_with(messages, &pairs, config.keep_recent);
     let elisions: Vec<_> = plan::eligible(messages, &pairs, &layout, rules)
         .into_iter()
-        .map(|e| llm_compactor::compactor::Elision {
-            index: e.index,
-            stub: e.stub,
-        })
+        .map(|e| llm_compactor::compactor::Elision::new(e.index, e.stub))
         .collect();
     counter.count_messages(&plan::apply_elisions(messages, &elisions))
 }
@@ -485,10 +482,7 @@ fn pieces(c: &mut Criterion, messages: &[Message]) {
         b.iter(|| {
             let elisions: Vec<_> = plan::eligible(black_box(messages), &pairs, &layout, rules)
                 .into_iter()
-                .map(|e| llm_compactor::compactor::Elision {
-                    index: e.index,
-                    stub: e.stub,
-                })
+                .map(|e| llm_compactor::compactor::Elision::new(e.index, e.stub))
                 .collect();
             plan::apply_elisions(messages, &elisions)
         })

@@ -210,10 +210,7 @@ fn real_9898(c: &mut Criterion) {
     let config = CompactorConfig::builder(heuristic_total)
         .build()
         .expect("a valid bench configuration");
-    let options = CompactOptions {
-        target: Some(goal),
-        ..CompactOptions::default()
-    };
+    let options = CompactOptions::new().with_target(Some(goal));
     let heuristic = Compactor::new(config.clone(), std::sync::Arc::new(HeuristicCounter));
     group.bench_function("plan_heuristic", |b| {
         b.iter(|| black_box(heuristic.plan(&messages, &options).trim.map(|t| t.tokens_after)))
@@ -227,10 +224,7 @@ fn real_9898(c: &mut Criterion) {
     group.bench_function("plan_in_conversation_heuristic", |b| {
         b.iter(|| black_box(heuristic.plan_in(&conversation, &options).trim.map(|t| t.tokens_after)))
     });
-    let o200k_options = CompactOptions {
-        target: Some(o200k_goal),
-        ..CompactOptions::default()
-    };
+    let o200k_options = CompactOptions::new().with_target(Some(o200k_goal));
     group.bench_function("plan_o200k_cold_memo", |b| {
         b.iter(|| {
             on_fresh_thread(|| {

@@ -379,11 +379,7 @@ pub async fn run_agent(config: &AgentConfig) -> Result<AgentOutcome, AgentError>
     }
     manager.begin_run();
     let tools = tool_declarations();
-    let shape = RequestShape {
-        tools: &tools,
-        context: "",
-        pass: None,
-    };
+    let shape = RequestShape::new().with_tools(&tools).with_context("");
     let cancel = CancellationToken::new();
     let rounds = AtomicUsize::new(0);
     let mut answer = String::new();

@@ -69,7 +69,7 @@
 //! let compactor = Compactor::new(CompactorConfig::builder(100_000).build().unwrap(), counter.clone());
 //! let mut conversation = Conversation::new(counter);
 //! conversation.push(Message::user("Fix the build."));
-//! let fit = RequestFit { conversation: &conversation, request_tokens: conversation.tokens(), room: None, counter: None };
+//! let fit = RequestFit::new(&conversation, conversation.tokens());
 //! assert_eq!(compactor.pass_due(&fit), None);
 //! ```
 //!
@@ -116,7 +116,7 @@
 //! [`count`] (token counters), [`plan`] (the pure planning core; [`plan::binding`]: the
 //! provider state an edit invalidates), [`summarize`] (the
 //! summarizer port), [`compactor`] (the async shell), [`backend`] (summarizer backends),
-//! [`options`] (the one options overlay the CLI and the bindings apply), [`transcript`] (the pure room of the transcript: line format and records, envelope, ids and clock, replay, the `Lines` writer), [`session`] (the shell around it: the JSONL file, its lock, load and repair, the expand lookup, and the agent loop; it re-exports [`transcript`]'s items under their old names), [`atomic`] (the temp names of atomic writes), [`simulate`] (the cost simulator), [`store`] (durable, shareable session stores), [`stale`] (sweeping temp files killed processes left).
+//! [`options`] (the one options overlay the CLI and the bindings apply), [`transcript`] (the pure room of the transcript: line format and records, envelope, ids and clock, replay, load from bytes or a store's lines, the expand lookup, the `Lines` writer), [`session`] (the shell around it: the JSONL file, its lock, reading a file or a store, repair, and the agent loop; it re-exports [`transcript`]'s items under their old names), [`atomic`] (the temp names of atomic writes), [`simulate`] (the cost simulator), [`store`] (durable, shareable session stores), [`stale`] (sweeping temp files killed processes left).
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]

@@ -92,13 +92,7 @@ async fn summarizer_sees_capped_results_and_arguments() {
     ));
     input.push(Message::user("recent"));
     let r = c
-        .compact(
-            &input,
-            CompactOptions {
-                focus: Some("the writes".into()),
-                ..Default::default()
-            },
-        )
+        .compact(&input, CompactOptions::new().with_focus("the writes".to_owned()))
         .await
         .unwrap();
     assert!(!r.fallback);
@@ -326,13 +320,7 @@ async fn target_override_is_honoured_by_acceptance_trim_and_exhausted() {
     let c = compactor(100_000, Some(s.clone()));
     let target = tokens(&input[input.len() - 3..]) + 300;
     let r = c
-        .compact(
-            &input,
-            CompactOptions {
-                target: Some(target),
-                ..Default::default()
-            },
-        )
+        .compact(&input, CompactOptions::new().with_target(Some(target)))
         .await
         .unwrap();
     check(&input, &r);
@@ -349,26 +337,14 @@ async fn target_override_is_honoured_by_acceptance_trim_and_exhausted() {
     assert!(!r.fallback && r.tokens_after < before);
     // A target below the recent window: exhausted against the target, not the budget.
     let r = compactor(100_000, None)
-        .compact(
-            &input,
-            CompactOptions {
-                target: Some(50),
-                ..Default::default()
-            },
-        )
+        .compact(&input, CompactOptions::new().with_target(Some(50)))
         .await
         .unwrap();
     assert!(r.exhausted && r.fallback);
     // A zero target is invalid input.
     assert!(
         compactor(100_000, None)
-            .compact(
-                &input,
-                CompactOptions {
-                    target: Some(0),
-                    ..Default::default()
-                }
-            )
+            .compact(&input, CompactOptions::new().with_target(Some(0)))
             .await
             .is_err()
     );
@@ -391,24 +367,14 @@ async fn counter_override_is_used_for_every_count() {
     let r = c
         .compact(
             &input,
-            CompactOptions {
-                counter: Some(other.clone()),
-                target: Some(500),
-                ..Default::default()
-            },
+            CompactOptions::new().with_counter(other.clone()).with_target(Some(500)),
         )
         .await
         .unwrap();
     assert_eq!(own.calls(), 0, "the compactor's own counter was never asked");
     assert!(other.calls() >= 4, "before, aged, two summaries, trim");
     assert!(r.fallback);
-    let _ = c.plan(
-        &input,
-        &CompactOptions {
-            counter: Some(other.clone()),
-            ..Default::default()
-        },
-    );
+    let _ = c.plan(&input, &CompactOptions::new().with_counter(other.clone()));
     assert_eq!(own.calls(), 0);
 }
 

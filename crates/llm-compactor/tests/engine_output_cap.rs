@@ -172,10 +172,7 @@ async fn the_chunk_room_counts_the_suffix() {
         ..Prompts::default()
     });
     let target = c.config().target();
-    let options = CompactOptions {
-        target: Some(target.min(3000)),
-        ..CompactOptions::default()
-    };
+    let options = CompactOptions::new().with_target(Some(target.min(3000)));
     let _ = c.compact(&input, options).await.unwrap();
     assert!(s.calls() > 1);
     for i in 0..s.calls() {

@@ -112,7 +112,7 @@ proptest! {
             compactor = compactor.with_summarizer(Arc::new(s));
         }
         let rt = tokio::runtime::Builder::new_current_thread().enable_time().start_paused(true).build().unwrap();
-        let options = CompactOptions { target, ..Default::default() };
+        let options = CompactOptions::new().with_target(target);
         let result = rt.block_on(compactor.compact(&input, options)).unwrap();
 
         prop_assert_eq!(validate_pass(&input, &result, keep_recent), Ok(()));

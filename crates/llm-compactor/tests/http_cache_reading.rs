@@ -201,10 +201,7 @@ async fn the_summary_request_reads_the_agents_cache_for_both_protocols() {
             protocol,
             body: body.clone(),
         };
-        let options = CompactOptions {
-            pass: agent.pass_context(),
-            ..CompactOptions::default()
-        };
+        let options = CompactOptions::new().with_pass(agent.pass_context());
         let result = compactor.compact(&messages, options).await.unwrap();
         assert!(
             !result.fallback && result.dropped > 0,
@@ -279,10 +276,7 @@ async fn a_prepared_pass_carries_the_agents_request_into_its_task() {
         body,
     }
     .pass_context();
-    let request = RequestShape {
-        pass: Some(&agent),
-        ..RequestShape::default()
-    };
+    let request = RequestShape::new().with_pass(&agent);
     let out = manager.prepare(request, CancellationToken::new()).await.unwrap();
     assert!(out.pass.is_none(), "the request went out as it was");
     manager.settle_preparation().await;

@@ -89,10 +89,7 @@ async fn compact_cancelled_when(
         trigger.cancel();
         Instant::now()
     });
-    let options = CompactOptions {
-        cancel,
-        ..CompactOptions::default()
-    };
+    let options = CompactOptions::new().with_cancel(cancel);
     let result = compactor.compact(&conversation(), options).await.unwrap();
     (result, cancelled_at.await.unwrap().elapsed())
 }

@@ -115,10 +115,7 @@ fn a_chat_session_fits_every_budget() {
             );
             // The same number as a per-call target on a roomy compactor.
             let roomy = ledger_compactor(100_000, Arc::clone(&counter));
-            let options = CompactOptions {
-                target: Some(budget),
-                ..CompactOptions::default()
-            };
+            let options = CompactOptions::new().with_target(Some(budget));
             let r = compact(&roomy, &messages, options);
             assert!(
                 !r.exhausted && r.tokens_after <= budget,
@@ -163,10 +160,7 @@ fn a_small_target_keeps_the_users_words_before_anything_else() {
     messages.push(Message::user("Now run the tests."));
     messages.push(Message::assistant("Running them."));
     let counter: Arc<dyn TokenCounter> = Arc::new(HeuristicCounter);
-    let options = CompactOptions {
-        target: Some(300),
-        ..CompactOptions::default()
-    };
+    let options = CompactOptions::new().with_target(Some(300));
     let r = compact(&ledger_compactor(100_000, counter), &messages, options);
     assert!(r.tokens_after <= 300 && !r.exhausted && !r.fallback);
     assert!(r.summary.contains("Rule: never push to main. Fix the parser crash."));

@@ -88,10 +88,7 @@ async fn the_summarizer_sees_the_context_of_its_pass_and_nothing_without_one() {
     let summarizer = Arc::new(Recording::default());
     let compactor = compactor(summarizer.clone());
     let messages = conversation(40);
-    let options = CompactOptions {
-        pass: PassContext::new().with(Caller("agent-1")),
-        ..CompactOptions::default()
-    };
+    let options = CompactOptions::new().with_pass(PassContext::new().with(Caller("agent-1")));
     let result = compactor.compact(&messages, options).await.unwrap();
     assert!(!result.fallback, "{:?}", result.attempts);
     let result = compactor.compact(&messages, CompactOptions::default()).await.unwrap();
@@ -120,10 +117,7 @@ async fn the_manager_hands_the_requests_context_to_inline_and_background_passes(
             manager.push(message).unwrap();
         }
         let pass = PassContext::new().with(Caller("agent-2"));
-        let request = RequestShape {
-            pass: Some(&pass),
-            ..RequestShape::default()
-        };
+        let request = RequestShape::new().with_pass(&pass);
         let round = manager.prepare(request, CancellationToken::new());
         // A loop may run on a multi-threaded runtime: the round is Send.
         send(&round);

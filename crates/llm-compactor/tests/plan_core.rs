@@ -170,13 +170,7 @@ fn duplicate_identity_loop_breaker() {
     assert_eq!(e.iter().map(|e| e.index).collect::<Vec<_>>(), [2, 4]);
     assert!(e.iter().all(|e| e.reason == EligibleReason::Duplicate));
     // Once stubbed, older copies are not eligible again, the newest stays protected.
-    let elisions: Vec<Elision> = e
-        .iter()
-        .map(|e| Elision {
-            index: e.index,
-            stub: e.stub.clone(),
-        })
-        .collect();
+    let elisions: Vec<Elision> = e.iter().map(|e| Elision::new(e.index, e.stub.clone())).collect();
     let aged = apply_elisions(&m, &elisions);
     let pairs = Pairs::build(&aged);
     assert!(eligible(&aged, &pairs, &layout(&aged, 1), rules).is_empty());
@@ -276,13 +270,7 @@ fn validator_catches_every_violation() {
 fn elisions_keep_role_position_and_id() {
     let m = conversation(2, 5000);
     let stub = stub_text(5000, Some("fs_read"));
-    let aged = apply_elisions(
-        &m,
-        &[Elision {
-            index: 3,
-            stub: stub.clone(),
-        }],
-    );
+    let aged = apply_elisions(&m, &[Elision::new(3, stub.clone())]);
     assert_eq!(aged.len(), m.len());
     assert_eq!(aged[3].text(), stub);
     assert_eq!(aged[3].tool_call_id, m[3].tool_call_id);

@@ -171,10 +171,7 @@ fn plan_counts_each_message_once_through_a_memo_and_plan_in_agrees() {
     let memo = Arc::new(MemoCounter::new(HeuristicCounter));
     let config = CompactorConfig::builder(total).build().unwrap();
     let compactor = Compactor::new(config, memo.clone());
-    let options = CompactOptions {
-        target: Some(total * 9 / 10),
-        ..CompactOptions::default()
-    };
+    let options = CompactOptions::new().with_target(Some(total * 9 / 10));
     let report = compactor.plan(&messages, &options);
     let trim = report.trim.clone().expect("a trim preview");
     let misses = memo.stats().misses as usize;

@@ -375,7 +375,7 @@ proptest! {
         let _ = c.needs_compaction(&input);
         let _ = c.plan(&input, &CompactOptions::default());
         let rt = tokio::runtime::Builder::new_current_thread().enable_time().start_paused(true).build().unwrap();
-        let r = rt.block_on(c.compact(&input, CompactOptions { target, ..Default::default() })).unwrap();
+        let r = rt.block_on(c.compact(&input, CompactOptions::new().with_target(target))).unwrap();
         prop_assert_eq!(validate_pass(&input, &r, keep_recent), Ok(()));
         prop_assert_eq!(r.tokens_after, HeuristicCounter.count_messages(&r.messages));
         // Indices refer to the repaired input (issue 10 item 13).

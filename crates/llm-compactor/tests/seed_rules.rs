@@ -26,10 +26,7 @@ use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 fn with_target(target: usize) -> CompactOptions {
-    CompactOptions {
-        target: Some(target),
-        ..Default::default()
-    }
+    CompactOptions::new().with_target(Some(target))
 }
 
 #[test]
@@ -172,10 +169,7 @@ async fn elision_only_is_judged_against_the_target_override_else_the_trigger() {
     let elisions: Vec<_> = report
         .eligible
         .iter()
-        .map(|e| llm_compactor::compactor::Elision {
-            index: e.index,
-            stub: e.stub.clone(),
-        })
+        .map(|e| llm_compactor::compactor::Elision::new(e.index, e.stub.clone()))
         .collect();
     let aged = Chars.count_messages(&plan::apply_elisions(&input, &elisions));
     // Without an override: aged == trigger is enough, aged == trigger + 1 is not.
@@ -483,11 +477,9 @@ async fn a_complete_request_counter_override_is_used_for_every_reported_count() 
         if let Some(s) = summarizer.clone() {
             c = c.with_summarizer(s);
         }
-        let options = CompactOptions {
-            target: Some(target),
-            counter: Some(adapter.clone()),
-            ..Default::default()
-        };
+        let options = CompactOptions::new()
+            .with_target(Some(target))
+            .with_counter(adapter.clone());
         let r = c.compact(&input, options).await.unwrap();
         assert_eq!(r.fallback, summarizer.is_none());
         assert_eq!(r.tokens_before, adapter.count_messages(&input));

@@ -384,11 +384,7 @@ async fn a_request_over_the_backend_room_is_compacted_to_it() {
     f.manager = f.manager.with_room(room);
     fill(&mut f.manager, 20, 1_600);
     let tools = vec![json!({"type": "function", "function": {"name": "read_file", "description": "x".repeat(2_000)}})];
-    let shape = RequestShape {
-        tools: &tools,
-        context: "runtime context",
-        pass: None,
-    };
+    let shape = RequestShape::new().with_tools(&tools).with_context("runtime context");
     let prepared = f.manager.prepare(shape, CancellationToken::new()).await.unwrap();
     let pass = prepared.pass.expect("over the room");
     assert_eq!(pass.reason, CompactionReason::Room);

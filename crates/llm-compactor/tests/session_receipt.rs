@@ -79,13 +79,7 @@ fn recorded(path: &std::path::Path) -> (Vec<Message>, CostReceipt, CostReceipt) 
 
     // An elision epoch: aging alone reaches a target of the whole budget.
     let epoch = rt
-        .block_on(c.compact(
-            session.messages(),
-            CompactOptions {
-                target: Some(BUDGET),
-                ..CompactOptions::default()
-            },
-        ))
+        .block_on(c.compact(session.messages(), CompactOptions::new().with_target(Some(BUDGET))))
         .unwrap();
     assert!(epoch.is_elision_only(), "the first pass only stubs");
     let epoch_receipt = epoch.receipt.clone().expect("every pass has a receipt");

@@ -183,10 +183,9 @@ fn a_result_that_replay_would_not_rebuild_is_refused_and_nothing_is_written() {
     let err = session.record_result(&bad).unwrap_err();
     assert!(matches!(err, SessionError::ResultMismatch { .. }), "{err}");
     let mut out_of_range = synthetic_result(session.messages(), -1, "", &[]);
-    out_of_range.elisions.push(llm_compactor::compactor::Elision {
-        index: 99,
-        stub: "s".into(),
-    });
+    out_of_range
+        .elisions
+        .push(llm_compactor::compactor::Elision::new(99, "s"));
     assert!(matches!(
         session.record_result(&out_of_range),
         Err(SessionError::ResultMismatch { .. })

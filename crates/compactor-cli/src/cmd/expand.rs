@@ -6,10 +6,10 @@
 //! "not found". The messages come back as recorded, content byte for byte (`--json`:
 //! each message in the library's JSON form, with its id).
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use llm_compactor::session::Transcript;
-use llm_compactor::store::{export_jsonl, open_store};
+use llm_compactor::store::open_store;
 use llm_compactor::summarize::render_message;
 use serde_json::json;
 
@@ -47,15 +47,14 @@ pub fn run(args: SessionExpandArgs) -> Result<(), CliError> {
                 .enable_all()
                 .build()
                 .map_err(CliError::failed)?;
-            let text = runtime.block_on(async {
+            runtime.block_on(async {
                 let store = open_store(url)
                     .await
                     .map_err(|e| CliError::Usage(format!("--store: {e}")))?;
-                export_jsonl(store.as_ref(), &args.session)
+                Transcript::from_store(store.as_ref(), &args.session)
                     .await
                     .map_err(CliError::failed)
-            })?;
-            Transcript::parse(Path::new(&args.session), text.as_bytes()).map_err(CliError::failed)?
+            })?
         }
     };
     print(&transcript, &args.handles, args.json)

@@ -53,6 +53,8 @@ fn human(r: &PlanReport) -> String {
             "no: {} reclaimable chars, but the epoch does not pay for its cache write (it would not act)",
             r.reclaimable_pool
         ),
+        // A reason a newer library adds.
+        other => format!("{other:?}"),
     };
     out.push_str(&format!("needs compaction:  {why}\n"));
     if let Some(c) = &r.epoch_receipt {
@@ -86,6 +88,7 @@ fn human(r: &PlanReport) -> String {
             let reason = match e.reason {
                 llm_compactor::plan::EligibleReason::Aged => "aged",
                 llm_compactor::plan::EligibleReason::Duplicate => "duplicate",
+                _ => "other",
             };
             out.push_str(&format!(
                 "  #{:<6} {:>8} chars  {:<10} {}\n",

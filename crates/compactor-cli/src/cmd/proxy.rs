@@ -296,10 +296,11 @@ async fn export_session(args: ExportArgs) -> Result<(), CliError> {
 async fn report_session(args: ProxyReportArgs) -> Result<(), CliError> {
     let options = args.report.options(&args.session)?;
     let store = store(&args.store.store).await?;
-    let text = export_jsonl(store.as_ref(), &args.session)
+    // Replayed from the stored events, not exported to text and parsed again.
+    let transcript = llm_compactor::session::Transcript::from_store(store.as_ref(), &args.session)
         .await
         .map_err(|e| CliError::Failed(format!("session {:?}: {e}", args.session)))?;
-    let report = compactor_report::report_of_jsonl(&args.session, text.as_bytes(), &options)
+    let report = compactor_report::report_of_transcript(&transcript, &options)
         .map_err(|e| CliError::Failed(format!("session {:?}: {e}", args.session)))?;
     super::report::write_report(&report, args.output.as_deref())
 }

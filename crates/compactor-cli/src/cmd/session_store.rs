@@ -11,7 +11,7 @@
 use std::path::{Path, PathBuf};
 
 use llm_compactor::session::Transcript;
-use llm_compactor::store::{SessionStore, events_from_jsonl, export_jsonl, open_store};
+use llm_compactor::store::{SessionStore, StoreError, events_from_jsonl, open_store};
 
 use crate::error::CliError;
 
@@ -35,14 +35,19 @@ pub struct ExportArgs {
 /// Runs `compactor session export`.
 pub fn export(args: ExportArgs) -> Result<(), CliError> {
     let runtime = runtime()?;
-    let text = runtime.block_on(async {
+    let events = runtime.block_on(async {
         let store = open(&args.store).await?;
-        export_jsonl(store.as_ref(), &args.session)
-            .await
-            .map_err(CliError::failed)
+        let events = store.events(&args.session, 0).await.map_err(CliError::failed)?;
+        if events.is_empty() {
+            return Err(CliError::failed(StoreError::NoSuchSession(args.session.clone())));
+        }
+        Ok(events)
     })?;
-    // The export must replay; a store holding lines that do not is reported, not written.
-    Transcript::parse(Path::new(&args.session), text.as_bytes()).map_err(CliError::failed)?;
+    // The export must replay (read as the stored lines, not parsed again from the text);
+    // a store holding lines that do not is reported, not written.
+    Transcript::from_lines(Path::new(&args.session), events.iter().map(|e| e.line.as_str()))
+        .map_err(CliError::failed)?;
+    let text: String = events.iter().map(|e| format!("{}\n", e.line)).collect();
     let lines = text.lines().count();
     let body = text.strip_suffix('\n').unwrap_or(&text);
     let output = (args.output.as_os_str() != "-").then_some(args.output.as_path());

@@ -26,7 +26,6 @@ mod answer;
 mod stream;
 pub(crate) mod tool;
 
-use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
@@ -37,7 +36,6 @@ use bytes::Bytes;
 use futures_util::StreamExt;
 use llm_compactor::count::{CalibratedCounter, TokenCounter};
 use llm_compactor::session::{EXPAND_TOOL_NAME, Transcript, answer_expand_within};
-use llm_compactor::store::{StoreError, export_jsonl};
 use llm_compactor::{Compactor, Message};
 use serde_json::Value;
 
@@ -61,7 +59,11 @@ pub(crate) fn offer(state: &AppState, api: Api, body: &Bytes, compacted: bool) -
     if !compacted {
         return None;
     }
+    // The offer scans the body's top-level fields and writes it again (counted: the
+    // gauge of one parse and one write per body sees it).
+    state.metrics.wire.parsed();
     let offered = tool::offered_body(api, body, false)?;
+    state.metrics.wire.written();
     state.metrics.expand_offered.fetch_add(1, Ordering::Relaxed);
     Some(Bytes::from(offered))
 }
@@ -316,9 +318,7 @@ impl Exchange {
     /// Every message the session's transcript holds, as recorded (read as
     /// `compactor proxy expand` reads it).
     async fn originals(&self) -> Result<Vec<Message>, ProxyError> {
-        let text = export_jsonl(self.state.config.store.as_ref(), &self.store_key).await?;
-        let transcript = Transcript::parse(Path::new(&self.store_key), text.as_bytes())
-            .map_err(|e| ProxyError::Store(StoreError::Backend(e.to_string())))?;
+        let transcript = Transcript::from_store(self.state.config.store.as_ref(), &self.store_key).await?;
         Ok(transcript.originals())
     }
 

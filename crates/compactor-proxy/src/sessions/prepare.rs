@@ -149,13 +149,11 @@ impl SessionState {
         pass: PassContext,
         lease: PrepareLease,
     ) {
-        let options = CompactOptions {
-            counter: Some(self.counter.clone()),
-            cancel: CancellationToken::new(),
-            ahead_of_trigger: true,
-            pass,
-            ..CompactOptions::default()
-        };
+        let options = CompactOptions::new()
+            .with_counter(self.counter.clone())
+            .with_cancel(CancellationToken::new())
+            .with_ahead_of_trigger(true)
+            .with_pass(pass);
         let messages = self.replayer.messages().to_vec();
         self.preparer.start(compactor, messages, None, options, move |pass| async move {
             let PrepareLease {
@@ -286,13 +284,11 @@ impl SessionState {
         agent: Option<Arc<AgentRound>>,
     ) -> Result<llm_compactor::CompactionResult, crate::error::ProxyError> {
         self.cancel_preparation(round.metrics);
-        let options = CompactOptions {
-            counter: Some(self.counter.clone()),
-            target,
-            focus: round.config.focus.clone(),
-            pass: pass_context(round.auth, agent),
-            ..CompactOptions::default()
-        };
+        let options = CompactOptions::new()
+            .with_counter(self.counter.clone())
+            .with_target(target)
+            .with_focus(round.config.focus.clone())
+            .with_pass(pass_context(round.auth, agent));
         let started = tokio::time::Instant::now();
         let result = round
             .compactor

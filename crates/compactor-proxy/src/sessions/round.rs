@@ -77,12 +77,7 @@ impl Round<'_> {
         let (compactor, target) = (self.compactor, self.config.target);
         match self.attempt {
             Attempt::First => {
-                let fit = RequestFit {
-                    conversation,
-                    request_tokens: tokens,
-                    room: None,
-                    counter: Some(counter),
-                };
+                let fit = RequestFit::new(conversation, tokens).with_counter(Some(counter));
                 let due = compactor.pass_due(&fit).is_some();
                 match self.threshold {
                     Some(threshold) => {

@@ -18,6 +18,7 @@ use crate::count::TokenCounter;
 /// Why a pass runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
+#[non_exhaustive]
 pub enum CompactionReason {
     /// The compactor asked for one (over the trigger, or an elision epoch is due), or the
     /// whole request is over the trigger.
@@ -31,8 +32,10 @@ pub enum CompactionReason {
     Prepared,
 }
 
-/// One request, as the decision sees it.
+/// One request, as the decision sees it: [`RequestFit::new`], then `with_room` /
+/// `with_counter` where known.
 #[derive(Clone, Copy)]
+#[non_exhaustive]
 pub struct RequestFit<'a> {
     /// The conversation it carries, counted as its messages arrived.
     pub conversation: &'a Conversation,
@@ -43,6 +46,31 @@ pub struct RequestFit<'a> {
     /// The counter the pass would count with (a per-call override, as
     /// [`super::CompactOptions::counter`]); the compactor's own when `None`.
     pub counter: Option<&'a dyn TokenCounter>,
+}
+
+impl<'a> RequestFit<'a> {
+    /// A request of `request_tokens` carrying `conversation`; no known room, the
+    /// compactor's counter.
+    pub fn new(conversation: &'a Conversation, request_tokens: usize) -> Self {
+        Self {
+            conversation,
+            request_tokens,
+            room: None,
+            counter: None,
+        }
+    }
+
+    /// The backend's usable room for the request (`None`: unknown).
+    pub fn with_room(mut self, room: Option<usize>) -> Self {
+        self.room = room;
+        self
+    }
+
+    /// The counter the pass would count with (`None`: the compactor's).
+    pub fn with_counter(mut self, counter: Option<&'a dyn TokenCounter>) -> Self {
+        self.counter = counter;
+        self
+    }
 }
 
 impl std::fmt::Debug for RequestFit<'_> {

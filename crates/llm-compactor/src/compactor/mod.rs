@@ -69,7 +69,17 @@ pub enum CompactError {
 }
 
 /// Per-call overrides of one `compact` invocation.
+///
+/// It may gain fields, so it is built from [`CompactOptions::default`] (or
+/// [`CompactOptions::new`]) and the `with_*` methods:
+///
+/// ```
+/// use llm_compactor::CompactOptions;
+/// let options = CompactOptions::new().with_target(Some(4_000)).with_focus("the database migration".to_owned());
+/// assert_eq!(options.target, Some(4_000));
+/// ```
 #[derive(Clone, Default)]
+#[non_exhaustive]
 pub struct CompactOptions {
     /// Aim at this many tokens instead of the configured target; also judges acceptance
     /// and `exhausted`.
@@ -89,6 +99,49 @@ pub struct CompactOptions {
     /// request for the cache-reading summary, a client's key): handed to every
     /// [`Summarizer::summarize_in`] call of the pass. Empty by default.
     pub pass: PassContext,
+}
+
+impl CompactOptions {
+    /// No overrides: the configured target, the compactor's counter, never cancelled.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Aims at `target` tokens instead of the configured target (`None`: the configured).
+    pub fn with_target(mut self, target: Option<usize>) -> Self {
+        self.target = target;
+        self
+    }
+
+    /// Counts every count of the pass with `counter` instead of the compactor's.
+    pub fn with_counter(mut self, counter: Arc<dyn TokenCounter>) -> Self {
+        self.counter = Some(counter);
+        self
+    }
+
+    /// Cancels the pass's waits and summarizer calls when `cancel` is cancelled.
+    pub fn with_cancel(mut self, cancel: CancellationToken) -> Self {
+        self.cancel = cancel;
+        self
+    }
+
+    /// An extra instruction for the summarizer (a `String`, or `None` for none).
+    pub fn with_focus(mut self, focus: impl Into<Option<String>>) -> Self {
+        self.focus = focus.into();
+        self
+    }
+
+    /// Decides as the pass at the trigger would (a pass prepared ahead of it).
+    pub fn with_ahead_of_trigger(mut self, ahead_of_trigger: bool) -> Self {
+        self.ahead_of_trigger = ahead_of_trigger;
+        self
+    }
+
+    /// Hands `pass` to every summarizer call of the pass.
+    pub fn with_pass(mut self, pass: PassContext) -> Self {
+        self.pass = pass;
+        self
+    }
 }
 
 impl std::fmt::Debug for CompactOptions {

@@ -17,6 +17,7 @@ use crate::plan::{self, AgingIndex, CostReceipt, Eligible, Pairs};
 /// Why a pass is (or is not) needed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
+#[non_exhaustive]
 pub enum NeedReason {
     /// The conversation is over the trigger.
     OverTrigger,

@@ -12,6 +12,7 @@ pub use crate::plan::Elision;
 /// Which request an attempt was.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
+#[non_exhaustive]
 pub enum AttemptKind {
     /// A summary of the whole middle (or the last chunk of it).
     Summary,
@@ -30,6 +31,7 @@ pub enum AttemptKind {
 /// How an attempt ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
+#[non_exhaustive]
 pub enum AttemptOutcome {
     /// Its summary was taken.
     Accepted,

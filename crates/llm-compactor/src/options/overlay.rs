@@ -242,11 +242,9 @@ impl OptionsOverlay {
 
     /// A pass's options: `target` and `focus`.
     pub fn pass_options(&self) -> CompactOptions {
-        CompactOptions {
-            target: self.target,
-            focus: self.focus.clone(),
-            ..CompactOptions::default()
-        }
+        CompactOptions::new()
+            .with_target(self.target)
+            .with_focus(self.focus.clone())
     }
 }
 

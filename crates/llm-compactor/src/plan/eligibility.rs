@@ -39,6 +39,7 @@ pub struct AgingRules {
 /// Why a result is eligible.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
+#[non_exhaustive]
 pub enum EligibleReason {
     /// Fat, and an epoch of content has come after it.
     Aged,

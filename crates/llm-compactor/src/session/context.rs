@@ -16,8 +16,10 @@ use crate::count::{RequestCounter, TokenCounter};
 use crate::summarize::PassContext;
 use crate::transcript::pass::RecordedPass;
 
-/// What a request carries besides the conversation.
+/// What a request carries besides the conversation: [`RequestShape::new`] (or
+/// `default()`, nothing) and the `with_*` methods, as it may grow.
 #[derive(Clone, Copy, Debug, Default)]
+#[non_exhaustive]
 pub struct RequestShape<'a> {
     /// The tool declarations, as JSON.
     pub tools: &'a [Value],
@@ -30,7 +32,30 @@ pub struct RequestShape<'a> {
     pub pass: Option<&'a PassContext>,
 }
 
-impl RequestShape<'_> {
+impl<'a> RequestShape<'a> {
+    /// A request that carries nothing besides the conversation.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The request's tool declarations, as JSON.
+    pub fn with_tools(mut self, tools: &'a [Value]) -> Self {
+        self.tools = tools;
+        self
+    }
+
+    /// The runtime context sent beside the conversation.
+    pub fn with_context(mut self, context: &'a str) -> Self {
+        self.context = context;
+        self
+    }
+
+    /// What the request's passes may tell their summarizer of it.
+    pub fn with_pass(mut self, pass: &'a PassContext) -> Self {
+        self.pass = Some(pass);
+        self
+    }
+
     /// The counter of this request's passes, over `base` (the compactor's counter): `base`
     /// as it is when the request carries nothing besides the conversation, else the
     /// complete-request adapter, so that every count, target and acceptance of the pass

@@ -1,85 +1,22 @@
-//! Reading a transcript: strict about everything except a torn final line.
-//!
-//! A process killed mid-append leaves at most one partial line, at the end. That is the
-//! one defect the loader tolerates (and [`super::repair`] cuts off the file): it is
-//! reported as a [`TornTail`], never silently used. The rules, precisely:
-//!
-//! - Lines end in `\n` (a `\r` before it is JSON whitespace, so CRLF files read the
-//!   same). Blank lines are ignored anywhere.
-//! - The final (non-blank) line is torn only if it is not valid JSON (or not UTF-8),
-//!   whether or not it ends in a newline. A complete final line without a newline is
-//!   kept, as JSON Lines allows; the next append writes the newline first.
-//! - Anything else that is wrong — bad JSON before the final line, a wrong version, a
-//!   missing `session-meta`, an id that does not replay, a final line that is complete
-//!   JSON but not a valid envelope — is an error naming the file and the line, because
-//!   guessing would make replay give back something other than the conversation that
-//!   was live (and cutting a complete line would lose data).
+//! Reading a transcript from where it lives: the file, or a [`SessionStore`]. The
+//! parsing and replay are pure and live in [`crate::transcript`] (its `load` rules: strict
+//! about everything except a torn final line); this is the shell that fetches the bytes
+//! or the stored events and locates errors as [`SessionError`]s.
 
-use std::path::{Path, PathBuf};
-
-use serde::Serialize;
+use std::path::Path;
 
 use super::error::SessionError;
-use crate::message::Message;
-use crate::transcript::envelope;
-use crate::transcript::record::{Entry, Record, SessionMeta};
-use crate::transcript::replay::Replayer;
+use crate::store::{SessionStore, StoreError};
+pub use crate::transcript::{LoadError, TornTail, Transcript};
 
-/// A final line that is not valid JSON: what a crash mid-append leaves. Everything from
-/// its start to the end of the file is cut off by a repair.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-#[non_exhaustive]
-pub struct TornTail {
-    /// Its 1-based line number.
-    pub line: usize,
-    /// Where it starts: the length of the good prefix.
-    pub offset: u64,
-    /// How many bytes it has (up to the end of the file).
-    pub bytes: u64,
-}
-
-/// A transcript read from disk and replayed.
-#[derive(Clone, Debug)]
-pub struct Transcript {
-    path: PathBuf,
-    meta: SessionMeta,
-    entries: Vec<Entry>,
-    replayer: Replayer,
-    good_len: u64,
-    torn_tail: Option<TornTail>,
-    needs_newline: bool,
-}
-
-/// One physical line of the file: `start..end` without its `\n`.
-struct Line {
-    start: usize,
-    end: usize,
-}
-
-impl Line {
-    fn text<'a>(&self, bytes: &'a [u8]) -> &'a [u8] {
-        &bytes[self.start..self.end]
+impl From<LoadError> for SessionError {
+    fn from(e: LoadError) -> Self {
+        SessionError::Malformed {
+            path: e.path,
+            line: e.line,
+            problem: e.problem,
+        }
     }
-
-    fn is_blank(&self, bytes: &[u8]) -> bool {
-        self.text(bytes).iter().all(u8::is_ascii_whitespace)
-    }
-}
-
-/// Splits at `\n`; a final line without one is a line too. (A `\r` before the `\n` is
-/// JSON whitespace, so CRLF files need nothing special.)
-fn split_lines(bytes: &[u8]) -> Vec<Line> {
-    let mut lines = Vec::new();
-    let mut start = 0;
-    while start < bytes.len() {
-        let end = bytes[start..]
-            .iter()
-            .position(|&b| b == b'\n')
-            .map_or(bytes.len(), |i| start + i);
-        lines.push(Line { start, end });
-        start = end + 1;
-    }
-    lines
 }
 
 impl Transcript {
@@ -94,142 +31,90 @@ impl Transcript {
         Transcript::parse(path, &bytes)
     }
 
-    /// Replays transcript bytes; `path` is only used to name errors.
+    /// Replays transcript bytes; `path` is only used to name errors (see
+    /// [`Transcript::from_bytes`]).
     ///
     /// # Errors
     /// A malformed line.
     pub fn parse(path: &Path, bytes: &[u8]) -> Result<Transcript, SessionError> {
-        let malformed = |line: usize, problem: String| SessionError::Malformed {
-            path: path.to_owned(),
-            line,
-            problem,
-        };
-        let mut entries = Vec::new();
-        let mut replayer = Replayer::new();
-        let mut meta = None;
-        let mut torn_tail = None;
-        let lines = split_lines(bytes);
-        let last = lines.iter().rposition(|l| !l.is_blank(bytes));
-        for (index, line) in lines.iter().enumerate() {
-            if line.is_blank(bytes) {
-                continue;
-            }
-            let number = index + 1;
-            let raw = line.text(bytes);
-            let parsed = std::str::from_utf8(raw)
-                .map_err(|e| format!("not valid UTF-8: {e}"))
-                .and_then(|text| {
-                    serde_json::from_str::<serde_json::Value>(text).map_err(|e| format!("not valid JSON: {e}"))
-                });
-            let value = match parsed {
-                Ok(value) => value,
-                // The final line is torn when it is not even JSON: a partial write.
-                Err(_) if Some(index) == last => {
-                    torn_tail = Some(TornTail {
-                        line: number,
-                        offset: line.start as u64,
-                        bytes: (bytes.len() - line.start) as u64,
-                    });
-                    break;
-                }
-                Err(problem) => {
-                    return Err(malformed(
-                        number,
-                        format!("{problem} (only a torn final line is tolerated)"),
-                    ));
-                }
-            };
-            let decoded = envelope::decode_value(value).map_err(|problem| malformed(number, problem))?;
-            if meta.is_none() {
-                match &decoded.record {
-                    Record::Meta(m) => meta = Some(m.clone()),
-                    other => {
-                        return Err(malformed(
-                            number,
-                            format!("the first line must be session-meta, not {}", other.kind()),
-                        ));
-                    }
-                }
-            }
-            replayer
-                .apply(&decoded.id, &decoded.record)
-                .map_err(|e| malformed(number, e.to_string()))?;
-            entries.push(Entry {
-                line: number,
-                id: decoded.id,
-                ts: decoded.ts,
-                record: decoded.record,
-            });
+        Ok(Transcript::from_bytes(path, bytes)?)
+    }
+
+    /// The transcript of session `key` in `store`, replayed from its stored events
+    /// (not exported to text and parsed again; see [`Transcript::from_lines`]).
+    ///
+    /// # Errors
+    /// [`StoreError::NoSuchSession`] when the store holds no event of `key`; the store's
+    /// own errors; [`StoreError::Backend`] naming the line when a stored line does not
+    /// replay (stored data is corrupt).
+    pub async fn from_store(store: &dyn SessionStore, key: &str) -> Result<Transcript, StoreError> {
+        let events = store.events(key, 0).await?;
+        if events.is_empty() {
+            return Err(StoreError::NoSuchSession(key.to_owned()));
         }
-        let Some(meta) = meta else {
-            let problem = if torn_tail.is_some() {
-                "the transcript has no complete session-meta line (line 1 is torn)"
-            } else {
-                "the transcript is empty: it has no session-meta line"
-            };
-            return Err(malformed(1, problem.to_owned()));
-        };
-        let good_len = torn_tail.as_ref().map_or(bytes.len() as u64, |t| t.offset);
-        let needs_newline = good_len > 0 && bytes[good_len as usize - 1] != b'\n';
-        Ok(Transcript {
-            path: path.to_owned(),
-            meta,
-            entries,
-            replayer,
-            good_len,
-            torn_tail,
-            needs_newline,
-        })
+        Transcript::from_lines(Path::new(key), events.iter().map(|e| e.line.as_str()))
+            .map_err(|e| StoreError::Backend(e.to_string()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::message::Message;
+    use crate::store::{MemoryStore, NewEvent};
+    use crate::transcript::{Lines, Record, Replayer};
+
+    fn stored_lines() -> Vec<String> {
+        let (mut lines, mut replayer) = (Lines::default(), Replayer::new());
+        lines.push_meta(&mut replayer, Default::default()).unwrap();
+        lines
+            .push(&mut replayer, Record::Message(Message::user("Fix the build.")))
+            .unwrap();
+        lines
+            .push(&mut replayer, Record::Message(Message::assistant("Fixed.")))
+            .unwrap();
+        lines.take().into_iter().map(|line| line.text).collect()
     }
 
-    /// The file it was read from.
-    pub fn path(&self) -> &Path {
-        &self.path
+    #[tokio::test]
+    async fn a_store_reads_as_its_export_would_without_the_text() {
+        let lines = stored_lines();
+        let store = MemoryStore::new();
+        let events: Vec<NewEvent> = lines
+            .iter()
+            .map(|text| {
+                let value: serde_json::Value = serde_json::from_str(text).unwrap();
+                NewEvent {
+                    id: value["id"].as_str().unwrap().to_owned(),
+                    kind: value["type"].as_str().unwrap().to_owned(),
+                    line: text.clone(),
+                }
+            })
+            .collect();
+        store.append("s", &events).await.unwrap();
+        let from_store = Transcript::from_store(&store, "s").await.unwrap();
+        let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+        let parsed = Transcript::parse(Path::new("s"), text.as_bytes()).unwrap();
+        assert_eq!(from_store.entries(), parsed.entries());
+        assert_eq!(from_store.messages(), parsed.messages());
+        assert_eq!(from_store.good_len(), parsed.good_len());
+        assert!(matches!(
+            Transcript::from_store(&store, "nope").await,
+            Err(StoreError::NoSuchSession(key)) if key == "nope"
+        ));
     }
 
-    /// The opening line's payload.
-    pub fn meta(&self) -> &SessionMeta {
-        &self.meta
-    }
-
-    /// Every complete line, in file order.
-    pub fn entries(&self) -> &[Entry] {
-        &self.entries
-    }
-
-    /// The replayed conversation.
-    pub fn messages(&self) -> &[Message] {
-        self.replayer.messages()
-    }
-
-    /// The replayed conversation, consumed.
-    pub fn into_messages(self) -> Vec<Message> {
-        self.replayer.into_messages()
-    }
-
-    /// The partial final line, if the file ends in one.
-    pub fn torn_tail(&self) -> Option<&TornTail> {
-        self.torn_tail.as_ref()
-    }
-
-    /// Bytes of complete lines.
-    pub fn good_len(&self) -> u64 {
-        self.good_len
-    }
-
-    /// True when the kept part of the file does not end in a newline (a complete final
-    /// line written without one, as JSON Lines allows): the next append writes one first.
-    pub fn needs_newline(&self) -> bool {
-        self.needs_newline
-    }
-
-    pub(crate) fn into_parts(self) -> (SessionMeta, Replayer, u64, Option<TornTail>, bool) {
-        (
-            self.meta,
-            self.replayer,
-            self.good_len,
-            self.torn_tail,
-            self.needs_newline,
-        )
+    #[test]
+    fn a_stored_line_that_does_not_replay_is_named_and_never_a_torn_tail() {
+        let mut lines = stored_lines();
+        // A final line that is not JSON: a file would call it torn; a store's is corrupt.
+        lines.push("{\"id\":".to_owned());
+        let err = Transcript::from_lines(Path::new("key"), lines.iter().map(String::as_str)).unwrap_err();
+        assert_eq!((err.line, err.path.as_path()), (4, Path::new("key")));
+        let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+        let file = Transcript::parse(Path::new("f"), text.as_bytes()).unwrap();
+        assert_eq!(file.torn_tail().map(|t| t.line), Some(4));
+        let session: SessionError = err.into();
+        assert!(matches!(session, SessionError::Malformed { line: 4, .. }));
     }
 }

@@ -491,13 +491,11 @@ impl ContextManager {
     ) -> Result<PassReport, ManagerError> {
         self.cancel_preparation("an inline pass changes the history");
         self.emit(ContextEvent::CompactionStarted { reason, tokens, target });
-        let options = CompactOptions {
-            target,
-            counter: Some(self.request_counter(request)),
-            cancel,
-            pass: request.pass_context(),
-            ..CompactOptions::default()
-        };
+        let options = CompactOptions::new()
+            .with_target(target)
+            .with_counter(self.request_counter(request))
+            .with_cancel(cancel)
+            .with_pass(request.pass_context());
         let result = self.compactor.compact(self.session.messages(), options).await?;
         let stale = stale_thinking(self.session.messages(), &result.messages, &self.stale_thinking, None);
         // The conversation is the transcript's, whatever part of the pass it holds.

@@ -14,8 +14,10 @@
 //! {"id":"…","payload":{"fallback":false,"replaces_through_id":"…","summary":"…",…},"ts":"…","type":"compaction","v":1}
 //! ```
 //!
-//! The pure half (records, envelope, ids and clock, replay, [`Lines`]) lives in
-//! [`crate::transcript`] and is re-exported here; this module keeps the file and the loop.
+//! The pure half (records, envelope, ids and clock, replay, load, the expand lookup,
+//! [`Lines`]) lives in [`crate::transcript`] and is re-exported here; this module keeps
+//! the file, the reads of a file or a store ([`Transcript::read`],
+//! [`Transcript::from_store`]) and the loop.
 //!
 //! Layout: [`Session`] writes (one locked writer, mode 0600, a configurable fsync policy),
 //! [`Transcript`] reads (strict, except that a torn final line is reported), [`repair`]
@@ -40,19 +42,16 @@ mod store_mirror;
 
 pub use crate::compactor::CompactionReason;
 pub use crate::transcript::{
-    CONTINUED, Clock, CompactionRecord, ElisionItem, ElisionRecord, Entry, FixedClock, IdSource, Line, LineError,
-    LineSource, Lines, RandomIds, Record, RecordedPass, RepairRecord, ReplayError, Replayer, SOURCE_FORMAT_KEY,
-    SequentialIds, SessionMeta, SyntheticAnswerItem, SystemClock, TYPE_COMPACTION, TYPE_ELISION, TYPE_MESSAGE,
-    TYPE_META, TYPE_REPAIR, VERSION, continued_in, decode_line, encode_line, format_timestamp, same_but_id,
-    summary_message, synthetic_answer_id,
+    CONTINUED, Clock, CompactionRecord, EXPAND_TOOL_NAME, ElisionItem, ElisionRecord, Entry, Expansion, FixedClock,
+    IdSource, Line, LineError, LineSource, Lines, MIN_EXPAND_ROOM, RandomIds, Record, RecordedPass, RepairRecord,
+    ReplayError, Replayer, SOURCE_FORMAT_KEY, SequentialIds, SessionMeta, SyntheticAnswerItem, SystemClock,
+    TYPE_COMPACTION, TYPE_ELISION, TYPE_MESSAGE, TYPE_META, TYPE_REPAIR, VERSION, answer_expand, answer_expand_within,
+    continued_in, decode_line, encode_line, expand_in, expand_tool_definition, format_timestamp, requested_handles,
+    same_but_id, summary_message, synthetic_answer_id,
 };
 pub use context::{ContextEvent, ContextObserver, ManagerError, PassReport, RequestShape};
 pub use error::SessionError;
-pub use expand::{
-    EXPAND_TOOL_NAME, Expansion, MIN_EXPAND_ROOM, answer_expand, answer_expand_within, expand_in,
-    expand_tool_definition, requested_handles,
-};
-pub use load::{TornTail, Transcript};
+pub use load::{LoadError, TornTail, Transcript};
 pub use lock::SESSION_FILE_MODE;
 pub use log::{Durability, OpenReport, Session, SessionOptions};
 pub use manager::{BackendRoom, ContextManager, DEFAULT_MAX_FORCED_COMPACTIONS, Prepared, PreparedRef, UsageRecorder};

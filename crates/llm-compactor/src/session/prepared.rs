@@ -268,15 +268,13 @@ impl Preparation {
         let Some(digest) = host.session.conversation().prefix_digest(len) else {
             return;
         };
-        let options = CompactOptions {
-            counter: Some(request.counter(host.counter)),
-            cancel: CancellationToken::new(),
-            ahead_of_trigger: true,
-            // The request's pass context goes with the task (the agent's request, for a
-            // summary that reads its cache).
-            pass: request.pass_context(),
-            ..CompactOptions::default()
-        };
+        // The request's pass context goes with the task (the agent's request, for a
+        // summary that reads its cache).
+        let options = CompactOptions::new()
+            .with_counter(request.counter(host.counter))
+            .with_cancel(CancellationToken::new())
+            .with_ahead_of_trigger(true)
+            .with_pass(request.pass_context());
         let snapshot = Snapshot { len, digest };
         let compactor = Arc::clone(host.compactor);
         self.preparer

@@ -17,7 +17,7 @@ use std::sync::Arc;
 use super::error::SessionError;
 use super::log::{Session, SessionOptions};
 use super::manager::ContextManager;
-use crate::store::{SessionStore, StoreError, events_from_jsonl, export_jsonl};
+use crate::store::{SessionStore, StoreError, events_from_jsonl};
 
 /// Copies one session's transcript lines into a store under a key.
 #[derive(Debug)]
@@ -107,8 +107,13 @@ pub async fn restore_session(
     path: &Path,
     options: SessionOptions,
 ) -> Result<Session, MirrorError> {
-    let text = export_jsonl(store, key).await?;
-    super::load::Transcript::parse(path, text.as_bytes())?;
+    let events = store.events(key, 0).await?;
+    if events.is_empty() {
+        return Err(StoreError::NoSuchSession(key.to_owned()).into());
+    }
+    // The stored lines must replay (read as lines, not exported and parsed again).
+    super::load::Transcript::from_lines(path, events.iter().map(|e| e.line.as_str())).map_err(SessionError::from)?;
+    let text: String = events.iter().map(|e| format!("{}\n", e.line)).collect();
     let mut file = std::fs::OpenOptions::new();
     file.write(true).create_new(true);
     #[cfg(unix)]

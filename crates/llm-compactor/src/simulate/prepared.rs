@@ -153,10 +153,7 @@ impl Prepared {
     }
 
     fn compact(&self, ahead_of_trigger: bool) -> Result<CompactionResult, SimError> {
-        let options = CompactOptions {
-            ahead_of_trigger,
-            ..CompactOptions::default()
-        };
+        let options = CompactOptions::new().with_ahead_of_trigger(ahead_of_trigger);
         Ok(self
             .runtime
             .block_on(self.compactor.compact(self.conversation.messages(), options))?)

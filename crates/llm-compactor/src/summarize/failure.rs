@@ -37,6 +37,7 @@ impl FailureClass {
 /// What went wrong with a summarizer call.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "kebab-case")]
+#[non_exhaustive]
 pub enum FailureKind {
     /// The server answered with a non-success HTTP status.
     Http {

@@ -60,10 +60,7 @@ pub fn synthetic_result(
     result.cut_index = cut_index;
     result.elisions = elisions
         .iter()
-        .map(|(index, stub)| Elision {
-            index: *index,
-            stub: stub.clone(),
-        })
+        .map(|(index, stub)| Elision::new(*index, stub.clone()))
         .collect();
     result.usage = Usage {
         input_tokens: 10,

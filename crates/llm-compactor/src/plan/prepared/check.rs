@@ -45,6 +45,7 @@ impl Change {
 /// Why a prepared result cannot be installed.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "reason", rename_all = "kebab-case")]
+#[non_exhaustive]
 pub enum DiscardReason {
     /// The conversation is shorter than the snapshot (history was rewound or compacted).
     Shorter {
