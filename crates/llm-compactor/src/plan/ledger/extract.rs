@@ -8,10 +8,9 @@ use super::call_args::{COMMAND_KEYS, EDITOR_COMMANDS, PATH_KEYS, URL_KEYS, argv_
 use super::carry::parse_rendered;
 use super::command::{cap_chars, command_head, command_paths, op_of_tool};
 use super::hosted::{Hosted, hosted};
-use super::marks::{split_count, split_superseded};
 use super::pin_rules::PinMatcher;
 use super::pins::split_pinned;
-use super::repeats::push_repeated;
+use super::repeats::{drop_said_again, push_repeated};
 use super::scan::{self, bash_blocks, code_spans, error_lines, exit_status, is_path, trim_token, urls};
 use super::supersede::mark_superseded;
 use super::{CommandFact, ErrorFact, FileFact, Ledger, LedgerRules};
@@ -62,14 +61,8 @@ pub fn extract(messages: &[Message], indices: &[usize], rules: &LedgerRules) -> 
         }
     }
     let mut ledger = std::mem::take(&mut builder.ledger);
-    // A message said again as the last request is listed there, not also among the
-    // earlier ones (`compactor eval --instructions` found a rule said three times listed
-    // twice in 53 of 56 runs).
     if let Some(last) = &ledger.last_user {
-        let line = one_line(last, rules.earlier_user_chars);
-        ledger
-            .earlier_users
-            .retain(|known| split_count(split_superseded(known).0).0 != line);
+        drop_said_again(&mut ledger.earlier_users, &one_line(last, rules.earlier_user_chars));
     }
     // What the user says after the replaced messages (the recent window) may replace
     // what they said in them.
