@@ -512,6 +512,9 @@ def test_configured_pins_keep_rules_a_memory_result_and_a_message_by_id() -> Non
     with pytest.raises(ConfigError) as refused:
         Compactor(budget=32_000, pin_patterns=["(unclosed"])
     assert refused.value.field == "pin_patterns"
+    # One pattern given as a string is that pattern, not its letters.
+    one = llm_compactor.compact(messages, budget=budget, pin_patterns=r"(?m)^(Rule|Remember):")
+    assert one.messages == pinned_result.messages
 
 
 def test_a_one_shot_pass_lists_the_thinking_it_moved() -> None:

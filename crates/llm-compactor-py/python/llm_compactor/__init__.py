@@ -72,6 +72,15 @@ def _default(value: Any) -> Any:
     raise TypeError(f"messages must be JSON-serializable dicts, not {type(value).__name__}")
 
 
+def _strings(value: Optional[Sequence[str]]) -> Optional[List[str]]:
+    """A list of strings from a sequence of them, or one string alone (not its letters)."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return [value]
+    return [str(item) for item in value]
+
+
 def _json(value: Any) -> str:
     # ASCII-only output is the C encoder's fastest path (non-ASCII text goes as escapes).
     return json.dumps(value, default=_default, separators=(",", ":"))
@@ -222,9 +231,9 @@ class Compactor:
             "door_preview_chars": door_preview_chars,
             "door_keep_media": door_keep_media,
             "door_max_request_bytes": door_max_request_bytes,
-            "pin_patterns": None if pin_patterns is None else list(pin_patterns),
-            "pin_tools": None if pin_tools is None else list(pin_tools),
-            "pin_ids": None if pin_ids is None else list(pin_ids),
+            "pin_patterns": _strings(pin_patterns),
+            "pin_tools": _strings(pin_tools),
+            "pin_ids": _strings(pin_ids),
         }
         self._loop: Optional[asyncio.AbstractEventLoop] = None
         self._calibrated = calibrated
