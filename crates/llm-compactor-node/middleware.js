@@ -67,7 +67,9 @@ function compactorMiddleware(options = {}) {
       }
       let tokens = countTokens(working, count)
       let result = null
-      const room = Math.max(1, budget - toolTokens(params.tools))
+      // Declarations over the whole budget leave nothing to fit: the prompt still gets the
+      // smallest budget a pass accepts (256 tokens), and the provider says what it says.
+      const room = Math.max(Math.min(256, budget), budget - toolTokens(params.tools))
       if (tokens > room * ratio) {
         result = await compact(working, { ...compactOptions, budget: room, format: 'ai-sdk' })
         working = result.messages

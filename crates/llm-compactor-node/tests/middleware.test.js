@@ -92,3 +92,17 @@ test('compactorMiddleware leaves room for the tool declarations', { timeout: 120
   assert.ok(result.toolTokens > 1500, `the declarations weigh ${result.toolTokens} tokens`)
   t.diagnostic(JSON.stringify(result))
 })
+
+// Declarations larger than the whole budget: the call still goes out, its prompt compacted
+// to the smallest budget a pass accepts, never an error of ours.
+test('compactorMiddleware: tool declarations over the budget do not break the call', async () => {
+  const mw = compactorMiddleware({ budget: 1_000 })
+  const tools = [{ type: 'function', name: 'shell', description: 'x '.repeat(4_000), inputSchema: { type: 'object' } }]
+  const prompt = [{ role: 'system', content: 'You are a coding agent.' }]
+  for (let i = 0; i < 30; i++) {
+    prompt.push({ role: 'user', content: [{ type: 'text', text: `question ${i}: ` + 'some detail '.repeat(30) }] })
+    prompt.push({ role: 'assistant', content: [{ type: 'text', text: `answer ${i}` }] })
+  }
+  const out = await mw.transformParams({ params: { prompt, tools } })
+  assert.ok(countTokens(out.prompt, { format: 'ai-sdk' }) < countTokens(prompt, { format: 'ai-sdk' }))
+})
