@@ -11,11 +11,10 @@ use serde_json::{Value, json};
 
 use super::anthropic_block::{COMPACTION_BLOCK, resolve_blocks, sealed_block};
 use super::seal::owner_of;
-use crate::api::{self, Api, ParseError};
-use crate::client_key::ClientAuth;
+use super::serve::requested_round;
+use crate::api::Api;
 use crate::error::ProxyError;
 use crate::identity::SESSION_HEADER;
-use crate::sessions::{Attempt, Round};
 use crate::state::AppState;
 
 /// The request parameter that asks for on-demand compaction.
@@ -182,35 +181,7 @@ pub(crate) async fn serve_messages_compaction(
         object.remove(PARAMETER);
     }
     let owner = owner_of(headers);
-    let original = Bytes::from(serde_json::to_vec(&request).map_err(|e| ProxyError::Internal(e.to_string()))?);
-    let request = match api::parse_value(Api::Anthropic, request, headers, &state.config.wire.session_from) {
-        Ok(request) => request,
-        Err(ParseError::Invalid(problem)) => return Err(ProxyError::BadRequest(problem)),
-        Err(ParseError::Unsupported(why)) => return Err(ProxyError::Unsupported(format!("compaction: {why}"))),
-    };
-    let compactor = state.config.budgets.for_model(&request.model)?;
-    let fallback = state.config.budgets.base().counter().clone();
-    let session = state.sessions.get(&request.identity.key, &fallback);
-    let client_auth = if state.config.client_key {
-        ClientAuth::of(headers)
-    } else {
-        ClientAuth::default()
-    };
-    let prepared = {
-        let mut guard = session.lock().await;
-        let round = Round {
-            config: &state.config,
-            compactor: &compactor,
-            metrics: &state.metrics,
-            api: Api::Anthropic,
-            request: &request,
-            original: &original,
-            attempt: Attempt::Requested,
-            auth: &client_auth,
-            threshold: None,
-        };
-        guard.prepare(&round).await?
-    };
+    let (request, prepared) = requested_round(state, headers, Api::Anthropic, request, None, "compaction").await?;
     let usage = prepared.done.as_ref().map(|done| done.usage).unwrap_or_default();
     let compacted = prepared.done.is_some() || prepared.removed > 0;
     let block = if compacted {

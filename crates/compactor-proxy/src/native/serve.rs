@@ -49,7 +49,15 @@ pub(crate) async fn serve_compaction(
     let sealer = &state.config.sealer;
     let resolved = resolve_items(&mut value, sealer, headers).map_err(ProxyError::BadRequest)?;
     state.metrics.native.items_resolved(resolved.opened);
-    let (request, prepared) = requested_round(state, headers, value, resolved.session, "/v1/responses/compact").await?;
+    let (request, prepared) = requested_round(
+        state,
+        headers,
+        Api::Responses,
+        value,
+        resolved.session,
+        "/v1/responses/compact",
+    )
+    .await?;
     let summary = prepared.done.as_ref().and_then(|done| done.summary.as_deref());
     let usage = prepared.done.as_ref().map(|done| done.usage).unwrap_or_default();
     let output = output_items(&request.wire, prepared.messages, summary, sealer, &owner);
@@ -60,21 +68,13 @@ pub(crate) async fn serve_compaction(
         summarized = summary.is_some(),
         "served /v1/responses/compact"
     );
-    let created_at = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
+    let created_at = unix_now();
     let body = json!({
         "id": format!("resp_cmp_{}", uuid::Uuid::new_v4().simple()),
         "object": "response.compaction",
         "created_at": created_at,
         "output": output,
-        "usage": {
-            "input_tokens": usage.input_tokens,
-            "input_tokens_details": {"cached_tokens": usage.cache_read_tokens},
-            "output_tokens": usage.output_tokens,
-            "output_tokens_details": {"reasoning_tokens": 0},
-            "total_tokens": usage.input_tokens + usage.output_tokens,
-        },
+        "usage": responses_usage(&usage),
     });
     Ok(axum::Json(body).into_response())
 }
@@ -90,13 +90,14 @@ pub(crate) async fn serve_compaction(
 pub(crate) async fn requested_round(
     state: &AppState,
     headers: &HeaderMap,
+    api: Api,
     value: Value,
     carried: Option<String>,
     route: &str,
 ) -> Result<(api::Request, Prepared), ProxyError> {
     // The round's "original" is the conversation the session sees (the items resolved).
     let original = Bytes::from(serde_json::to_vec(&value).map_err(|e| ProxyError::Internal(e.to_string()))?);
-    let request = match api::parse_value(Api::Responses, value, headers, &state.config.wire.session_from) {
+    let request = match api::parse_value(api, value, headers, &state.config.wire.session_from) {
         Ok(mut request) => {
             super::carry_session(&mut request.identity, carried).map_err(ProxyError::BadRequest)?;
             request
@@ -118,7 +119,7 @@ pub(crate) async fn requested_round(
             config: &state.config,
             compactor: &compactor,
             metrics: &state.metrics,
-            api: Api::Responses,
+            api,
             request: &request,
             original: &original,
             attempt: Attempt::Requested,
@@ -160,4 +161,22 @@ pub(crate) fn output_items(
         None => items.push(compaction),
     }
     items
+}
+
+/// A Responses answer's `usage` for what a served pass's summarizer was billed.
+pub(crate) fn responses_usage(usage: &llm_compactor::Usage) -> Value {
+    json!({
+        "input_tokens": usage.input_tokens,
+        "input_tokens_details": {"cached_tokens": usage.cache_read_tokens},
+        "output_tokens": usage.output_tokens,
+        "output_tokens_details": {"reasoning_tokens": 0},
+        "total_tokens": usage.input_tokens + usage.output_tokens,
+    })
+}
+
+/// Seconds since the Unix epoch (a served answer's `created_at`).
+pub(crate) fn unix_now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
 }

@@ -24,7 +24,8 @@ use super::NativeCompaction;
 use super::emit::events_of;
 use super::items::{compaction_item, input_items};
 use super::seal::owner_of;
-use super::serve::requested_round;
+use super::serve::{requested_round, responses_usage, unix_now};
+use crate::api::Api;
 use crate::error::ProxyError;
 use crate::state::AppState;
 
@@ -87,7 +88,8 @@ async fn serve_trigger(
     if let Some(Value::Array(items)) = value.get_mut("input") {
         items.retain(|item| !is_trigger(item));
     }
-    let (request, prepared) = requested_round(state, headers, value, carried, "compaction_trigger").await?;
+    let (request, prepared) =
+        requested_round(state, headers, Api::Responses, value, carried, "compaction_trigger").await?;
     let summary = prepared.done.as_ref().and_then(|done| done.summary.clone());
     let usage = prepared.done.as_ref().map(|done| done.usage).unwrap_or_default();
     let window = input_items(&request.wire, prepared.messages);
@@ -103,9 +105,7 @@ async fn serve_trigger(
         summarized = summary.is_some(),
         "served compaction_trigger"
     );
-    let created_at = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
+    let created_at = unix_now();
     let response = json!({
         "id": format!("resp_cmp_{}", uuid::Uuid::new_v4().simple()),
         "object": "response",
@@ -113,13 +113,7 @@ async fn serve_trigger(
         "status": "completed",
         "model": request.model,
         "output": [item],
-        "usage": {
-            "input_tokens": usage.input_tokens,
-            "input_tokens_details": {"cached_tokens": usage.cache_read_tokens},
-            "output_tokens": usage.output_tokens,
-            "output_tokens_details": {"reasoning_tokens": 0},
-            "total_tokens": usage.input_tokens + usage.output_tokens,
-        },
+        "usage": responses_usage(&usage),
     });
     if !stream {
         return Ok(axum::Json(response).into_response());
